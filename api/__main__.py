@@ -1,0 +1,78 @@
+"""`python -m api`: the admin service, with its own supervised etcd when no store is given.
+
+python -m api [--port 8080] [--host 0.0.0.0] [--config broker.conf]
+              [--metadata-store-url etcd:http://h:p[,h:p]] [--data-dir data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from api.app import create_app
+from api.settings import Settings, SettingsError, load_settings
+from metastore.embedded import EmbeddedEtcd, EtcdSupervisor
+
+log = logging.getLogger("api")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m api", description=__doc__.splitlines()[0])
+    parser.add_argument("--port", help="webServicePort (default 8080)")
+    parser.add_argument("--host", help="bindAddress (default 0.0.0.0)")
+    parser.add_argument("--config", type=Path, help="broker.conf-style key=value file")
+    parser.add_argument("--metadata-store-url", help="etcd:http://host:port[,host:port]")
+    parser.add_argument("--data-dir", help="where the embedded etcd keeps its data")
+    parser.add_argument("--cluster-name", help="clusterName")
+    return parser.parse_args(argv)
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    flags = {
+        key: value
+        for key, value in {
+            "webServicePort": args.port,
+            "bindAddress": args.host,
+            "metadataStoreUrl": args.metadata_store_url,
+            "dataDir": args.data_dir,
+            "clusterName": args.cluster_name,
+        }.items()
+        if value is not None
+    }
+    return load_settings(args.config, flags=flags)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        settings = settings_from_args(parse_args(sys.argv[1:] if argv is None else argv))
+    except (SettingsError, OSError) as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    supervisor = None
+    if not settings.metadataStoreUrl:
+        etcd = EmbeddedEtcd(Path(settings.dataDir))
+        supervisor = EtcdSupervisor(etcd)
+        supervisor.start()
+        settings = settings.with_overrides(metadataStoreUrl=etcd.url)
+        log.info("started embedded etcd at %s (data in %s)", etcd.url, settings.dataDir)
+    try:
+        uvicorn.run(
+            create_app(settings),
+            host=settings.bindAddress,
+            port=settings.webServicePort,
+            log_level="warning",
+            access_log=False,
+        )
+    finally:
+        if supervisor is not None:
+            supervisor.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Assembly only: `create_app(settings)` builds the FastAPI app; nothing happens at import."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api.deadline import RequestDeadline
+from api.errors import install_error_handlers
+from api.routes import ROUTERS
+from api.settings import Settings
+from api.state import AppState
+from metastore.store import MetadataStore, parse_metadata_store_url
+
+DESCRIPTION = (
+    "Pulsar's admin REST API for bookie and broker isolation (racks, bookie affinity groups, "
+    "failure domains, anti-affinity, namespace isolation policies), stored in etcd at Pulsar's "
+    "own metadata keys. Paths under `/admin/v2/extensions` are extensions Pulsar does not have."
+)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    if not settings.metadataStoreUrl:
+        raise ValueError("create_app needs settings.metadataStoreUrl (python -m api starts etcd)")
+    timeout = float(settings.metadataStoreOperationTimeoutSeconds)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = MetadataStore(parse_metadata_store_url(settings.metadataStoreUrl), timeout * 0.8)
+        state = AppState.build(settings, store)
+        await state.start()
+        app.state.pulsar = state
+        try:
+            yield
+        finally:
+            await state.stop()
+
+    app = FastAPI(
+        title="Pulsar Admin REST API",
+        version="v2",
+        description=DESCRIPTION,
+        license_info={
+            "name": "Apache 2.0",
+            "url": "http://www.apache.org/licenses/LICENSE-2.0.html",
+        },
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    app.add_middleware(RequestDeadline, seconds=timeout)
+    return app

@@ -1,0 +1,49 @@
+"""Every request ends within the metadata-store timeout: 503 `{"reason": ...}` otherwise.
+
+A plain ASGI middleware (not BaseHTTPMiddleware, which costs a task per request)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class RequestDeadline:
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            await asyncio.wait_for(self.app(scope, receive, tracking_send), self.seconds)
+        except TimeoutError:
+            if started:
+                raise
+            await _send_unavailable(send, f"Request timed out after {self.seconds:g}s")
+
+
+async def _send_unavailable(send: Send, reason: str) -> None:
+    body = json.dumps({"reason": reason}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 503,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(body)),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,35 @@
+"""Dependencies routes declare by name: what a route needs reads as its signature."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from api.services.racks import RackService
+from api.settings import Settings
+from api.state import AppState
+from metastore.store import MetadataStore
+
+
+def get_state(request: Request) -> AppState:
+    state: AppState = request.app.state.pulsar
+    return state
+
+
+def get_settings(request: Request) -> Settings:
+    return get_state(request).settings
+
+
+def get_store(request: Request) -> MetadataStore:
+    return get_state(request).store
+
+
+def get_racks(request: Request) -> RackService:
+    return get_state(request).racks
+
+
+StateDep = Annotated[AppState, Depends(get_state)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+MetastoreDep = Annotated[MetadataStore, Depends(get_store)]
+RacksDep = Annotated[RackService, Depends(get_racks)]

@@ -1,0 +1,131 @@
+"""The service's error family and its single mapping to Pulsar's `{"reason": ...}` responses.
+
+    ServiceError                    a request that cannot be done, with Pulsar's reason text
+    ├── InvalidInput                400
+    ├── NotAuthorized               401
+    ├── Forbidden                   403
+    ├── NotFound                    404
+    ├── NotAllowed                  405
+    ├── Conflict                    409
+    └── PreconditionFailed          412
+
+Errors of the layers below are mapped here too (one table, `STATUS_BY_ERROR`): the metadata
+store being unreachable is 503, a lost compare-and-swap after all retries is 409, a placement
+that cannot be satisfied is 412.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from metastore import errors as store_errors
+
+log = logging.getLogger(__name__)
+
+
+class ServiceError(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class InvalidInput(ServiceError):
+    pass
+
+
+class NotAuthorized(ServiceError):
+    pass
+
+
+class Forbidden(ServiceError):
+    pass
+
+
+class NotFound(ServiceError):
+    pass
+
+
+class NotAllowed(ServiceError):
+    pass
+
+
+class Conflict(ServiceError):
+    pass
+
+
+class PreconditionFailed(ServiceError):
+    pass
+
+
+STATUS_BY_ERROR: dict[type[Exception], int] = {
+    InvalidInput: 400,
+    NotAuthorized: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    NotAllowed: 405,
+    Conflict: 409,
+    PreconditionFailed: 412,
+    store_errors.Unavailable: 503,
+    store_errors.BadVersion: 409,
+    store_errors.AlreadyExists: 409,
+    store_errors.NotFound: 404,
+    store_errors.MetastoreError: 500,
+}
+
+REASON_BY_STORE_ERROR: dict[type[Exception], str] = {
+    store_errors.BadVersion: "Concurrent modification",
+    store_errors.AlreadyExists: "Concurrent modification",
+    store_errors.NotFound: "Not found",
+}
+
+
+def status_for(exc: Exception) -> int:
+    for kind in type(exc).__mro__:
+        if kind in STATUS_BY_ERROR:
+            return STATUS_BY_ERROR[kind]
+    return 500
+
+
+def reason_for(exc: Exception) -> str:
+    if isinstance(exc, ServiceError):
+        return exc.reason
+    for kind in type(exc).__mro__:
+        if kind in REASON_BY_STORE_ERROR:
+            return REASON_BY_STORE_ERROR[kind]
+    return str(exc)
+
+
+def error_response(status: int, reason: str) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"reason": reason})
+
+
+async def _handle_known(_: Request, exc: Exception) -> JSONResponse:
+    status = status_for(exc)
+    if status >= 500:
+        log.warning("request failed with %d: %s", status, exc)
+    return error_response(status, reason_for(exc))
+
+
+async def _handle_http(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return error_response(exc.status_code, str(exc.detail))
+
+
+async def _handle_validation(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+    message = first.get("msg", "invalid request")
+    return error_response(400, f"Invalid request: {where}: {message}" if where else message)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    for kind in (ServiceError, store_errors.MetastoreError):
+        app.add_exception_handler(kind, _handle_known)
+    app.add_exception_handler(StarletteHTTPException, _handle_http)
+    app.add_exception_handler(RequestValidationError, _handle_validation)

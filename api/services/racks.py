@@ -1,0 +1,131 @@
+"""Bookie rack placement: the `/bookies` document (Pulsar's BookiesRackConfiguration).
+
+A bookie lives in exactly one group; moving it removes it from the old group, and a group
+left empty disappears. Both levels are kept sorted by key, as Pulsar's TreeMap writes them.
+Reads come from the watch-fed cache.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from api.errors import NotFound, PreconditionFailed
+from api.models import BookieInfo
+from api.settings import Settings
+from metastore import paths
+from metastore.cache import CachedDocument, WatchedRange
+from metastore.store import MetadataStore, dump_json
+
+RackConfig = dict[str, dict[str, dict[str, Any]]]
+
+INVALID_RACK_REASON = (
+    "Bookie 'rack' parameter is invalid, When `RackawareEnsemblePlacementPolicy` is enabled, "
+    "the rack name is not allowed to contain slash (`/`) except for the beginning and end of "
+    "the rack name string. When `RegionawareEnsemblePlacementPolicy` is enabled, the rack name "
+    "can only contain one slash (`/`) except for the beginning and end of the rack name string."
+)
+MISSING_GROUP_REASON = "Bookie 'group' parameters is missing"
+
+
+def is_valid_rack_name(rack: str | None, *, region_aware: bool) -> bool:
+    """Pulsar's rule: inner slashes after stripping all outer ones: 0 for racks, 1 for
+    `/region/rack`."""
+    inner_slashes = (rack or "").strip("/").count("/")
+    return inner_slashes == (1 if region_aware else 0)
+
+
+def validate_rack(rack: str | None, settings: Settings) -> None:
+    if not settings.bookkeeperClientRackawarePolicyEnabled:
+        return
+    if not is_valid_rack_name(rack, region_aware=settings.bookkeeperClientRegionawarePolicyEnabled):
+        raise PreconditionFailed(INVALID_RACK_REASON)
+
+
+def decode_rack_config(raw: bytes | None) -> RackConfig:
+    if not raw:
+        return {}
+    document = json.loads(raw)
+    return document if isinstance(document, dict) else {}
+
+
+def sorted_config(config: RackConfig) -> RackConfig:
+    return {group: dict(sorted(bookies.items())) for group, bookies in sorted(config.items())}
+
+
+def with_bookie(config: RackConfig, bookie: str, group: str, info: BookieInfo) -> RackConfig:
+    updated = without_bookie(config, bookie)
+    updated.setdefault(group, {})[bookie] = info.dump()
+    return sorted_config(updated)
+
+
+def without_bookie(config: RackConfig, bookie: str) -> RackConfig:
+    return {
+        group: {b: i for b, i in bookies.items() if b != bookie}
+        for group, bookies in config.items()
+        if set(bookies) - {bookie}
+    }
+
+
+def find_bookie(config: RackConfig, bookie: str) -> tuple[str, dict[str, Any]] | None:
+    for group, bookies in config.items():
+        if bookie in bookies:
+            return group, bookies[bookie]
+    return None
+
+
+def not_found_reason(bookie: str) -> str:
+    return f"Bookie rack placement configuration not found: {bookie}"
+
+
+class RackService:
+    def __init__(self, store: MetadataStore, settings: Settings, watched: WatchedRange) -> None:
+        self.store = store
+        self.settings = settings
+        self.watched = watched
+        self.document: CachedDocument[bytes] = CachedDocument(
+            watched, lambda raw: dump_json(sorted_config(decode_rack_config(raw)))
+        )
+
+    async def racks_info_json(self) -> bytes:
+        """The whole rack map, serialised once per change (it can hold 10,000s of bookies)."""
+        body, _ = await self.document.read()
+        return body
+
+    async def racks_info(self) -> RackConfig:
+        found = await self.watched.get()
+        return decode_rack_config(None if found is None else found.value)
+
+    async def get_bookie(self, bookie: str) -> BookieInfo:
+        located = find_bookie(await self.racks_info(), bookie)
+        if located is None:
+            raise NotFound(not_found_reason(bookie))
+        return BookieInfo.model_validate(located[1])
+
+    async def set_bookie(self, bookie: str, group: str | None, info: BookieInfo) -> None:
+        if group is None:
+            raise PreconditionFailed(MISSING_GROUP_REASON)
+        validate_rack(info.rack, self.settings)
+        await self._update(lambda config: with_bookie(config, bookie, group, info))
+
+    async def delete_bookie(self, bookie: str) -> None:
+        def remove(config: RackConfig) -> RackConfig:
+            if find_bookie(config, bookie) is None:
+                raise NotFound(not_found_reason(bookie))
+            return without_bookie(config, bookie)
+
+        await self._update(remove)
+
+    async def _update(self, change: Any) -> None:
+        written = await self.store.update_json(
+            paths.BOOKIES_RACK_CONFIG, lambda doc: change(doc if isinstance(doc, dict) else {})
+        )
+        if written is not None:
+            self.watched.observe(paths.BOOKIES_RACK_CONFIG, written.value, written.revision)
+
+
+async def registered_bookies(store: MetadataStore) -> list[str]:
+    """Every bookie registered under `/ledgers/available/`, writable and read-only."""
+    writable = [b for b in await store.children(paths.BOOKIES_AVAILABLE) if b != "readonly"]
+    readonly = await store.children(paths.BOOKIES_READONLY)
+    return sorted(set(writable) | set(readonly))

@@ -1,0 +1,156 @@
+"""Service settings under Pulsar's `broker.conf` key names.
+
+Layers, lowest first: defaults, a `broker.conf`-style file (`key=value`, `#` comments),
+environment variables `PULSAR_<key>` (e.g. `PULSAR_clusterName`; the upper-case form
+`PULSAR_CLUSTERNAME` is accepted too), command-line flags. Unknown keys in the file are kept
+(Pulsar's broker.conf has hundreds) but ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+class SettingsError(ValueError):
+    """A setting has a value of the wrong type or a combination is unsafe."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    clusterName: str = "standalone"
+    metadataStoreUrl: str = ""
+    metadataStoreOperationTimeoutSeconds: int = 5
+    webServicePort: int = 8080
+    bindAddress: str = "0.0.0.0"
+    advertisedAddress: str = "localhost"
+    dataDir: str = "data"
+
+    authenticationEnabled: bool = False
+    authorizationEnabled: bool = False
+    superUserRoles: tuple[str, ...] = ()
+
+    bookkeeperClientRackawarePolicyEnabled: bool = True
+    bookkeeperClientRegionawarePolicyEnabled: bool = False
+    bookkeeperClientMinNumRacksPerWriteQuorum: int = 2
+    bookkeeperClientEnforceMinNumRacksPerWriteQuorum: bool = False
+    bookkeeperDiskWeightBasedPlacementEnabled: bool = False
+    bookkeeperClientIsolationGroups: str = ""
+    bookkeeperClientSecondaryIsolationGroups: str = ""
+    strictBookieAffinityEnabled: bool = False
+    failureDomainsEnabled: bool = False
+
+    managedLedgerDefaultEnsembleSize: int = 2
+    managedLedgerDefaultWriteQuorum: int = 2
+    managedLedgerDefaultAckQuorum: int = 2
+    managedLedgerMaxEnsembleSize: int = 5
+    managedLedgerMaxWriteQuorum: int = 5
+    managedLedgerMaxAckQuorum: int = 5
+    managedLedgerDefaultMarkDeleteRateLimit: float = 1.0
+    defaultNumberOfNamespaceBundles: int = 4
+    maxTenants: int = 0
+    maxNamespacesPerTenant: int = 0
+    forceDeleteTenantAllowed: bool = False
+    forceDeleteNamespaceAllowed: bool = False
+
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.clusterName:
+            raise SettingsError("clusterName must not be empty")
+        if self.managedLedgerDefaultEnsembleSize < self.managedLedgerDefaultWriteQuorum:
+            raise SettingsError(
+                "managedLedgerDefaultEnsembleSize must be >= managedLedgerDefaultWriteQuorum"
+            )
+        if self.managedLedgerDefaultWriteQuorum < self.managedLedgerDefaultAckQuorum:
+            raise SettingsError(
+                "managedLedgerDefaultWriteQuorum must be >= managedLedgerDefaultAckQuorum"
+            )
+
+    def runtime_configuration(self) -> dict[str, str]:
+        """What `GET /admin/v2/brokers/configuration/runtime` reports: every key as a string."""
+        values = {key: value for key, value in self.extra.items() if "password" not in key.lower()}
+        for f in fields(self):
+            if f.name != "extra":
+                values[f.name] = _to_text(getattr(self, f.name))
+        return values
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        return dataclasses.replace(self, **overrides)
+
+
+KNOWN_KEYS = {f.name: f for f in fields(Settings) if f.name != "extra"}
+
+
+def _to_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple):
+        return ",".join(value)
+    return str(value)
+
+
+def _parse(key: str, raw: str) -> Any:
+    kind = KNOWN_KEYS[key].type
+    text = raw.strip()
+    try:
+        if kind == "bool":
+            if text.lower() not in ("true", "false"):
+                raise ValueError(text)
+            return text.lower() == "true"
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind == "tuple[str, ...]":
+            return tuple(item.strip() for item in text.split(",") if item.strip())
+    except ValueError as exc:
+        raise SettingsError(f"invalid value for {key} ({kind}): {raw!r}") from exc
+    return text
+
+
+def read_conf_file(path: Path) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise SettingsError(f"{path}:{number}: expected key=value, got {line!r}")
+        values[key.strip()] = value.strip()
+    return values
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
+    by_upper = {key.upper(): key for key in KNOWN_KEYS}
+    values: dict[str, str] = {}
+    for name, value in environ.items():
+        if not name.startswith("PULSAR_"):
+            continue
+        key = name.removeprefix("PULSAR_")
+        if key in KNOWN_KEYS:
+            values[key] = value
+        elif key in by_upper:
+            values[by_upper[key]] = value
+    return values
+
+
+def load_settings(
+    conf_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge file < environment < flags (all as text, parsed once at the end)."""
+    raw: dict[str, str] = {}
+    if conf_file is not None:
+        raw.update(read_conf_file(conf_file))
+    raw.update(env_overrides(os.environ if environ is None else environ))
+    raw.update(flags or {})
+    known = {key: _parse(key, value) for key, value in raw.items() if key in KNOWN_KEYS}
+    extra = {key: value for key, value in raw.items() if key not in KNOWN_KEYS}
+    return Settings(**known, extra=extra)

@@ -1,0 +1,34 @@
+"""Errors of the metadata store.
+
+MetastoreError
+├── NotFound            the key does not exist (or vanished during an update)
+├── BadVersion          a compare-and-swap lost: the key changed since it was read
+│   └── AlreadyExists   a create found the key already there
+└── Unavailable         etcd did not answer in time or refused the connection
+"""
+
+from __future__ import annotations
+
+
+class MetastoreError(Exception):
+    """Base of every error raised by `metastore`."""
+
+
+class NotFound(MetastoreError):
+    def __init__(self, path: str) -> None:
+        super().__init__(f"key not found: {path}")
+        self.path = path
+
+
+class BadVersion(MetastoreError):
+    def __init__(self, path: str) -> None:
+        super().__init__(f"concurrent modification of {path}")
+        self.path = path
+
+
+class AlreadyExists(BadVersion):
+    pass
+
+
+class Unavailable(MetastoreError):
+    """etcd could not be reached; nothing was written."""
