@@ -17,7 +17,8 @@ from metastore.store import MetadataStore, parse_metadata_store_url
 DESCRIPTION = (
     "Pulsar's admin REST API for bookie and broker isolation (racks, bookie affinity groups, "
     "failure domains, anti-affinity, namespace isolation policies), stored in etcd at Pulsar's "
-    "own metadata keys. Paths under `/admin/v2/extensions` are extensions Pulsar does not have."
+    "own metadata keys. Operations tagged `extensions` (marked `x-pulsar-extension: true`) "
+    "are additions Pulsar does not have; they never change the meaning of a Pulsar path."
 )
 
 

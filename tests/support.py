@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import base64
 import json
 import os
 import signal
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import httpx
 
 from metastore.embedded import free_port
-from metastore.store import Endpoint, MetadataStore
+from metastore.store import Endpoint, child_range
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parent.parent
@@ -60,7 +60,6 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
-        self.workdir.mkdir(parents=True, exist_ok=True)
         conf = self.workdir / "broker.conf"
         conf.write_text("".join(f"{k}={v}\n" for k, v in self.extra_conf.items()))
         return [
@@ -73,6 +72,7 @@ class ServerProcess:
         ]  # fmt: skip
 
     def start(self) -> ServerProcess:
+        self.workdir.mkdir(parents=True, exist_ok=True)
         log = open(self.workdir / "server.log", "ab")  # noqa: SIM115 - handed to the child
         env = {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
         self.process = subprocess.Popen(
@@ -102,24 +102,22 @@ class ServerProcess:
 
 
 class RawEtcd:
-    """Direct etcd access for assertions, bypassing the server (synchronous, for tests)."""
+    """Direct etcd access for assertions, bypassing our store code: etcd's own v3 JSON
+    gateway over plain HTTP, so it works from sync and async tests alike."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
+        self.base = f"http://{endpoint.host}:{endpoint.port}/v3"
 
-    def _run(self, action: Callable[[MetadataStore], Any]) -> Any:
-        async def run() -> Any:
-            store = MetadataStore([self.endpoint], timeout=5)
-            try:
-                return await action(store)
-            finally:
-                await store.close()
-
-        return asyncio.run(run())
+    def _post(self, call: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = httpx.post(f"{self.base}/{call}", json=body, timeout=10)
+        response.raise_for_status()
+        result: dict[str, Any] = response.json()
+        return result
 
     def get(self, path: str) -> bytes | None:
-        found = self._run(lambda s: s.get(path))
-        return None if found is None else found.value
+        kvs = self._post("kv/range", {"key": _b64(path)}).get("kvs", [])
+        return base64.b64decode(kvs[0].get("value", "")) if kvs else None
 
     def get_json(self, path: str) -> Any:
         raw = self.get(path)
@@ -130,21 +128,27 @@ class RawEtcd:
             value = json.dumps(value)
         if isinstance(value, str):
             value = value.encode()
-        data = value
-        self._run(lambda s: s.put(path, data))
+        self._post("kv/put", {"key": _b64(path), "value": base64.b64encode(value).decode()})
 
     def delete(self, path: str) -> None:
-        self._run(lambda s: s.delete_tree(path))
+        """Delete `path` and everything under `path + "/"`."""
+        self._post("kv/deleterange", {"key": _b64(path)})
+        start, end = child_range(path)
+        self._post("kv/deleterange", {"key": _b64(start), "range_end": _b64(end)})
 
     def keys(self, prefix: str = "/") -> list[str]:
-        async def keys(store: MetadataStore) -> list[str]:
-            result = await store.call(lambda c: c.get_prefix(prefix.encode(), keys_only=True))
-            return [kv.key.decode() for kv in result]
-
-        return list(self._run(keys))
+        start = prefix.encode()
+        end = start[:-1] + bytes([start[-1] + 1])
+        body = {"key": _b64(start), "range_end": _b64(end), "keys_only": True}
+        return [
+            base64.b64decode(kv["key"]).decode()
+            for kv in self._post("kv/range", body).get("kvs", [])
+        ]
 
     def wipe(self) -> None:
-        async def wipe(store: MetadataStore) -> None:
-            await store.call(lambda c: c.delete_range(b"\0", b"\0"))
+        self._post("kv/deleterange", {"key": _b64(b"\0"), "range_end": _b64(b"\0")})
 
-        self._run(wipe)
+
+def _b64(value: str | bytes) -> str:
+    raw = value.encode() if isinstance(value, str) else value
+    return base64.b64encode(raw).decode()

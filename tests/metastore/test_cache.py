@@ -1,0 +1,93 @@
+"""The watch-fed cache follows etcd: writes, deletes, and a restart of etcd."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from metastore.cache import WatchedRange
+from metastore.embedded import EmbeddedEtcd
+from metastore.store import MetadataStore
+from tests.support import RawEtcd
+
+
+async def wait_for(condition, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+async def store(etcd: EmbeddedEtcd, raw_etcd: RawEtcd) -> AsyncIterator[MetadataStore]:
+    raw_etcd.wipe()
+    store = MetadataStore([etcd.endpoint], timeout=5)
+    yield store
+    await store.close()
+
+
+async def test_key_cache_sees_puts_and_deletes(store: MetadataStore, raw_etcd: RawEtcd) -> None:
+    cache = WatchedRange(store, "/bookies")
+    await cache.start()
+    try:
+        assert cache.synced and await cache.get() is None
+        raw_etcd.put("/bookies", b"v1")
+        await wait_for(lambda: cache._entries.get("/bookies") is not None)
+        assert (await cache.get()).value == b"v1"  # type: ignore[union-attr]
+        raw_etcd.put("/bookies-other", b"x")  # a sibling with the same prefix is not ours
+        raw_etcd.delete("/bookies")
+        await wait_for(lambda: "/bookies" not in cache._entries)
+        assert await cache.entries() == {}
+    finally:
+        await cache.stop()
+
+
+async def test_prefix_cache_mirrors_children(store: MetadataStore, raw_etcd: RawEtcd) -> None:
+    raw_etcd.put("/ledgers/available/a:3181", b"")
+    cache = WatchedRange(store, "/ledgers/available", prefix=True)
+    changes: list[int] = []
+    cache.add_listener(lambda: changes.append(1))
+    await cache.start()
+    try:
+        assert list(await cache.entries()) == ["/ledgers/available/a:3181"]
+        raw_etcd.put("/ledgers/available/b:3181", b"")
+        await wait_for(lambda: len(cache._entries) == 2)
+        assert changes
+    finally:
+        await cache.stop()
+
+
+async def test_observe_ignores_older_revisions(store: MetadataStore) -> None:
+    cache = WatchedRange(store, "/k")
+    await cache.start()
+    try:
+        cache.observe("/k", b"new", 100)
+        cache.observe("/k", b"old", 99)
+        assert (await cache.get()).value == b"new"  # type: ignore[union-attr]
+    finally:
+        await cache.stop()
+
+
+@pytest.mark.slow
+async def test_cache_resyncs_after_etcd_restart(tmp_path: Path) -> None:
+    etcd = EmbeddedEtcd(tmp_path / "etcd")
+    etcd.start()
+    store = MetadataStore([etcd.endpoint], timeout=2)
+    cache = WatchedRange(store, "/bookies")
+    try:
+        await cache.start()
+        etcd.kill()
+        await wait_for(lambda: not cache.synced)
+        etcd.start()
+        RawEtcd(etcd.endpoint).put("/bookies", b"after-restart")
+        await wait_for(lambda: cache.synced and "/bookies" in cache._entries, timeout=15)
+        assert (await cache.get()).value == b"after-restart"  # type: ignore[union-attr]
+    finally:
+        await cache.stop()
+        await store.close()
+        etcd.stop()
