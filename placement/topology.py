@@ -21,9 +21,9 @@ Bookies are indexed by rack, region and group at build time, so a call costs the
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from placement.config import PlacementMode
 from placement.weights import WeightedSelector
@@ -41,6 +41,7 @@ _DEFAULTS = {
 _DEPTH = {PlacementMode.RACK: 1, PlacementMode.REGION: 2, PlacementMode.ZONE: 2}
 
 RackMap = Mapping[str, Mapping[str, Any]]
+_T = TypeVar("_T")
 
 
 def default_location(mode: PlacementMode) -> str:
@@ -97,7 +98,7 @@ class Topology:
     filtered: Mapping[str, str] = field(default_factory=dict)
     selector: WeightedSelector | None = None
     weight_multiple: float = 3
-    _views: dict[Hashable, Topology] = field(default_factory=dict, repr=False)
+    _memo: dict[Hashable, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
@@ -204,8 +205,8 @@ class Topology:
         Views are memoised under `key` (the caller's description of the filter), so
         repeated calls with the same groups reuse one index.
         """
-        view = self._views.get(key)
-        if view is not None:
+        view = self._memo.get(key)
+        if isinstance(view, Topology):
             return view
         keep = frozenset(allowed)
         bookies = [b for b in self.bookies if b in keep]
@@ -226,8 +227,17 @@ class Topology:
             filtered=filtered,
             weight_multiple=self.weight_multiple,
         )
-        self._views[key] = view
+        self._memo[key] = view
         return view
+
+    def memo(self, key: Hashable, factory: Callable[[], _T]) -> _T:
+        """Compute once per topology (it never changes), then reuse."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = factory()
+            self._memo[key] = value
+            return value
 
 
 def _resolve(

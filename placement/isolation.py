@@ -1,0 +1,245 @@
+"""Bookie isolation groups (Pulsar's IsolatedBookieEnsemblePlacementPolicy, §6.5).
+
+Which writable bookies a namespace may use, in order:
+
+1. bookies of its primary groups;
+2. if the primary groups have fewer writable bookies than E: also its secondary groups;
+3. if primary + secondary still have fewer than E: also ungrouped bookies (no entry in
+   `/bookies`) - Pulsar #12025; with `strict_unassigned_exclusion=False` (the classic
+   policy) ungrouped bookies are always eligible;
+4. bookies of any other group: never.
+
+A primary group `*` disables isolation. Without a namespace group the broker-wide
+`bookkeeperClientIsolationGroups` apply; without those, `strictBookieAffinityEnabled`
+gives the namespace empty groups (so it may use only ungrouped bookies).
+
+Extension: `AffinityGroups.strict` (`bookkeeperAffinityGroupStrict` on the namespace's
+BookieAffinityGroupData) stops at step 2: never an ungrouped bookie, never another group's.
+
+The topology is filtered to the allowed set (a memoised view) and the rack-, region- or
+zone-aware policy places inside it, so rack rules still apply.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from placement import check, policies
+from placement.config import PlacementConfig, split_groups
+from placement.errors import NotEnoughBookies
+from placement.model import Adherence, EnsembleRequest, Placement, Source
+from placement.rackaware import describe_ensemble
+from placement.topology import Topology
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityGroups:
+    """A namespace's bookie affinity: primary and secondary groups, strict or not."""
+
+    primary: tuple[str, ...]
+    secondary: tuple[str, ...] = ()
+    strict: bool = False
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AffinityGroups:
+        """From BookieAffinityGroupData JSON (plus the `bookkeeperAffinityGroupStrict` field)."""
+        return cls(
+            primary=split_groups(data.get("bookkeeperAffinityGroupPrimary")),
+            secondary=split_groups(data.get("bookkeeperAffinityGroupSecondary")),
+            strict=bool(data.get("bookkeeperAffinityGroupStrict", False)),
+        )
+
+    @property
+    def disables_isolation(self) -> bool:
+        return "*" in self.primary
+
+
+def effective_groups(
+    namespace: AffinityGroups | None, config: PlacementConfig
+) -> AffinityGroups | None:
+    """The groups that apply to a namespace, or None for no isolation."""
+    if namespace is not None:
+        return None if namespace.disables_isolation else namespace
+    if config.isolation_groups:
+        groups = AffinityGroups(config.isolation_groups, config.secondary_isolation_groups)
+        return None if groups.disables_isolation else groups
+    if config.strict_bookie_affinity_enabled:
+        return AffinityGroups(())
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    primary: frozenset[str]
+    secondary: frozenset[str]
+    ungrouped: frozenset[str]
+    primary_writable: int
+    secondary_writable: int
+    per_group: Mapping[str, int]
+
+
+def _counts(topology: Topology, groups: AffinityGroups) -> _Counts:
+    def build() -> _Counts:
+        primary: set[str] = set()
+        for g in groups.primary:
+            primary |= topology.bookies_in_group(g)
+        secondary: set[str] = set()
+        for g in groups.secondary:
+            secondary |= topology.bookies_in_group(g)
+        secondary -= primary
+        grouped: set[str] = set()
+        for members in topology.group_members.values():
+            grouped |= members
+        known = topology.known
+        per_group = {g: len(topology.bookies_in_group(g) & known)
+                     for g in (*groups.primary, *groups.secondary)}
+        return _Counts(frozenset(primary), frozenset(secondary), known - grouped,
+                       len(primary & known), len(secondary & known), per_group)
+
+    return topology.memo(("iso-counts", groups.primary, groups.secondary), build)
+
+
+def allowed_view(
+    topology: Topology, groups: AffinityGroups, ensemble_size: int, config: PlacementConfig
+) -> Topology:
+    """The topology restricted to the bookies `groups` may use for an ensemble of E."""
+    c = _counts(topology, groups)
+    use_secondary = c.primary_writable < ensemble_size
+    total = c.primary_writable + (c.secondary_writable if use_secondary else 0)
+    if groups.strict:
+        use_ungrouped = False
+    elif config.strict_unassigned_exclusion:
+        use_ungrouped = total < ensemble_size
+    else:
+        use_ungrouped = True
+    key = ("iso-view", groups, use_secondary, use_ungrouped)
+
+    def reasons() -> dict[str, str]:
+        out: dict[str, str] = {}
+        for b in topology.bookies:
+            if b in c.primary or (use_secondary and b in c.secondary):
+                continue
+            if b in c.ungrouped:
+                if use_ungrouped:
+                    continue
+                out[b] = ("ungrouped, not allowed under strict isolation" if groups.strict else
+                          f"ungrouped, not needed: primary+secondary groups have {total} "
+                          "writable bookies")
+            elif b in c.secondary:
+                out[b] = (f"secondary group '{topology.group_of.get(b)}' not needed: primary "
+                          f"groups have {c.primary_writable} writable bookies")
+            else:
+                out[b] = f"other group '{topology.group_of.get(b)}'"
+        return out
+
+    view = topology._memo.get(key)
+    if isinstance(view, Topology):
+        return view
+    why = reasons()
+    return topology.restrict(key, (b for b in topology.bookies if b not in why), why)
+
+
+def source_of(topology: Topology, groups: AffinityGroups, bookie: str) -> Source:
+    c = _counts(topology, groups)
+    if bookie in c.primary:
+        return Source.PRIMARY
+    if bookie in c.secondary:
+        return Source.SECONDARY
+    return Source.UNGROUPED
+
+
+def _short_set(groups: AffinityGroups, view: Topology) -> str:
+    names = ", ".join(f"'{g}'" for g in (*groups.primary, *groups.secondary)) or "no groups"
+    if groups.strict:
+        return f"writable bookies in groups {names} (strict)"
+    return f"writable bookies allowed for groups {names}"
+
+
+def _rethrow(exc: NotEnoughBookies, topology: Topology, groups: AffinityGroups,
+             view: Topology, ensemble_size: int) -> NotEnoughBookies:
+    counts = dict(_counts(topology, groups).per_group)
+    if exc.short_set == "eligible bookies":
+        return NotEnoughBookies(short_set=_short_set(groups, view), needed=exc.needed,
+                                available=exc.available, constraint=exc.constraint,
+                                excluded=exc.excluded, group_counts=counts)
+    return NotEnoughBookies(short_set=exc.short_set, needed=exc.needed, available=exc.available,
+                            constraint=exc.constraint, excluded=exc.excluded,
+                            group_counts=counts)
+
+
+def _graded(topology: Topology, groups: AffinityGroups, result: Placement,
+            request: EnsembleRequest, config: PlacementConfig, view: Topology) -> Placement:
+    grade, why = isolation_verdict(topology, groups, result.ensemble, request, config, view)
+    chosen = describe_ensemble(topology, result.ensemble,
+                               lambda b: source_of(topology, groups, b))
+    return replace(result, adherence=grade, reasons=(why, *result.reasons[1:]), bookies=chosen)
+
+
+def isolation_verdict(
+    topology: Topology, groups: AffinityGroups, ensemble: Sequence[str],
+    request: EnsembleRequest, config: PlacementConfig, view: Topology | None = None,
+) -> tuple[Adherence, str]:
+    """The policy verdict on the full topology, FAIL if a member is outside the allowed set."""
+    view = view or allowed_view(topology, groups, len(ensemble), config)
+    outside = [b for b in ensemble if b in view.filtered]
+    if outside:
+        return Adherence.FAIL, f"outside the allowed groups: {outside}"
+    return check.verdict(topology, ensemble, request.write_quorum, request.ack_quorum, config)
+
+
+def adherence(
+    topology: Topology, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
+    config: PlacementConfig, groups: AffinityGroups,
+) -> Adherence:
+    request = EnsembleRequest(len(ensemble), write_quorum, ack_quorum)
+    return isolation_verdict(topology, groups, ensemble, request, config)[0]
+
+
+def new_ensemble(
+    topology: Topology, request: EnsembleRequest, config: PlacementConfig,
+    rng: random.Random, exclude: Collection[str], groups: AffinityGroups,
+) -> Placement:
+    """newEnsemble inside the bookies `groups` allow."""
+    request.validate()
+    view = allowed_view(topology, groups, request.ensemble_size, config)
+    try:
+        result = policies.for_mode(view.mode).new_ensemble(view, request, config, rng, exclude)
+    except NotEnoughBookies as exc:
+        raise _rethrow(exc, topology, groups, view, request.ensemble_size) from None
+    return _graded(topology, groups, result, request, config, view)
+
+
+def replace_bookie(
+    topology: Topology, request: EnsembleRequest, config: PlacementConfig,
+    rng: random.Random, ensemble: Sequence[str], bookie: str,
+    exclude: Collection[str], groups: AffinityGroups,
+) -> Placement:
+    """replaceBookie inside the bookies `groups` allow."""
+    request.validate()
+    view = allowed_view(topology, groups, request.ensemble_size, config)
+    policy = policies.for_mode(view.mode)
+    try:
+        result = policy.replace_bookie(view, request, config, rng, ensemble, bookie, exclude)
+    except NotEnoughBookies as exc:
+        raise _rethrow(exc, topology, groups, view, 1) from None
+    return _graded(topology, groups, result, request, config, view)
+
+
+def replace_to_adhere(
+    topology: Topology, request: EnsembleRequest, config: PlacementConfig,
+    rng: random.Random, ensemble: Sequence[str], exclude: Collection[str],
+    groups: AffinityGroups,
+) -> Placement:
+    """BP-54 repair inside the allowed bookies; members outside them are replaced."""
+    request.validate()
+    view = allowed_view(topology, groups, request.ensemble_size, config)
+    outside = {b for b in ensemble if b in view.filtered}
+    policy = policies.for_mode(view.mode)
+    result = policy.replace_to_adhere(view, request, config, rng, ensemble,
+                                      set(exclude) | outside)
+    if not result.ensemble:
+        return result
+    return _graded(topology, groups, result, request, config, view)
