@@ -1,9 +1,9 @@
 """Async access to etcd with Pulsar's path-to-key mapping.
 
 Every read-modify-write is a transaction that compares the key's `mod_revision` and retries
-on conflict. Writers in one process are also serialised per key, so CAS conflicts only come
-from other processes. Every call fails within `timeout` seconds with `Unavailable` when etcd
-cannot be reached; a failed call writes nothing.
+on conflict. Concurrent writers of one key in one process share a single transaction (group
+commit), so CAS conflicts only come from other processes. Every call fails within `timeout`
+seconds with `Unavailable` when etcd cannot be reached; a failed call writes nothing.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import asyncio
 import json
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -86,12 +85,30 @@ def child_range(path: str) -> tuple[bytes, bytes]:
     return prefix, prefix[:-1] + bytes([prefix[-1] + 1])
 
 
+@dataclass(frozen=True)
+class Guard:
+    """A condition of `MetadataStore.commit`: the key `path` is still at mod_revision
+    `revision` (0: still absent); with `tree=True`, no key under `path + "/"` was written
+    after `revision` (keys deleted since do not fail it)."""
+
+    path: str
+    revision: int
+    tree: bool = False
+
+    def compare(self, tx: Any) -> Any:
+        if not self.tree:
+            return tx.mod(to_key(self.path)) == self.revision
+        start, end = child_range(self.path)
+        return tx.mod(start, range_end=end) < self.revision + 1
+
+
 class Unchanged:
     """Returned by an update function to leave the key as it is."""
 
 
 UNCHANGED = Unchanged()
 Mutation = Callable[[bytes | None], "bytes | Unchanged | None"]
+_PendingUpdate = tuple[Mutation, "asyncio.Future[Versioned | None]"]
 
 
 class MetadataStore:
@@ -102,7 +119,8 @@ class MetadataStore:
         self.timeout = timeout
         self._current = 0
         self._client: aetcd.Client | None = None
-        self._key_locks: dict[str, asyncio.Lock] = {}
+        self._pending: dict[str, list[_PendingUpdate]] = {}
+        self._draining: dict[str, asyncio.Task[None]] = {}
 
     # -- connection -------------------------------------------------------------------------
 
@@ -219,6 +237,27 @@ class MetadataStore:
             )
         )
 
+    async def commit(
+        self,
+        guards: Sequence[Guard],
+        puts: Mapping[str, bytes] | None = None,
+        delete_trees: Sequence[str] = (),
+    ) -> None:
+        """One etcd transaction over several keys: when every guard holds, write `puts` and
+        delete each of `delete_trees` (the key and everything under it); otherwise nothing is
+        written and `BadVersion` is raised."""
+        tx = self.client.transactions
+        compare = [guard.compare(tx) for guard in guards]
+        success = [tx.put(to_key(path), value) for path, value in (puts or {}).items()]
+        for path in delete_trees:
+            start, end = child_range(path)
+            success += [tx.delete(to_key(path)), tx.delete(start, range_end=end)]
+        ok, _ = await self.call(
+            lambda c: c.transaction(compare=compare, success=success, failure=[])
+        )
+        if not ok:
+            raise BadVersion(", ".join(guard.path for guard in guards))
+
     async def put_ephemeral(self, path: str, value: bytes, lease_id: int) -> None:
         """Write a key attached to a lease: it vanishes when the lease expires."""
         await self.call(lambda c: c.put(to_key(path), value, lease=lease_id))
@@ -232,28 +271,59 @@ class MetadataStore:
 
     # -- read-modify-write --------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def _local_writer(self, path: str) -> AsyncIterator[None]:
-        lock = self._key_locks.setdefault(path, asyncio.Lock())
-        async with lock:
-            yield
-
     async def update(self, path: str, mutate: Mutation) -> Versioned | None:
-        """Compare-and-swap loop: `mutate(current)` returns the new value, None to delete the
-        key, or UNCHANGED. Exceptions from `mutate` abort with nothing written.
-        Returns the key's state afterwards (None when it does not exist)."""
-        async with self._local_writer(path):
-            for attempt in range(MAX_CAS_ATTEMPTS):
-                current = await self.get(path)
-                new_value = mutate(None if current is None else current.value)
-                if isinstance(new_value, Unchanged):
-                    return current
-                try:
-                    revision = await self._swap(path, current, new_value)
-                except BadVersion:
-                    await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
-                    continue
-                return None if new_value is None else Versioned(new_value, revision)
+        """Compare-and-swap: `mutate(current)` returns the new value, None to delete the key,
+        or UNCHANGED. An exception from `mutate` fails this caller only, writing nothing of
+        its change. Returns the key's state after the write (None when it does not exist).
+
+        Concurrent updates of one key in this process are coalesced: one leader applies
+        every pending mutation in order and writes once (group commit), so N writers cost
+        one read and one transaction, not N. Other processes are kept out by the CAS."""
+        future: asyncio.Future[Versioned | None] = asyncio.get_running_loop().create_future()
+        self._pending.setdefault(path, []).append((mutate, future))
+        if path not in self._draining:
+            self._draining[path] = asyncio.create_task(self._drain(path), name=f"update {path}")
+        return await future
+
+    async def _drain(self, path: str) -> None:
+        try:
+            while batch := self._pending.pop(path, []):
+                await self._commit_batch(path, batch)
+        finally:
+            self._draining.pop(path, None)
+
+    async def _commit_batch(self, path: str, batch: list[_PendingUpdate]) -> None:
+        try:
+            state, failures = await self._apply_with_retry(path, [m for m, _ in batch])
+        except BaseException as exc:  # the store failed: every caller gets the error
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for index, (_, future) in enumerate(batch):
+            if future.done():
+                continue
+            if index in failures:
+                future.set_exception(failures[index])
+            else:
+                future.set_result(state)
+
+    async def _apply_with_retry(
+        self, path: str, mutations: list[Mutation]
+    ) -> tuple[Versioned | None, dict[int, Exception]]:
+        for attempt in range(MAX_CAS_ATTEMPTS):
+            current = await self.get(path)
+            value, changed, failures = _apply_all(current, mutations)
+            if not changed:
+                return current, failures
+            try:
+                revision = await self._swap(path, current, value)
+            except BadVersion:
+                await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+                continue
+            return (None if value is None else Versioned(value, revision)), failures
         raise BadVersion(path)
 
     async def _swap(self, path: str, current: Versioned | None, new_value: bytes | None) -> int:
@@ -276,6 +346,24 @@ class MetadataStore:
             return dump_json(result)
 
         return await self.update(path, on_bytes)
+
+
+def _apply_all(
+    current: Versioned | None, mutations: list[Mutation]
+) -> tuple[bytes | None, bool, dict[int, Exception]]:
+    """Apply mutations in order; one that raises is skipped and reported by its index."""
+    value = None if current is None else current.value
+    changed = False
+    failures: dict[int, Exception] = {}
+    for index, mutate in enumerate(mutations):
+        try:
+            result = mutate(value)
+        except Exception as exc:
+            failures[index] = exc
+            continue
+        if not isinstance(result, Unchanged):
+            value, changed = result, True
+    return value, changed, failures
 
 
 def dump_json(document: Any) -> bytes:

@@ -132,3 +132,29 @@ async def test_unreachable_etcd_is_unavailable_within_the_timeout() -> None:
         await store.get("/k")
     assert loop.time() - started < 2
     await store.close()
+
+
+async def test_concurrent_updates_in_one_process_are_coalesced_and_isolated(
+    store: MetadataStore,
+) -> None:
+    """Many writers of one key share transactions; one writer's failure fails only itself."""
+    await store.put("/doc", b"[]")
+
+    def append(item: int):  # type: ignore[no-untyped-def]
+        def mutate(raw: bytes | None) -> bytes:
+            if item == 13:
+                raise ValueError("unlucky")
+            return json.dumps([*json.loads(raw or b"[]"), item]).encode()
+
+        return mutate
+
+    revision_before = (await store.get("/doc")).revision  # type: ignore[union-attr]
+    results = await asyncio.gather(
+        *(store.update("/doc", append(i)) for i in range(50)), return_exceptions=True
+    )
+    failures = [r for r in results if isinstance(r, Exception)]
+    assert [str(f) for f in failures] == ["unlucky"]
+    stored = json.loads((await store.get("/doc")).value)  # type: ignore[union-attr]
+    assert sorted(stored) == [i for i in range(50) if i != 13]
+    revision_after = (await store.get("/doc")).revision  # type: ignore[union-attr]
+    assert revision_after - revision_before < 50, "writes were not coalesced"
