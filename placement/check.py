@@ -44,13 +44,15 @@ def rack_verdict(
     if not ensemble:
         return Adherence.FAIL, "empty ensemble"
     m = min(write_quorum, min_racks)
-    for i in range(len(ensemble)):
-        members = [b for b in _window(ensemble, i, write_quorum) if b in known]
-        racks = {rack_of(b) for b in members}
+    e = len(ensemble)
+    located = [rack_of(b) if b in known else None for b in ensemble]
+    for i in range(e):
+        racks = {located[(i + j) % e] for j in range(write_quorum)}
+        racks.discard(None)
         if len(racks) < m:
             return Adherence.FAIL, (
                 f"write quorum at position {i} spans {len(racks)} rack(s) "
-                f"{sorted(racks)}, needs {m}"
+                f"{sorted(r for r in racks if r)}, needs {m}"
             )
         if enforce and default_rack in racks:
             return Adherence.FAIL, (

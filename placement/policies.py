@@ -36,13 +36,14 @@ class Policy(Protocol):
     ) -> Adherence: ...
 
 
+_TABLE: dict[PlacementMode, Policy] = {}
+
+
 def for_mode(mode: PlacementMode) -> Policy:
     """The policy module for a topology's mode."""
-    from placement import rackaware, regionaware, zoneaware
+    if not _TABLE:  # imported late: the policy modules import this one
+        from placement import rackaware, regionaware, zoneaware
 
-    table: dict[PlacementMode, Policy] = {
-        PlacementMode.RACK: rackaware,
-        PlacementMode.REGION: regionaware,
-        PlacementMode.ZONE: zoneaware,
-    }
-    return table[mode]
+        _TABLE.update({PlacementMode.RACK: rackaware, PlacementMode.REGION: regionaware,
+                       PlacementMode.ZONE: zoneaware})
+    return _TABLE[mode]
