@@ -6,7 +6,10 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from api.services.namespace_policies import NamespacePolicyService
+from api.services.namespaces import NamespaceService
 from api.services.racks import RackService
+from api.services.tenants import TenantService
 from api.settings import Settings
 from api.state import AppState
 from metastore.store import MetadataStore
@@ -29,7 +32,22 @@ def get_racks(request: Request) -> RackService:
     return get_state(request).racks
 
 
+def get_tenants(request: Request) -> TenantService:
+    return TenantService(get_store(request), get_settings(request))
+
+
+def get_namespaces(request: Request) -> NamespaceService:
+    return NamespaceService(get_store(request), get_settings(request))
+
+
+def get_namespace_policies(request: Request) -> NamespacePolicyService:
+    return NamespacePolicyService(get_store(request), get_settings(request))
+
+
 StateDep = Annotated[AppState, Depends(get_state)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetastoreDep = Annotated[MetadataStore, Depends(get_store)]
 RacksDep = Annotated[RackService, Depends(get_racks)]
+TenantsDep = Annotated[TenantService, Depends(get_tenants)]
+NamespacesDep = Annotated[NamespaceService, Depends(get_namespaces)]
+NamespacePoliciesDep = Annotated[NamespacePolicyService, Depends(get_namespace_policies)]

@@ -115,6 +115,7 @@ class BookieAffinityGroupData(PulsarModel):
     )
     bookkeeperAffinityGroupStrict: bool | None = Field(
         default=None,
+        strict=True,
         description=(
             "Extension: never place on bookies without rack info or of other groups. "
             "Omitted when false, so upstream Pulsar ignores it."

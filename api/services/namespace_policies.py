@@ -1,0 +1,218 @@
+"""Per-namespace placement policies: anti-affinity group, bookie affinity group, persistence.
+
+Anti-affinity and bookie affinity are *local* policies (`/admin/local-policies/{t}/{ns}`,
+`LocalPolicies`); persistence is in the global `Policies`. Every write is a compare-and-swap
+read-modify-write of the whole document that keeps the fields it does not own, including
+fields this service does not model, so concurrent writers of different fields lose nothing.
+
+Strict bookie affinity (an extension, `bookkeeperAffinityGroupStrict`): stored next to the
+groups, omitted when false so an upstream broker reading the document sees exactly the two
+fields it knows. Strict means "only the primary (then secondary) groups' bookies, never
+ungrouped ones, else fail", so it needs a primary group to be strict about: strict with no
+primary group, or with the wildcard primary `*` (which disables isolation), is refused with 412.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from api.errors import InvalidInput, NotFound, PreconditionFailed
+from api.models import BookieAffinityGroupData, LocalPolicies, PersistencePolicies, Policies
+from api.services.namespaces import (
+    NAMESPACE_NOT_FOUND,
+    NamespaceService,
+    require_valid_namespace_name,
+    validate_persistence,
+)
+from api.services.naming import java_set
+from api.settings import Settings
+from metastore import paths
+from metastore.store import UNCHANGED, MetadataStore, Unchanged
+
+LOCAL_POLICIES_NOT_FOUND = "Namespace local-policies does not exist"
+EMPTY_ANTI_AFFINITY_GROUP = "antiAffinityGroup can't be empty"
+WILDCARD_GROUP = "*"
+STRICT_WITHOUT_PRIMARY = (
+    "bookkeeperAffinityGroupStrict requires bookkeeperAffinityGroupPrimary: "
+    "strict affinity needs at least one primary bookie group"
+)
+STRICT_WITH_WILDCARD = (
+    "bookkeeperAffinityGroupStrict cannot be used with the wildcard primary group '*', "
+    "which disables bookie isolation"
+)
+
+
+def groups_of(value: str | None) -> list[str]:
+    return [group.strip() for group in (value or "").split(",") if group.strip()]
+
+
+def validate_bookie_affinity(data: BookieAffinityGroupData) -> None:
+    if not data.strict:
+        return
+    primary = groups_of(data.bookkeeperAffinityGroupPrimary)
+    if not primary:
+        raise PreconditionFailed(STRICT_WITHOUT_PRIMARY)
+    if WILDCARD_GROUP in primary:
+        raise PreconditionFailed(STRICT_WITH_WILDCARD)
+
+
+class NamespacePolicyService:
+    def __init__(self, store: MetadataStore, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+        self.namespaces = NamespaceService(store, settings)
+
+    # -- anti-affinity --------------------------------------------------------------------------
+
+    async def anti_affinity_group(self, tenant: str, namespace: str) -> str | None:
+        await self.namespaces.policies(tenant, namespace)
+        local = await self._local(tenant, namespace)
+        return None if local is None else local.namespaceAntiAffinityGroup
+
+    async def set_anti_affinity_group(self, tenant: str, namespace: str, group: str) -> None:
+        require_valid_namespace_name(tenant, namespace)
+        if not group.strip():
+            raise PreconditionFailed(EMPTY_ANTI_AFFINITY_GROUP)
+        await self.namespaces.policies(tenant, namespace)
+
+        def change(local: LocalPolicies) -> LocalPolicies:
+            local.namespaceAntiAffinityGroup = group
+            return local
+
+        await self._update_local(tenant, namespace, change, create=True)
+
+    async def remove_anti_affinity_group(self, tenant: str, namespace: str) -> None:
+        await self.namespaces.policies(tenant, namespace)
+
+        def change(local: LocalPolicies) -> LocalPolicies:
+            local.namespaceAntiAffinityGroup = None
+            return local
+
+        await self._update_local(tenant, namespace, change, create=False)
+
+    async def anti_affinity_namespaces(
+        self, cluster: str, group: str, tenant: str | None
+    ) -> list[str]:
+        """Namespaces of `tenant` whose group equals `group`, ignoring case. The cluster is only
+        checked for existence (it does not filter), as upstream."""
+        if tenant is None:
+            raise InvalidInput("Tenant should not be null")
+        if not group.strip():
+            raise PreconditionFailed("anti-affinity group can't be empty.")
+        if not await self.store.exists(paths.cluster(cluster)):
+            raise PreconditionFailed(f"Cluster {cluster} does not exist.")
+        wanted = group.casefold()
+        found = []
+        for name in await self.namespaces.namespaces_of(tenant):
+            raw = await self.store.get(paths.join(paths.LOCAL_POLICIES, name))
+            if raw is None:
+                continue
+            stored = LocalPolicies.from_bytes(raw.value).namespaceAntiAffinityGroup
+            if stored is not None and stored.casefold() == wanted:
+                found.append(name)
+        return found
+
+    # -- bookie affinity ----------------------------------------------------------------------
+
+    async def bookie_affinity_group(
+        self, tenant: str, namespace: str
+    ) -> BookieAffinityGroupData | None:
+        await self._require_local_cluster(tenant, namespace)
+        local = await self._local(tenant, namespace)
+        if local is None:
+            raise NotFound(LOCAL_POLICIES_NOT_FOUND)
+        return local.bookieAffinityGroup
+
+    async def set_bookie_affinity_group(
+        self, tenant: str, namespace: str, data: BookieAffinityGroupData
+    ) -> None:
+        require_valid_namespace_name(tenant, namespace)
+        validate_bookie_affinity(data)
+        await self._require_local_cluster(tenant, namespace)
+        stored = BookieAffinityGroupData.model_validate(data.dump())
+
+        def change(local: LocalPolicies) -> LocalPolicies:
+            local.bookieAffinityGroup = stored
+            return local
+
+        await self._update_local(tenant, namespace, change, create=True)
+
+    async def delete_bookie_affinity_group(self, tenant: str, namespace: str) -> None:
+        await self._require_local_cluster(tenant, namespace)
+
+        def change(local: LocalPolicies) -> LocalPolicies:
+            local.bookieAffinityGroup = None
+            return local
+
+        await self._update_local(tenant, namespace, change, create=False)
+
+    async def _require_local_cluster(self, tenant: str, namespace: str) -> Policies:
+        """Pulsar's `validateGlobalNamespaceOwnership`: the namespace must replicate to us."""
+        policies = await self.namespaces.policies(tenant, namespace)
+        local_cluster = self.settings.clusterName
+        name = f"{tenant}/{namespace}"
+        clusters = policies.replication_clusters
+        if not clusters:
+            raise PreconditionFailed(
+                "Namespace does not have any clusters configured : "
+                f"local_cluster={local_cluster} ns={name}"
+            )
+        if local_cluster not in clusters:
+            raise PreconditionFailed(
+                "Namespace missing local cluster name in clusters list: "
+                f"local_cluster={local_cluster} ns={name} clusters={java_set(clusters)}"
+            )
+        return policies
+
+    # -- persistence --------------------------------------------------------------------------
+
+    async def persistence(self, tenant: str, namespace: str) -> PersistencePolicies | None:
+        return (await self.namespaces.policies(tenant, namespace)).persistence
+
+    async def set_persistence(
+        self, tenant: str, namespace: str, persistence: PersistencePolicies | None
+    ) -> None:
+        require_valid_namespace_name(tenant, namespace)
+        validate_persistence(persistence, self.settings)
+        await self._update_policies(tenant, namespace, persistence)
+
+    async def delete_persistence(self, tenant: str, namespace: str) -> None:
+        require_valid_namespace_name(tenant, namespace)
+        await self._update_policies(tenant, namespace, None)
+
+    async def _update_policies(
+        self, tenant: str, namespace: str, persistence: PersistencePolicies | None
+    ) -> None:
+        def change(raw: bytes | None) -> bytes:
+            if raw is None:
+                raise NotFound(NAMESPACE_NOT_FOUND)
+            policies = Policies.from_bytes(raw)
+            policies.persistence = persistence
+            return policies.to_bytes()
+
+        await self.store.update(paths.namespace(tenant, namespace), change)
+
+    # -- local policies document ----------------------------------------------------------------
+
+    async def _local(self, tenant: str, namespace: str) -> LocalPolicies | None:
+        found = await self.store.get(paths.local_policies(tenant, namespace))
+        return None if found is None else LocalPolicies.from_bytes(found.value)
+
+    async def _update_local(
+        self,
+        tenant: str,
+        namespace: str,
+        change: Callable[[LocalPolicies], LocalPolicies],
+        *,
+        create: bool,
+    ) -> None:
+        """CAS update of the local policies; with `create=False` an absent document stays
+        absent (clearing a field that was never set writes nothing)."""
+
+        def mutate(raw: bytes | None) -> bytes | Unchanged:
+            if raw is None and not create:
+                return UNCHANGED
+            local = LocalPolicies() if raw is None else LocalPolicies.from_bytes(raw)
+            return change(local).to_bytes()
+
+        await self.store.update(paths.local_policies(tenant, namespace), mutate)

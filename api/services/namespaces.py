@@ -1,0 +1,253 @@
+"""Namespaces: create, list, read and delete `/admin/policies/{tenant}/{namespace}`.
+
+A namespace is its global `Policies` document. Creation fills Pulsar's defaults
+(`replication_clusters` = [clusterName], `defaultNumberOfNamespaceBundles` equal bundles) and
+validates like `NamespacesBase.validatePolicies`. Local policies are NOT created here: Pulsar
+creates them lazily on the first per-cluster write, so bookie-affinity GET on a fresh namespace
+answers 404 `Namespace local-policies does not exist`, as upstream does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotAllowed,
+    NotFound,
+    PreconditionFailed,
+)
+from api.models import BundlesData, PersistencePolicies, Policies, TenantInfo
+from api.services.naming import is_valid_namespace_name
+from api.settings import Settings
+from metastore import errors as store_errors
+from metastore import paths
+from metastore.store import MetadataStore
+
+NAMESPACE_NOT_FOUND = "Namespace does not exist"
+INVALID_NAMESPACE_NAME = "Namespace name is not valid"
+GLOBAL_CLUSTER = "global"
+
+FULL_RANGE = 1 << 32
+MAX_BUNDLES = FULL_RANGE
+# Pulsar accepts up to 2^32 bundles; materialising that many boundaries would exhaust memory,
+# so this service refuses more than this many (a deliberate, documented departure).
+SUPPORTED_MAX_BUNDLES = 1 << 16
+INVALID_BUNDLES = (
+    "Invalid number of bundles. Number of numbles has to be in the range of (0, 2^32]."
+)
+
+# Where topics of a namespace live (managed ledgers, partitioned-topic metadata).
+MANAGED_LEDGERS = "/managed-ledgers"
+PARTITIONED_TOPICS = "/admin/partitioned-topics"
+TOPIC_DOMAINS = ("persistent", "non-persistent")
+
+
+def require_valid_namespace_name(tenant: str, namespace: str) -> None:
+    if not is_valid_namespace_name(tenant, namespace):
+        raise PreconditionFailed(INVALID_NAMESPACE_NAME)
+
+
+def bundles_for(num_bundles: int) -> BundlesData:
+    """`num_bundles` equal hash ranges, boundaries written as Pulsar writes them."""
+    if num_bundles <= 0 or num_bundles > MAX_BUNDLES:
+        raise InvalidInput(INVALID_BUNDLES)
+    if num_bundles > SUPPORTED_MAX_BUNDLES:
+        raise InvalidInput(
+            f"Invalid number of bundles. This service supports at most "
+            f"{SUPPORTED_MAX_BUNDLES} bundles per namespace."
+        )
+    step = FULL_RANGE // num_bundles
+    boundaries = [f"0x{i * step:08x}" for i in range(num_bundles)] + [f"0x{FULL_RANGE - 1:08x}"]
+    return BundlesData(boundaries=boundaries, numBundles=num_bundles)
+
+
+def _decode_java_long(text: str) -> int:
+    """`Long.decode`: decimal, `0x`/`0X`/`#` hex, leading-zero octal, optional sign."""
+    body = text.strip()
+    sign = -1 if body.startswith("-") else 1
+    body = body.lstrip("+-")
+    if body[:2].lower() == "0x":
+        return sign * int(body[2:], 16)
+    if body.startswith("#"):
+        return sign * int(body[1:], 16)
+    if len(body) > 1 and body.startswith("0"):
+        return sign * int(body[1:], 8)
+    return sign * int(body, 10)
+
+
+def validated_bundles(given: BundlesData) -> BundlesData:
+    """Explicit boundaries: normalised, de-duplicated, sorted, covering the whole range."""
+    try:
+        points = sorted({_decode_java_long(b) for b in given.boundaries or []})
+    except ValueError as exc:
+        raise InvalidInput(f"Invalid bundle boundaries: {given.boundaries}") from exc
+    formatted = [f"0x{p:08x}" for p in points]
+    if points[0] != 0 or points[-1] != FULL_RANGE - 1:
+        raise InvalidInput(
+            "Input bundles do not cover the whole hash range. "
+            f"first:{formatted[0]}, last:{formatted[-1]}"
+        )
+    return BundlesData(boundaries=formatted, numBundles=len(formatted) - 1)
+
+
+def validate_persistence(policies: PersistencePolicies | None, settings: Settings) -> None:
+    """`AdminResource.validatePersistencePolicies` (all 400)."""
+    if policies is None:
+        raise InvalidInput("persistence policies should not be null")
+    e, w, a = (
+        policies.bookkeeperEnsemble,
+        policies.bookkeeperWriteQuorum,
+        policies.bookkeeperAckQuorum,
+    )
+    for value, bound, label in (
+        (e, settings.managedLedgerMaxEnsembleSize, "Bookkeeper-Ensemble"),
+        (w, settings.managedLedgerMaxWriteQuorum, "Bookkeeper-WriteQuorum"),
+        (a, settings.managedLedgerMaxAckQuorum, "Bookkeeper-AckQuorum"),
+    ):
+        if not 0 < value <= bound:
+            raise InvalidInput(f"{label} must be <= {bound} and > 0.")
+    if not e >= w >= a:
+        raise InvalidInput(f"Bookkeeper Ensemble ({e}) >= WriteQuorum ({w}) >= AckQuorum ({a})")
+
+
+def validate_retention(retention: dict[str, Any] | None) -> None:
+    if retention is None:
+        return
+    size = retention.get("retentionSizeInMB", 0)
+    minutes = retention.get("retentionTimeInMinutes", 0)
+    if not isinstance(size, int) or not isinstance(minutes, int):
+        raise InvalidInput("Invalid retention policy: limits must be integers")
+    if size < -1:
+        raise InvalidInput("Invalid retention policy: size limit must be >= -1")
+    if minutes < -1:
+        raise InvalidInput("Invalid retention policy: time limit must be >= -1")
+    if (minutes == 0) != (size == 0):
+        raise InvalidInput(
+            "Invalid retention policy: Setting a single time or size limit to 0 is invalid when "
+            "one of the limits has a non-zero value. Use the value of -1 instead of 0 to ignore a "
+            "specific limit. To disable retention both limits must be set to 0."
+        )
+
+
+def namespace_names(tenant: str, keys: list[str]) -> list[str]:
+    """`tenant/ns` (v2) and `tenant/cluster/ns` (v1) from the keys under a tenant's path."""
+    prefix = paths.tenant(tenant) + "/"
+    names = set()
+    for key in keys:
+        parts = key.removeprefix(prefix).split("/")
+        if 1 <= len(parts) <= 2 and all(parts):
+            names.add("/".join((tenant, *parts)))
+    return sorted(names)
+
+
+class NamespaceService:
+    def __init__(self, store: MetadataStore, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def tenant_info(self, tenant: str) -> TenantInfo | None:
+        found = await self.store.get(paths.tenant(tenant))
+        return None if found is None else TenantInfo.from_bytes(found.value)
+
+    async def namespaces_of(self, tenant: str) -> list[str]:
+        keys = await self.store.get_children_values(paths.tenant(tenant))
+        return namespace_names(tenant, list(keys))
+
+    async def policies_by_namespace(self, tenant: str) -> dict[str, Policies]:
+        """Every namespace of `tenant` with its policies (unreadable documents are skipped)."""
+        values = await self.store.get_children_values(paths.tenant(tenant))
+        found: dict[str, Policies] = {}
+        for key, versioned in values.items():
+            names = namespace_names(tenant, [key])
+            if names:
+                try:
+                    found[names[0]] = Policies.from_bytes(versioned.value)
+                except ValueError:
+                    continue
+        return found
+
+    async def list(self, tenant: str) -> list[str]:
+        if await self.tenant_info(tenant) is None:
+            raise NotFound("Tenant not found")
+        return await self.namespaces_of(tenant)
+
+    async def policies(self, tenant: str, namespace: str) -> Policies:
+        require_valid_namespace_name(tenant, namespace)
+        found = await self.store.get(paths.namespace(tenant, namespace))
+        if found is None:
+            raise NotFound(NAMESPACE_NOT_FOUND)
+        return Policies.from_bytes(found.value)
+
+    # -- create -------------------------------------------------------------------------------
+
+    async def create(self, tenant: str, namespace: str, requested: Policies | None) -> Policies:
+        require_valid_namespace_name(tenant, namespace)
+        tenant_info = await self.tenant_info(tenant)
+        if tenant_info is None:
+            raise NotFound("Tenant does not exist")
+        policies = self.with_defaults(tenant, tenant_info, requested or Policies())
+        limit = self.settings.maxNamespacesPerTenant
+        if limit > 0 and len(await self.namespaces_of(tenant)) >= limit:
+            raise PreconditionFailed(f"Exceed the maximum number of namespace in tenant :{tenant}")
+        try:
+            await self.store.create(paths.namespace(tenant, namespace), policies.to_bytes())
+        except store_errors.AlreadyExists as exc:
+            raise Conflict("Namespace already exists") from exc
+        return policies
+
+    def with_defaults(self, tenant: str, tenant_info: TenantInfo, given: Policies) -> Policies:
+        """`validatePolicies`: defaults filled in, each rule in upstream's order."""
+        policies = given.model_copy(deep=True)
+        clusters = list(dict.fromkeys(policies.replication_clusters))
+        policies.replication_clusters = clusters or [self.settings.clusterName]
+        for cluster in policies.replication_clusters:
+            if cluster != GLOBAL_CLUSTER and cluster not in tenant_info.allowedClusters:
+                raise Forbidden(
+                    f"Cluster [{cluster}] is not in the list of allowed clusters list "
+                    f"for tenant [{tenant}]"
+                )
+        ttl = (policies.model_extra or {}).get("message_ttl_in_seconds")
+        if isinstance(ttl, int) and ttl < 0:
+            raise PreconditionFailed("Invalid value for message TTL")
+        bundles = policies.bundles
+        if bundles is not None and bundles.numBundles > 0:
+            policies.bundles = (
+                validated_bundles(bundles)
+                if bundles.boundaries
+                else bundles_for(bundles.numBundles)
+            )
+        else:
+            policies.bundles = bundles_for(self.settings.defaultNumberOfNamespaceBundles)
+        if policies.persistence is not None:
+            validate_persistence(policies.persistence, self.settings)
+        validate_retention(policies.retention_policies)
+        return policies
+
+    # -- delete -------------------------------------------------------------------------------
+
+    async def delete(self, tenant: str, namespace: str, force: bool) -> None:
+        require_valid_namespace_name(tenant, namespace)
+        if force and not self.settings.forceDeleteNamespaceAllowed:
+            raise NotAllowed("Broker doesn't allow forced deletion of namespaces")
+        if not await self.store.exists(paths.namespace(tenant, namespace)):
+            raise NotFound(NAMESPACE_NOT_FOUND)
+        topic_roots = [
+            paths.join(root, tenant, namespace, domain)
+            for root in (MANAGED_LEDGERS, PARTITIONED_TOPICS)
+            for domain in TOPIC_DOMAINS
+        ]
+        if not force:
+            for root in topic_roots:
+                if await self.store.children(root):
+                    raise Conflict("Cannot delete non empty namespace")
+        else:
+            for root in topic_roots:
+                await self.store.delete_tree(root)
+        # Global policies first: once they are gone every per-namespace write answers 404.
+        await self.store.delete_tree(paths.namespace(tenant, namespace))
+        await self.store.delete_tree(paths.local_policies(tenant, namespace))

@@ -1,0 +1,245 @@
+"""`/admin/v2/tenants`: behaviour, status codes and reasons as upstream, JSON as stored."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from metastore.embedded import EmbeddedEtcd
+from tests.support import RawEtcd, ServerProcess
+
+TENANTS = "/admin/v2/tenants"
+
+
+def add_cluster(store: RawEtcd, name: str) -> None:
+    store.put(f"/admin/clusters/{name}", {"serviceUrl": f"http://{name}:8080"})
+
+
+def create_tenant(
+    admin: httpx.Client, tenant: str, clusters: list[str], roles: list[str] | None = None
+) -> httpx.Response:
+    return admin.put(
+        f"{TENANTS}/{tenant}", json={"adminRoles": roles or [], "allowedClusters": clusters}
+    )
+
+
+def assert_reason(response: httpx.Response, status: int, reason: str) -> None:
+    assert (response.status_code, response.json()) == (status, {"reason": reason})
+
+
+@pytest.fixture(scope="module")
+def permissive_server(
+    etcd: EmbeddedEtcd, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """A second server on the same etcd: at most 2 tenants, forced deletes allowed."""
+    conf = {
+        "maxTenants": "2",
+        "forceDeleteTenantAllowed": "true",
+        "forceDeleteNamespaceAllowed": "true",
+    }
+    process = ServerProcess(etcd.url, Path(tmp_path_factory.mktemp("permissive")), extra_conf=conf)
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def permissive(permissive_server: ServerProcess, clean_store: RawEtcd) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=permissive_server.url, timeout=10) as client:
+        yield client
+
+
+def test_list_is_empty_then_sorted(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    assert admin.get(TENANTS).json() == []
+    add_cluster(clean_store, "test")
+    for name in ("zeta", "alpha", "mid"):
+        assert create_tenant(admin, name, ["test"]).status_code == 204
+    response = admin.get(TENANTS)
+    assert response.status_code == 200
+    assert response.json() == ["alpha", "mid", "zeta"]
+
+
+def test_create_and_get_stores_tenant_info(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    add_cluster(clean_store, "test")
+    add_cluster(clean_store, "us-west")
+    response = create_tenant(admin, "acme", ["test", "us-west", "test"], ["ops", "dev"])
+    assert response.status_code == 204
+    assert response.content == b""
+    expected = {"adminRoles": ["ops", "dev"], "allowedClusters": ["test", "us-west"]}
+    assert clean_store.get_json("/admin/policies/acme") == expected
+    got = admin.get(f"{TENANTS}/acme")
+    assert got.status_code == 200
+    assert got.json() == expected
+
+
+def test_get_unknown_tenant_is_404(admin: httpx.Client) -> None:
+    assert_reason(admin.get(f"{TENANTS}/nope"), 404, "Tenant does not exist")
+
+
+def test_create_twice_is_409(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    add_cluster(clean_store, "test")
+    assert create_tenant(admin, "acme", ["test"]).status_code == 204
+    assert_reason(create_tenant(admin, "acme", ["test"], ["x"]), 409, "Tenant already exist")
+    assert clean_store.get_json("/admin/policies/acme")["adminRoles"] == []
+
+
+@pytest.mark.parametrize(
+    ("name", "clusters", "roles", "reason"),
+    [
+        ("sp ace", ["test"], [], "Tenant name is not valid"),
+        ("b@d", ["test"], [], "Tenant name is not valid"),
+        ("acme", [], [], "Clusters cannot be empty or blank"),
+        ("acme", ["test", " "], [], "Clusters cannot be empty or blank"),
+        ("acme", ["test", "nowhere"], [], "Clusters do not exist"),
+        ("acme", ["test"], [" ops"], "AdminRoles contains whitespace in the beginning or end."),
+        ("acme", ["test"], ["ops "], "AdminRoles contains whitespace in the beginning or end."),
+    ],
+)
+def test_create_validation_is_412_and_writes_nothing(
+    admin: httpx.Client,
+    clean_store: RawEtcd,
+    name: str,
+    clusters: list[str],
+    roles: list[str],
+    reason: str,
+) -> None:
+    add_cluster(clean_store, "test")
+    response = admin.put(
+        f"{TENANTS}/{name}", json={"adminRoles": roles, "allowedClusters": clusters}
+    )
+    assert_reason(response, 412, reason)
+    assert clean_store.keys("/admin/policies") == []
+
+
+def test_name_with_allowed_punctuation_is_accepted(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    add_cluster(clean_store, "test")
+    assert create_tenant(admin, "a-b=c:d.e_f9", ["test"]).status_code == 204
+    assert admin.get(TENANTS).json() == ["a-b=c:d.e_f9"]
+
+
+def test_create_without_body_is_412(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    assert_reason(admin.put(f"{TENANTS}/acme"), 412, "TenantInfo is null")
+    assert clean_store.keys("/admin/policies") == []
+
+
+def test_create_with_wrong_types_is_400(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    add_cluster(clean_store, "test")
+    response = admin.put(f"{TENANTS}/acme", json={"allowedClusters": "test"})
+    assert response.status_code == 400
+    assert "allowedClusters" in response.json()["reason"]
+    assert clean_store.keys("/admin/policies") == []
+
+
+def test_max_tenants(permissive: httpx.Client, clean_store: RawEtcd) -> None:
+    add_cluster(clean_store, "test")
+    assert create_tenant(permissive, "t1", ["test"]).status_code == 204
+    assert create_tenant(permissive, "t2", ["test"]).status_code == 204
+    assert_reason(
+        create_tenant(permissive, "t3", ["test"]), 412, "Exceed the maximum number of tenants"
+    )
+    assert clean_store.get("/admin/policies/t3") is None
+    # An existing tenant is still a conflict, not a limit.
+    assert_reason(create_tenant(permissive, "t1", ["test"]), 409, "Tenant already exist")
+
+
+def test_update_replaces_the_tenant_info(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    add_cluster(clean_store, "test")
+    add_cluster(clean_store, "east")
+    create_tenant(admin, "acme", ["test"], ["ops"])
+    response = admin.post(
+        f"{TENANTS}/acme", json={"adminRoles": ["dev"], "allowedClusters": ["east", "test"]}
+    )
+    assert response.status_code == 204
+    assert clean_store.get_json("/admin/policies/acme") == {
+        "adminRoles": ["dev"],
+        "allowedClusters": ["east", "test"],
+    }
+
+
+def test_update_unknown_tenant_is_404(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    add_cluster(clean_store, "test")
+    response = admin.post(f"{TENANTS}/ghost", json={"allowedClusters": ["test"]})
+    assert_reason(response, 404, "Tenant ghost not found")
+    assert clean_store.get("/admin/policies/ghost") is None
+
+
+def test_update_validates_clusters_and_roles(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    add_cluster(clean_store, "test")
+    create_tenant(admin, "acme", ["test"])
+    before = clean_store.get("/admin/policies/acme")
+    cases = [
+        ({"allowedClusters": []}, "Clusters cannot be empty or blank"),
+        ({"allowedClusters": ["nowhere"]}, "Clusters do not exist"),
+        (
+            {"allowedClusters": ["test"], "adminRoles": ["\tx"]},
+            "AdminRoles contains whitespace in the beginning or end.",
+        ),
+    ]
+    for body, reason in cases:
+        assert_reason(admin.post(f"{TENANTS}/acme", json=body), 412, reason)
+    assert clean_store.get("/admin/policies/acme") == before
+
+
+def test_update_cannot_drop_a_cluster_a_namespace_uses(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    add_cluster(clean_store, "test")
+    add_cluster(clean_store, "east")
+    create_tenant(admin, "acme", ["test", "east"])
+    ns = admin.put("/admin/v2/namespaces/acme/ns1", json={"replication_clusters": ["east"]})
+    assert ns.status_code == 204
+    response = admin.post(f"{TENANTS}/acme", json={"allowedClusters": ["test"]})
+    assert_reason(response, 412, "Active namespaces")
+    assert clean_store.get_json("/admin/policies/acme")["allowedClusters"] == ["test", "east"]
+    # Dropping the unused cluster is fine.
+    assert admin.post(f"{TENANTS}/acme", json={"allowedClusters": ["east"]}).status_code == 204
+
+
+def test_delete_empty_tenant(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    add_cluster(clean_store, "test")
+    create_tenant(admin, "acme", ["test"])
+    response = admin.delete(f"{TENANTS}/acme")
+    assert response.status_code == 204
+    assert clean_store.get("/admin/policies/acme") is None
+    assert admin.get(TENANTS).json() == []
+
+
+def test_delete_unknown_tenant_is_404(admin: httpx.Client) -> None:
+    assert_reason(admin.delete(f"{TENANTS}/ghost"), 404, "Tenant doesn't exist")
+
+
+def test_delete_tenant_with_namespaces_is_409(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    add_cluster(clean_store, "test")
+    create_tenant(admin, "acme", ["test"])
+    assert admin.put("/admin/v2/namespaces/acme/ns1").status_code == 204
+    assert_reason(admin.delete(f"{TENANTS}/acme"), 409, "The tenant still has active namespaces")
+    assert clean_store.get("/admin/policies/acme") is not None
+    assert clean_store.get("/admin/policies/acme/ns1") is not None
+
+
+def test_forced_delete_not_allowed_by_default(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    add_cluster(clean_store, "test")
+    create_tenant(admin, "acme", ["test"])
+    response = admin.delete(f"{TENANTS}/acme", params={"force": "true"})
+    assert_reason(response, 405, "Broker doesn't allow forced deletion of tenants")
+    assert clean_store.get("/admin/policies/acme") is not None
+
+
+def test_forced_delete_removes_namespaces_and_local_policies(
+    permissive: httpx.Client, clean_store: RawEtcd
+) -> None:
+    add_cluster(clean_store, "test")
+    create_tenant(permissive, "acme", ["test"])
+    for ns in ("ns1", "ns2"):
+        assert permissive.put(f"/admin/v2/namespaces/acme/{ns}").status_code == 204
+    group = permissive.post("/admin/v2/namespaces/acme/ns1/antiAffinity", content=b"g")
+    assert group.status_code == 204
+    response = permissive.delete(f"{TENANTS}/acme", params={"force": "true"})
+    assert response.status_code == 204
+    assert clean_store.keys("/admin/policies") == []
+    assert clean_store.keys("/admin/local-policies") == []
