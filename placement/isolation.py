@@ -82,6 +82,11 @@ class _Counts:
 
 
 def _counts(topology: Topology, groups: AffinityGroups) -> _Counts:
+    key = ("iso-counts", groups.primary, groups.secondary)
+    found = topology._memo.get(key)
+    if found is not None:
+        return found
+
     def build() -> _Counts:
         primary: set[str] = set()
         for g in groups.primary:
@@ -99,7 +104,7 @@ def _counts(topology: Topology, groups: AffinityGroups) -> _Counts:
         return _Counts(frozenset(primary), frozenset(secondary), known - grouped,
                        len(primary & known), len(secondary & known), per_group)
 
-    return topology.memo(("iso-counts", groups.primary, groups.secondary), build)
+    return topology.memo(key, build)
 
 
 def allowed_view(
@@ -171,10 +176,19 @@ def _rethrow(exc: NotEnoughBookies, topology: Topology, groups: AffinityGroups,
 
 
 def _graded(topology: Topology, groups: AffinityGroups, result: Placement,
-            request: EnsembleRequest, config: PlacementConfig, view: Topology) -> Placement:
+            request: EnsembleRequest, config: PlacementConfig, view: Topology,
+            regrade: bool = True) -> Placement:
+    c = _counts(topology, groups)
+
+    def source(b: str) -> Source:
+        if b in c.primary:
+            return Source.PRIMARY
+        return Source.SECONDARY if b in c.secondary else Source.UNGROUPED
+
+    chosen = describe_ensemble(topology, result.ensemble, source)
+    if not regrade:  # every member is in the view, whose verdict equals the full one
+        return replace(result, bookies=chosen)
     grade, why = isolation_verdict(topology, groups, result.ensemble, request, config, view)
-    chosen = describe_ensemble(topology, result.ensemble,
-                               lambda b: source_of(topology, groups, b))
     return replace(result, adherence=grade, reasons=(why, *result.reasons[1:]), bookies=chosen)
 
 
@@ -209,7 +223,7 @@ def new_ensemble(
         result = policies.for_mode(view.mode).new_ensemble(view, request, config, rng, exclude)
     except NotEnoughBookies as exc:
         raise _rethrow(exc, topology, groups, view, request.ensemble_size) from None
-    return _graded(topology, groups, result, request, config, view)
+    return _graded(topology, groups, result, request, config, view, regrade=False)
 
 
 def replace_bookie(
