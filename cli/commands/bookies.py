@@ -1,0 +1,110 @@
+"""`pulsar-admin bookies`: bookie rack placement (`/admin/v2/bookies`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+import typer
+
+from cli.client import V2, path
+from cli.context import admin
+from cli.errors import ParameterError
+from cli.framework import Output, command, new_group
+from cli.javafmt import BOOKIE_GROUP
+from cli.output import JsonResult, MapResult, Rows
+
+app = new_group("bookies", "Operations about bookies rack placement")
+
+INVALID_RACK = "rack name is invalid, it should not be null, empty or '/'"
+RACKS = f"{V2}/bookies/racks-info"
+
+Bookie = Annotated[
+    str,
+    typer.Option(
+        "-b",
+        "--bookie",
+        show_default=False,
+        help="Bookie address, format `address:port` (e.g. 127.0.0.1:3181). Required.",
+    ),
+]
+Rack = Annotated[
+    str,
+    typer.Option(
+        "-r",
+        "--rack",
+        show_default=False,
+        help="Bookie rack name, e.g. /rack1 (or /region1/rack1 when region-aware placement "
+        "is enabled). Must not be empty or '/'. With rack-aware placement the name may not "
+        "contain a slash except at its beginning and end. Required.",
+    ),
+]
+Group = Annotated[
+    str,
+    typer.Option(
+        "-g", "--group", help="Bookie group name (the isolation group namespaces affine to)."
+    ),
+]
+Hostname = Annotated[
+    str | None,
+    typer.Option(
+        "-hn",
+        "--hostname",
+        show_default=False,
+        help="Bookie host name. Optional; not stored when not given.",
+    ),
+]
+
+
+def rack_rows(config: Mapping[str, Any]) -> Rows:
+    """`-o table` for racks-placement: one row per bookie."""
+    return [
+        {"group": group, "bookie": bookie, "rack": info.get("rack"),
+         "hostname": info.get("hostname")}
+        for group, bookies in config.items()
+        for bookie, info in bookies.items()
+    ]  # fmt: skip
+
+
+@command(app, "racks-placement")
+def racks_placement(ctx: typer.Context, output: Output = None) -> MapResult:
+    """Gets the rack placement information for all the bookies in the cluster: one line per
+    group, `<group>    {<bookie>=BookieInfoImpl(rack=..., hostname=...)}`."""
+    return MapResult(admin(ctx).get_json(RACKS) or {}, BOOKIE_GROUP, table_rows=rack_rows)
+
+
+@command(app, "list-bookies")
+def list_bookies(ctx: typer.Context, output: Output = None) -> JsonResult:
+    """List bookies: every bookie registered with the metadata store (writable and
+    read-only), as JSON `{"bookies" : [ {"bookieId" : "host:port"} ]}`."""
+    return JsonResult(admin(ctx).get_json(f"{V2}/bookies/all"))
+
+
+@command(app, "get-bookie-rack")
+def get_bookie_rack(ctx: typer.Context, bookie: Bookie, output: Output = None) -> JsonResult:
+    """Gets the rack placement information for a specific bookie in the cluster, as JSON
+    `{"rack" : ..., "hostname" : ...}`."""
+    return JsonResult(admin(ctx).get_json(RACKS + path(bookie)))
+
+
+@command(app, "delete-bookie-rack")
+def delete_bookie_rack(ctx: typer.Context, bookie: Bookie, output: Output = None) -> None:
+    """Remove rack placement information for a specific bookie in the cluster."""
+    admin(ctx).delete(RACKS + path(bookie))
+
+
+@command(app, "set-bookie-rack")
+def set_bookie_rack(
+    ctx: typer.Context,
+    bookie: Bookie,
+    rack: Rack,
+    group: Group = "default",
+    hostname: Hostname = None,
+    output: Output = None,
+) -> None:
+    """Updates the rack placement information for a specific bookie in the cluster (note.
+    bookie address format:`address:port`). The bookie leaves any other group."""
+    if not rack or rack.strip() == "/":
+        raise ParameterError(INVALID_RACK)
+    body = {"rack": rack} if hostname is None else {"rack": rack, "hostname": hostname}
+    admin(ctx).post(RACKS + path(bookie), body, params={"group": group})

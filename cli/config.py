@@ -1,0 +1,184 @@
+"""Client settings: `client.conf` (a Java properties file) overlaid by global flags.
+
+The file is `$PULSAR_CLIENT_CONF` when set, else `conf/client.conf` if it exists (what
+`bin/pulsar-admin` passes to the Java tool). Keys are Pulsar's: `webServiceUrl` (falling
+back to the legacy `serviceUrl` when blank), `authPlugin`, `authParams`,
+`tlsAllowInsecureConnection`, `tlsTrustCertsFilePath`, `tlsEnableHostnameVerification`,
+`webserviceTlsProvider`. A flag given on the command line wins over the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cli.errors import ConfigError
+
+CONF_ENV = "PULSAR_CLIENT_CONF"
+DEFAULT_CONF = Path("conf/client.conf")
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 300  # PulsarAdminImpl.DEFAULT_REQUEST_TIMEOUT_SECONDS
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    admin_url: str | None = None
+    auth_plugin: str | None = None
+    auth_params: str | None = None
+    tls_allow_insecure: bool = False
+    tls_trust_cert_path: str | None = None
+    tls_enable_hostname_verification: bool = False
+    tls_provider: str | None = None
+    request_timeout: int = DEFAULT_REQUEST_TIMEOUT_SECONDS
+
+
+@dataclass(frozen=True)
+class GlobalFlags:
+    """The global options as typed; None means "not given" (so the file's value stays)."""
+
+    admin_url: str | None = None
+    auth_plugin: str | None = None
+    auth_params: str | None = None
+    tls_allow_insecure: bool | None = None
+    tls_trust_cert_path: str | None = None
+    tls_enable_hostname_verification: bool | None = None
+    tls_provider: str | None = None
+    request_timeout: int | None = None
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Join continuation lines (odd number of trailing backslashes), drop comments/blanks."""
+    lines: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending += line[:-1]
+            continue
+        lines.append(pending + line)
+        pending = ""
+    if pending:
+        lines.append(pending)
+    return lines
+
+
+def _unescape(text: str) -> str:
+    out: list[str] = []
+    chars = iter(range(len(text)))
+    for i in chars:
+        ch = text[i]
+        if ch != "\\" or i + 1 >= len(text):
+            out.append(ch)
+            continue
+        nxt = text[i + 1]
+        next(chars, None)
+        if nxt == "u" and i + 5 < len(text):
+            out.append(chr(int(text[i + 2 : i + 6], 16)))
+            for _ in range(4):
+                next(chars, None)
+        else:
+            out.append(_ESCAPES.get(nxt, nxt))
+    return "".join(out)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """`java.util.Properties.load`: `key=value`, `key: value` or `key value`; `#`/`!`
+    comments, backslash continuations and escapes."""
+    properties: dict[str, str] = {}
+    for line in _logical_lines(text):
+        index, escaped = 0, False
+        while index < len(line):
+            ch = line[index]
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch in "=: \t\f":
+                break
+            index += 1
+        key, rest = line[:index], line[index:].lstrip(" \t\f")
+        if line[index : index + 1] in ("=", ":"):
+            rest = line[index + 1 :].lstrip(" \t\f")
+        elif rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t\f")
+        properties[_unescape(key)] = _unescape(rest)
+    return properties
+
+
+def conf_path(env: Mapping[str, str], cwd: Path) -> Path | None:
+    """The client.conf to read: `$PULSAR_CLIENT_CONF` (must exist), else `conf/client.conf`."""
+    configured = env.get(CONF_ENV)
+    if configured:
+        return Path(configured)
+    default = cwd / DEFAULT_CONF
+    return default if default.is_file() else None
+
+
+def read_conf(path: Path | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    try:
+        return parse_properties(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path} ({exc.strerror or exc})") from exc
+
+
+def _flag(value: bool | None, properties: Mapping[str, str], key: str) -> bool:
+    if value is not None:
+        return value
+    return properties.get(key, "false").strip().lower() == "true"
+
+
+def _text(value: str | None, properties: Mapping[str, str], *keys: str) -> str | None:
+    if value is not None and value.strip():
+        return value
+    for key in keys:
+        found = properties.get(key, "").strip()
+        if found:
+            return found
+    return None
+
+
+def resolve(flags: GlobalFlags, properties: Mapping[str, str]) -> ClientConfig:
+    """The settings in effect: each flag given on the command line over the file's key."""
+    return ClientConfig(
+        admin_url=_text(flags.admin_url, properties, "webServiceUrl", "serviceUrl"),
+        auth_plugin=_text(flags.auth_plugin, properties, "authPlugin"),
+        auth_params=_text(flags.auth_params, properties, "authParams"),
+        tls_allow_insecure=_flag(
+            flags.tls_allow_insecure, properties, "tlsAllowInsecureConnection"
+        ),
+        tls_trust_cert_path=_text(flags.tls_trust_cert_path, properties, "tlsTrustCertsFilePath"),
+        tls_enable_hostname_verification=_flag(
+            flags.tls_enable_hostname_verification, properties, "tlsEnableHostnameVerification"
+        ),
+        tls_provider=_text(flags.tls_provider, properties, "webserviceTlsProvider"),
+        request_timeout=(
+            flags.request_timeout
+            if flags.request_timeout is not None
+            else DEFAULT_REQUEST_TIMEOUT_SECONDS
+        ),
+    )
+
+
+def load(flags: GlobalFlags, env: Mapping[str, str], cwd: Path) -> ClientConfig:
+    return resolve(flags, read_conf(conf_path(env, cwd)))
+
+
+__all__ = [
+    "CONF_ENV",
+    "DEFAULT_REQUEST_TIMEOUT_SECONDS",
+    "ClientConfig",
+    "GlobalFlags",
+    "conf_path",
+    "load",
+    "parse_properties",
+    "read_conf",
+    "resolve",
+]

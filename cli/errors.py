@@ -1,0 +1,92 @@
+"""The CLI's exceptions, and the one place that turns them into stderr text and exit 1.
+
+    CliError
+     +-- AdminError        the service answered with an error status (carries status, reason)
+     +-- ConnectError      no answer: refused, unreachable, TLS failure, timeout
+     +-- ParameterError    bad arguments found before any request is sent (usage follows)
+     +-- ConfigError       no admin URL, unreadable client.conf or token file, unknown plugin
+
+What `pulsar-admin` prints for each (upstream `CommanderFactory` / `CmdBase`):
+
+    AdminError      <reason>, blank line, `Reason: <reason>`
+    ConnectError    <message>, blank line, `Error connecting to Pulsar`
+    ParameterError  <message>, then the command's usage (picocli's parameter handler)
+
+and every failure exits with status 1 (the Java tool maps any non-zero result to 1).
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import TextIO
+
+from cli.clickcompat import ClickException, UsageError
+
+FAILURE = 1
+
+
+class CliError(Exception):
+    """Root of the CLI's own errors."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class AdminError(CliError):
+    """An error response: `reason` is the server's `{"reason": ...}`, or `HTTP <code> <text>`."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class ConnectError(CliError):
+    """The request got no response."""
+
+
+class ParameterError(CliError):
+    """Invalid arguments, found client-side; `usage` is the offending command's help."""
+
+    def __init__(self, message: str, usage: str | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class ConfigError(CliError):
+    """The client cannot be set up (admin URL, client.conf, authentication)."""
+
+
+def report(exc: BaseException, err: TextIO) -> int:
+    """Write what pulsar-admin writes for `exc` to `err`; return the exit status (1)."""
+    if isinstance(exc, AdminError):
+        err.write(f"{exc.reason}\n\nReason: {exc.reason}\n")
+    elif isinstance(exc, ConnectError):
+        err.write(f"{exc.message}\n\nError connecting to Pulsar\n")
+    elif isinstance(exc, ParameterError):
+        err.write(f"{exc.message}\n")
+        if exc.usage:
+            err.write(exc.usage if exc.usage.endswith("\n") else exc.usage + "\n")
+    elif isinstance(exc, UsageError):
+        err.write(f"{exc.format_message()}\n")
+        if exc.ctx is not None:
+            err.write(exc.ctx.get_help() + "\n")
+    elif isinstance(exc, CliError):
+        err.write(f"{exc.message}\n")
+    elif isinstance(exc, ClickException):
+        err.write(f"{exc.format_message()}\n")
+    else:  # upstream prints the stack trace of anything unexpected
+        err.write("".join(traceback.format_exception(exc)))
+    return FAILURE
+
+
+__all__ = [
+    "FAILURE",
+    "AdminError",
+    "CliError",
+    "ConfigError",
+    "ConnectError",
+    "ParameterError",
+    "report",
+]
