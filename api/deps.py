@@ -6,6 +6,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from api.services.clusters import ClusterService
+from api.services.isolation import IsolationService
 from api.services.namespace_policies import NamespacePolicyService
 from api.services.namespaces import NamespaceService
 from api.services.racks import RackService
@@ -44,6 +46,15 @@ def get_namespace_policies(request: Request) -> NamespacePolicyService:
     return NamespacePolicyService(get_store(request), get_settings(request))
 
 
+def get_clusters(request: Request) -> ClusterService:
+    return ClusterService(get_store(request))
+
+
+def get_isolation(request: Request) -> IsolationService:
+    store = get_store(request)
+    return IsolationService(store, ClusterService(store))
+
+
 StateDep = Annotated[AppState, Depends(get_state)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetastoreDep = Annotated[MetadataStore, Depends(get_store)]
@@ -51,3 +62,5 @@ RacksDep = Annotated[RackService, Depends(get_racks)]
 TenantsDep = Annotated[TenantService, Depends(get_tenants)]
 NamespacesDep = Annotated[NamespaceService, Depends(get_namespaces)]
 NamespacePoliciesDep = Annotated[NamespacePolicyService, Depends(get_namespace_policies)]
+ClustersDep = Annotated[ClusterService, Depends(get_clusters)]
+IsolationDep = Annotated[IsolationService, Depends(get_isolation)]

@@ -11,9 +11,35 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 M = TypeVar("M", bound="PulsarModel")
+
+
+def _unknown_enum_as_null(allowed: tuple[str, ...]) -> Any:
+    """Pulsar reads an unknown enum value as null (READ_UNKNOWN_ENUM_VALUES_AS_NULL)."""
+
+    def read(value: Any) -> Any:
+        return value if value is None or value in allowed else None
+
+    return read
+
+
+def _java_string(value: Any) -> Any:
+    """Jackson coerces a JSON scalar into a String field: 1 -> "1", true -> "true"."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    return value
+
+
+def _java_strings(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_java_string(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _java_string(item) for key, item in value.items()}
+    return value
 
 
 class PulsarModel(BaseModel):
@@ -84,6 +110,10 @@ class ClusterData(PulsarModel):
     brokerClientSslFactoryPlugin: str | None = None
     brokerClientSslFactoryPluginParams: str | None = None
     listenerName: str | None = None
+
+    _proxy_protocol = field_validator("proxyProtocol", mode="before")(
+        _unknown_enum_as_null(("SNI",))
+    )
 
 
 class FailureDomain(PulsarModel):
@@ -196,6 +226,8 @@ class AutoFailoverPolicyData(PulsarModel):
         default=None, description="min_limit and usage_threshold, as strings of integers"
     )
 
+    _parameters = field_validator("parameters", mode="before")(_java_strings)
+
 
 class NamespaceIsolationData(PulsarModel):
     namespaces: list[str] | None = Field(default=None, description="Regexes of tenant/namespace")
@@ -203,6 +235,11 @@ class NamespaceIsolationData(PulsarModel):
     secondary: list[str] | None = Field(default=None, description="Regexes of secondary brokers")
     auto_failover_policy: AutoFailoverPolicyData | None = None
     unload_scope: Literal["all_matching", "none", "changed"] | None = None
+
+    _strings = field_validator("namespaces", "primary", "secondary", mode="before")(_java_strings)
+    _unload_scope = field_validator("unload_scope", mode="before")(
+        _unknown_enum_as_null(("all_matching", "none", "changed"))
+    )
 
 
 class BrokerNamespaceIsolationData(PulsarModel):

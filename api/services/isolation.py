@@ -1,0 +1,213 @@
+"""Namespace isolation policies: `{policyName: NamespaceIsolationData}` stored as one JSON map
+at `/admin/clusters/{c}/namespaceIsolationPolicies`.
+
+As Pulsar's ClustersBase does: an unknown cluster is 404 on the list and 412 everywhere else;
+a missing record is 404 for reads, while a write (POST or DELETE) creates it; every validation
+failure of a policy is the same 400 that quotes the policy as Jackson's default pretty printer
+renders what it deserialized (nulls included). A write is one etcd transaction guarded by the
+revisions of the cluster and of the record, so it neither loses a concurrent update nor
+outlives a concurrent cluster deletion.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from api.errors import InvalidInput, NotFound
+from api.models import BrokerNamespaceIsolationData, NamespaceIsolationData
+from api.services.brokers import registered_brokers
+from api.services.clusters import ClusterService, with_cas_retries
+from metastore import paths
+from metastore.store import Guard, MetadataStore, dump_json
+
+Policies = dict[str, NamespaceIsolationData]
+
+MIN_AVAILABLE = "min_available"
+REQUIRED_PARAMETERS = ("min_limit", "usage_threshold")
+_JAVA_INT = re.compile(r"^[+-]?[0-9]+$")
+
+
+def record_missing_reason(cluster: str) -> str:
+    return f"NamespaceIsolationPolicies for cluster {cluster} does not exist"
+
+
+def invalid_policy_reason(policy: str, data: NamespaceIsolationData | None) -> str:
+    return (
+        f"Invalid format of input policy data. policy: {policy}; "
+        f"data: {jackson_pretty(java_view(data))}"
+    )
+
+
+# -- validation ---------------------------------------------------------------------------------
+
+
+def is_java_int(text: str) -> bool:
+    return bool(_JAVA_INT.match(text)) and -(2**31) <= int(text) < 2**31
+
+
+def compiles(patterns: list[str]) -> bool:
+    for pattern in patterns:
+        if pattern.strip():
+            try:
+                re.compile(pattern)
+            except re.error:
+                return False
+    return True
+
+
+def is_valid_policy(data: NamespaceIsolationData | None) -> bool:
+    """NamespaceIsolationDataImpl.validate, then the min_available policy's own checks."""
+    if data is None or not data.namespaces or not data.primary or data.secondary is None:
+        return False
+    if not compiles(data.primary) or not compiles(data.secondary):
+        return False
+    failover = data.auto_failover_policy
+    if failover is None or failover.policy_type != MIN_AVAILABLE or failover.parameters is None:
+        return False
+    parameters = failover.parameters
+    return all(k in parameters and is_java_int(parameters[k]) for k in REQUIRED_PARAMETERS)
+
+
+def java_view(data: NamespaceIsolationData | None) -> Any:
+    """The policy as Pulsar deserialized it: every field present, unknown enums null."""
+    if data is None:
+        return None
+    failover = data.auto_failover_policy
+    return {
+        "namespaces": data.namespaces,
+        "primary": data.primary,
+        "secondary": data.secondary,
+        "auto_failover_policy": None
+        if failover is None
+        else {
+            "policy_type": failover.policy_type if failover.policy_type == MIN_AVAILABLE else None,
+            "parameters": failover.parameters,
+        },
+        "unload_scope": data.unload_scope,
+    }
+
+
+def _jackson_string(text: str) -> str:
+    quoted = json.dumps(text, ensure_ascii=False)
+    return re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), quoted)
+
+
+def jackson_pretty(value: Any, depth: int = 0) -> str:
+    """Jackson's DefaultPrettyPrinter: `"key" : value`, two-space indent, arrays inline
+    (`[ "a", "b" ]`, `[ ]`), empty objects `{ }`."""
+    if isinstance(value, dict):
+        if not value:
+            return "{ }"
+        inner = "  " * (depth + 1)
+        fields = [
+            f"{inner}{_jackson_string(k)} : {jackson_pretty(v, depth + 1)}"
+            for k, v in value.items()
+        ]
+        return "{\n" + ",\n".join(fields) + "\n" + "  " * depth + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[ ]"
+        return "[ " + ", ".join(jackson_pretty(item, depth) for item in value) + " ]"
+    if isinstance(value, str):
+        return _jackson_string(value)
+    return json.dumps(value)
+
+
+# -- broker views -------------------------------------------------------------------------------
+
+
+def matches_any(patterns: list[str] | None, broker: str) -> bool:
+    """Java's `broker.matches(regex)`: the whole name must match."""
+    for pattern in patterns or []:
+        try:
+            if re.fullmatch(pattern, broker):
+                return True
+        except re.error:
+            continue
+    return False
+
+
+def broker_isolation(broker: str, policies: Policies) -> BrokerNamespaceIsolationData:
+    """Every policy naming the broker contributes its namespaces; the last one (by name)
+    decides `policyName` and `primary`."""
+    view = BrokerNamespaceIsolationData(brokerName=broker)
+    for name, policy in sorted(policies.items()):
+        is_primary = matches_any(policy.primary, broker)
+        if is_primary or matches_any(policy.secondary, broker):
+            view.namespaceRegex.extend(policy.namespaces or [])
+            view.primary = is_primary
+            view.policyName = name
+    return view
+
+
+# -- service ------------------------------------------------------------------------------------
+
+
+def decode_policies(raw: bytes) -> dict[str, Any]:
+    document = json.loads(raw)
+    return document if isinstance(document, dict) else {}
+
+
+class IsolationService:
+    def __init__(self, store: MetadataStore, clusters: ClusterService) -> None:
+        self.store = store
+        self.clusters = clusters
+
+    async def policies(self, cluster: str, *, status_404: bool = False) -> Policies:
+        await self.clusters.require_cluster(cluster, status_404=status_404)
+        found = await self.store.get(paths.namespace_isolation_policies(cluster))
+        if found is None:
+            raise NotFound(record_missing_reason(cluster))
+        return {
+            name: NamespaceIsolationData.model_validate(policy)
+            for name, policy in sorted(decode_policies(found.value).items())
+        }
+
+    async def policy(self, cluster: str, name: str) -> NamespaceIsolationData:
+        policies = await self.policies(cluster)
+        if name not in policies:
+            raise NotFound(f"Cannot find NamespaceIsolationPolicy {name} for cluster {cluster}")
+        return policies[name]
+
+    async def set_policy(
+        self, cluster: str, name: str, data: NamespaceIsolationData | None
+    ) -> None:
+        await self.clusters.require_cluster(cluster)
+        if data is None or not is_valid_policy(data):
+            raise InvalidInput(invalid_policy_reason(name, data))
+        document = data.dump()
+
+        def put(policies: dict[str, Any]) -> dict[str, Any]:
+            return dict(sorted({**policies, name: document}.items()))
+
+        await with_cas_retries(lambda: self._update_once(cluster, put))
+
+    async def delete_policy(self, cluster: str, name: str) -> None:
+        await self.clusters.require_cluster(cluster)
+
+        def remove(policies: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in policies.items() if k != name}
+
+        await with_cas_retries(lambda: self._update_once(cluster, remove))
+
+    async def _update_once(self, cluster: str, change: Any) -> None:
+        found_cluster = await self.clusters.require_cluster(cluster)
+        path = paths.namespace_isolation_policies(cluster)
+        found = await self.store.get(path)
+        current = {} if found is None else decode_policies(found.value)
+        await self.store.commit(
+            [
+                Guard(paths.cluster(cluster), found_cluster.revision),
+                Guard(path, 0 if found is None else found.revision),
+            ],
+            puts={path: dump_json(change(current))},
+        )
+
+    async def brokers(self, cluster: str) -> list[BrokerNamespaceIsolationData]:
+        policies = await self.policies(cluster)
+        return [broker_isolation(b, policies) for b in await registered_brokers(self.store)]
+
+    async def broker(self, cluster: str, broker: str) -> BrokerNamespaceIsolationData:
+        return broker_isolation(broker, await self.policies(cluster))

@@ -1,0 +1,271 @@
+"""`/admin/v2/clusters`: status codes and reasons as upstream, JSON as stored at Pulsar's keys."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.support import RawEtcd
+
+CLUSTERS = "/admin/v2/clusters"
+US_WEST = {
+    "serviceUrl": "http://pulsar.example.com:8080",
+    "brokerServiceUrl": "pulsar://pulsar.example.com:6650",
+}
+DEFAULTS = {
+    "brokerClientTlsEnabled": False,
+    "tlsAllowInsecureConnection": False,
+    "brokerClientTlsEnabledWithKeyStore": False,
+    "brokerClientTlsTrustStoreType": "JKS",
+    "brokerClientTlsKeyStoreType": "JKS",
+}
+POLICY = {
+    "namespaces": ["my-tenant/isolated-.*"],
+    "primary": ["broker-1.*"],
+    "secondary": [],
+    "auto_failover_policy": {
+        "policy_type": "min_available",
+        "parameters": {"min_limit": "1", "usage_threshold": "80"},
+    },
+}
+
+
+def create(admin: httpx.Client, name: str, data: object = None) -> httpx.Response:
+    return admin.put(f"{CLUSTERS}/{name}", json=US_WEST if data is None else data)
+
+
+def test_create_is_200_with_empty_body_and_stores_cluster_data(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    response = create(admin, "us-west")
+    assert response.status_code == 200
+    assert response.content == b""
+    assert clean_store.get("/admin/clusters/us-west") == (
+        b'{"serviceUrl":"http://pulsar.example.com:8080",'
+        b'"brokerServiceUrl":"pulsar://pulsar.example.com:6650",'
+        b'"brokerClientTlsEnabled":false,"tlsAllowInsecureConnection":false,'
+        b'"brokerClientTlsEnabledWithKeyStore":false,"brokerClientTlsTrustStoreType":"JKS",'
+        b'"brokerClientTlsKeyStoreType":"JKS"}'
+    )
+    assert admin.get(f"{CLUSTERS}/us-west").json() == {**US_WEST, **DEFAULTS}
+
+
+def test_create_twice_is_409(admin: httpx.Client) -> None:
+    assert create(admin, "us-west").status_code == 200
+    response = create(admin, "us-west", {"serviceUrl": "http://other:8080"})
+    assert response.status_code == 409
+    assert response.json() == {"reason": "Cluster already exists"}
+    assert admin.get(f"{CLUSTERS}/us-west").json()["serviceUrl"] == US_WEST["serviceUrl"]
+
+
+@pytest.mark.parametrize("name", ["bad!name", "a b", "caf\u00e9", "a*"])
+def test_invalid_name_is_412(admin: httpx.Client, clean_store: RawEtcd, name: str) -> None:
+    response = create(admin, name)
+    assert response.status_code == 412, response.text
+    assert response.json() == {"reason": "Cluster name is not valid"}
+    assert clean_store.keys("/admin/clusters") == []
+
+
+def test_name_with_allowed_punctuation_is_accepted(admin: httpx.Client) -> None:
+    assert create(admin, "a-b=c:d.e_f9").status_code == 200
+    assert admin.get(CLUSTERS).json() == ["a-b=c:d.e_f9"]
+
+
+def test_missing_body_is_400(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    for response in (admin.put(f"{CLUSTERS}/c1"), admin.post(f"{CLUSTERS}/c1")):
+        assert response.status_code == 400
+        assert response.json() == {"reason": "cluster data is required"}
+    assert clean_store.keys("/admin/clusters") == []
+
+
+@pytest.mark.parametrize(
+    ("field", "url", "reason"),
+    [
+        (
+            "serviceUrl",
+            "https://h:8443",
+            "Illegal service url, example: http://pulsar.example.com:8080",
+        ),
+        ("serviceUrl", "h:8080", "Illegal service url, example: http://pulsar.example.com:8080"),
+        (
+            "serviceUrl",
+            "http://bad host",
+            "Illegal service url, example: http://pulsar.example.com:8080",
+        ),
+        ("serviceUrl", "", "Illegal service url, example: http://pulsar.example.com:8080"),
+        ("serviceUrl", "http://", "Illegal service url, example: http://pulsar.example.com:8080"),
+        (
+            "serviceUrlTls",
+            "http://h:8443",
+            "Illegal service tls url, example: https://pulsar.example.com:8443",
+        ),
+        (
+            "brokerServiceUrl",
+            "http://h:6650",
+            "Illegal broker service url, example: pulsar://pulsar.example.com:6650",
+        ),
+        (
+            "brokerServiceUrlTls",
+            "pulsar://h:6651",
+            "Illegal broker service tls url, example: pulsar+ssl://pulsar.example.com:6651",
+        ),
+        (
+            "proxyServiceUrl",
+            "http://proxy:4080",
+            "Illegal proxy service url, example: pulsar+ssl://ats-proxy.example.com:4443 "
+            "or pulsar://ats-proxy.example.com:4080",
+        ),
+    ],
+)
+def test_illegal_url_is_400_on_create_and_update(
+    admin: httpx.Client, clean_store: RawEtcd, field: str, url: str, reason: str
+) -> None:
+    response = create(admin, "c1", {field: url})
+    assert response.status_code == 400
+    assert response.json() == {"reason": reason}
+    assert clean_store.get("/admin/clusters/c1") is None
+
+    create(admin, "c2")
+    response = admin.post(f"{CLUSTERS}/c2", json={field: url})
+    assert response.status_code == 400
+    assert response.json() == {"reason": reason}
+    assert admin.get(f"{CLUSTERS}/c2").json()["serviceUrl"] == US_WEST["serviceUrl"]
+
+
+def test_accepted_urls(admin: httpx.Client) -> None:
+    data = {
+        "serviceUrl": "http://h1:8080,h2:8080",
+        "serviceUrlTls": "https://h:8443",
+        "brokerServiceUrl": "pulsar://h1:6650,h2:6650",
+        "brokerServiceUrlTls": "pulsar+ssl://h:6651",
+        "proxyServiceUrl": "pulsar+ssl://proxy:4443",
+        "proxyProtocol": "SNI",
+    }
+    assert create(admin, "c1", data).status_code == 200
+    assert admin.get(f"{CLUSTERS}/c1").json() == {**data, **DEFAULTS}
+    assert create(admin, "c2", {"proxyServiceUrl": "pulsar://proxy:4080"}).status_code == 200
+
+
+def test_no_urls_at_all_is_accepted(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    assert create(admin, "bare", {}).status_code == 200
+    assert clean_store.get_json("/admin/clusters/bare") == DEFAULTS
+
+
+def test_unknown_proxy_protocol_reads_as_null(admin: httpx.Client) -> None:
+    assert create(admin, "c1", {**US_WEST, "proxyProtocol": "HTTP"}).status_code == 200
+    assert "proxyProtocol" not in admin.get(f"{CLUSTERS}/c1").json()
+
+
+def test_malformed_and_mistyped_bodies_are_400_and_change_nothing(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    headers = {"Content-Type": "application/json"}
+    for body in (b"{not json", b'{"serviceUrl": 5}', b'{"peerClusterNames": "a"}', b"[1]"):
+        response = admin.put(f"{CLUSTERS}/c1", content=body, headers=headers)
+        assert response.status_code == 400, body
+        assert isinstance(response.json()["reason"], str)
+    assert clean_store.keys("/admin/clusters") == []
+
+
+def test_get_unknown_cluster_is_404(admin: httpx.Client) -> None:
+    response = admin.get(f"{CLUSTERS}/nope")
+    assert response.status_code == 404
+    assert response.json() == {"reason": "Cluster does not exist"}
+
+
+def test_list_is_sorted_and_hides_global(admin: httpx.Client) -> None:
+    assert admin.get(CLUSTERS).json() == []
+    for name in ("zeta", "global", "alpha", "mid"):
+        assert create(admin, name).status_code == 200
+    assert admin.get(CLUSTERS).json() == ["alpha", "mid", "zeta"]
+    assert admin.get(f"{CLUSTERS}/global").status_code == 200
+
+
+def test_update_is_a_full_replace(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    create(
+        admin, "us-west", {**US_WEST, "authenticationPlugin": "p", "brokerClientTlsEnabled": True}
+    )
+    response = admin.post(f"{CLUSTERS}/us-west", json={"serviceUrl": "http://new:8080"})
+    assert response.status_code == 200
+    assert response.content == b""
+    assert clean_store.get_json("/admin/clusters/us-west") == {
+        "serviceUrl": "http://new:8080",
+        **DEFAULTS,
+    }
+
+
+def test_update_unknown_cluster_is_404(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    response = admin.post(f"{CLUSTERS}/nope", json=US_WEST)
+    assert response.status_code == 404
+    assert response.json() == {"reason": "Cluster does not exist"}
+    assert clean_store.get("/admin/clusters/nope") is None
+
+
+def test_delete_is_204_and_removes_every_key_of_the_cluster(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    create(admin, "us-west")
+    create(admin, "us-east")
+    domain = f"{CLUSTERS}/us-west/failureDomains/domain-a"
+    assert admin.post(domain, json={"brokers": ["b1:8080"]}).status_code == 204
+    policy = f"{CLUSTERS}/us-west/namespaceIsolationPolicies/p1"
+    assert admin.post(policy, json=POLICY).status_code == 204
+    assert admin.delete(policy).status_code == 204  # leaves an empty record behind
+    assert clean_store.get_json("/admin/clusters/us-west/namespaceIsolationPolicies") == {}
+    assert admin.post(f"{CLUSTERS}/us-east/failureDomains/d", json={}).status_code == 204
+
+    response = admin.delete(f"{CLUSTERS}/us-west")
+    assert response.status_code == 204
+    assert response.content == b""
+    assert clean_store.keys("/admin/clusters/us-west") == []
+    assert admin.get(CLUSTERS).json() == ["us-east"]
+    assert sorted(clean_store.keys("/admin/clusters/us-east")) == [
+        "/admin/clusters/us-east",
+        "/admin/clusters/us-east/failureDomain/d",
+    ]
+
+
+def test_delete_unknown_cluster_is_404(admin: httpx.Client) -> None:
+    response = admin.delete(f"{CLUSTERS}/nope")
+    assert response.status_code == 404
+    assert response.json() == {"reason": "Cluster does not exist"}
+
+
+def test_delete_is_412_while_a_namespace_replicates_to_it(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    create(admin, "us-west")
+    clean_store.put("/admin/policies/t1", {"adminRoles": [], "allowedClusters": ["us-west"]})
+    clean_store.put("/admin/policies/t1/ns1", {"replication_clusters": ["us-east", "us-west"]})
+    response = admin.delete(f"{CLUSTERS}/us-west")
+    assert response.status_code == 412
+    assert response.json() == {"reason": "Cluster not empty"}
+    assert clean_store.get("/admin/clusters/us-west") is not None
+
+    clean_store.put("/admin/policies/t1/ns1", {"replication_clusters": ["us-east"]})
+    assert admin.delete(f"{CLUSTERS}/us-west").status_code == 204
+
+
+def test_delete_is_412_while_isolation_policies_exist(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    create(admin, "us-west")
+    policy = f"{CLUSTERS}/us-west/namespaceIsolationPolicies/p1"
+    assert admin.post(policy, json=POLICY).status_code == 204
+    response = admin.delete(f"{CLUSTERS}/us-west")
+    assert response.status_code == 412
+    assert response.json() == {"reason": "Cluster not empty"}
+    assert admin.get(policy).status_code == 200
+
+
+def test_delete_does_not_touch_a_cluster_whose_name_extends_it(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    create(admin, "us")
+    create(admin, "us-west")
+    assert admin.post(f"{CLUSTERS}/us-west/failureDomains/d", json={}).status_code == 204
+    assert admin.delete(f"{CLUSTERS}/us").status_code == 204
+    assert sorted(clean_store.keys("/admin/clusters")) == [
+        "/admin/clusters/us-west",
+        "/admin/clusters/us-west/failureDomain/d",
+    ]
