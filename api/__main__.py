@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             host=settings.bindAddress,
             port=settings.webServicePort,
             log_level="warning",
+            http="httptools",
             access_log=False,
         )
     finally:

@@ -32,8 +32,9 @@ def build(n: int) -> Topology:
     return Topology.build(doc, [f"bk{i}:3181" for i in range(n)])
 
 
-def measure(topo: Topology, req: EnsembleRequest, groups: AffinityGroups | None,
-            seconds: float) -> float:
+def measure(
+    topo: Topology, req: EnsembleRequest, groups: AffinityGroups | None, seconds: float
+) -> float:
     cfg = PlacementConfig()
     rng = random.Random(42)
     new_ensemble(topo, req, cfg, rng, affinity=groups)  # warm the memoised views
@@ -49,11 +50,11 @@ def measure(topo: Topology, req: EnsembleRequest, groups: AffinityGroups | None,
             return calls / (now - start)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=1.0, help="per measurement")
     parser.add_argument("--json", type=pathlib.Path, help="write results here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rows = []
     for n in SIZES:
         t0 = time.perf_counter()
@@ -62,20 +63,33 @@ def main() -> None:
         for e, w, a in SHAPES:
             for label, groups in (("none", None), ("group", AffinityGroups(("iso",)))):
                 rate = measure(topo, EnsembleRequest(e, w, a), groups, args.seconds)
-                rows.append({"bookies": n, "E": e, "Qw": w, "isolation": label,
-                             "calls_per_s": round(rate), "build_ms": round(build_ms, 1)})
-    print(f"{'bookies':>8} {'E/Qw':>5} {'isolation':>9} {'calls/s':>9} {'us/call':>8} "
-          f"{'vs 100':>7} {'build ms':>9}")
+                rows.append(
+                    {
+                        "bookies": n,
+                        "E": e,
+                        "Qw": w,
+                        "isolation": label,
+                        "calls_per_s": round(rate),
+                        "build_ms": round(build_ms, 1),
+                    }
+                )
+    print(
+        f"{'bookies':>8} {'E/Qw':>5} {'isolation':>9} {'calls/s':>9} {'us/call':>8} "
+        f"{'vs 100':>7} {'build ms':>9}"
+    )
     base = {(r["E"], r["isolation"]): r["calls_per_s"] for r in rows if r["bookies"] == 100}
     for r in rows:
         ratio = base[(r["E"], r["isolation"])] / r["calls_per_s"]
-        print(f"{r['bookies']:>8} {r['E']}/{r['Qw']:<3} {r['isolation']:>9} "
-              f"{r['calls_per_s']:>9} {1e6 / r['calls_per_s']:>8.1f} {ratio:>6.2f}x "
-              f"{r['build_ms']:>9}")
+        print(
+            f"{r['bookies']:>8} {r['E']}/{r['Qw']:<3} {r['isolation']:>9} "
+            f"{r['calls_per_s']:>9} {1e6 / r['calls_per_s']:>8.1f} {ratio:>6.2f}x "
+            f"{r['build_ms']:>9}"
+        )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"python": platform.python_version(), "rows": rows},
-                                        indent=2))
+        args.json.write_text(
+            json.dumps({"python": platform.python_version(), "rows": rows}, indent=2)
+        )
 
 
 if __name__ == "__main__":

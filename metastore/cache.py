@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 import aetcd
 
 from metastore.errors import Unavailable
-from metastore.store import MetadataStore, Versioned, child_range, to_key
+from metastore.store import NOT_CACHED, MetadataStore, NotCached, Versioned, child_range, to_key
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,10 @@ class WatchedRange:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start mirroring; returns once the first snapshot is loaded or etcd is unreachable."""
+        """Start mirroring; returns once the first snapshot is loaded or etcd is unreachable.
+        From then on the store's updates of these keys start from, and write through to,
+        this cache."""
+        self.store.attach_cache(self)
         self._task = asyncio.create_task(self._run(), name=f"watch {self.path}")
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._synced.wait(), self.store.timeout)
@@ -77,10 +80,24 @@ class WatchedRange:
         """The single mirrored key (for `prefix=False`)."""
         return (await self.entries()).get(self.path)
 
+    def peek(self, path: str) -> Versioned | NotCached | None:
+        """What the cache knows of `path` right now, without I/O; `NOT_CACHED` when the watch
+        is not live or `path` is not in the mirrored range."""
+        if not self.synced or not self.covers(path):
+            return NOT_CACHED
+        return self._entries.get(path)
+
+    def covers(self, path: str) -> bool:
+        if self.prefix:
+            return path.startswith(self.path.rstrip("/") + "/")
+        return path == self.path
+
     # -- updates ------------------------------------------------------------------------------
 
     def observe(self, path: str, value: bytes | None, revision: int) -> None:
         """Apply a change this process made (or a watch event), if newer than what we hold."""
+        if not self.covers(path):
+            return
         current = self._entries.get(path)
         if current is not None and current.revision >= revision:
             return

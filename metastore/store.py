@@ -14,7 +14,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import aetcd
 
@@ -108,7 +108,24 @@ class Unchanged:
 
 UNCHANGED = Unchanged()
 Mutation = Callable[[bytes | None], "bytes | Unchanged | None"]
-_PendingUpdate = tuple[Mutation, "asyncio.Future[Versioned | None]"]
+_PendingUpdate = tuple[Callable[["_Draft"], None], "asyncio.Future[Versioned | None]"]
+
+
+class NotCached:
+    """A cache's answer for a key it does not hold (watch not live, or not its range)."""
+
+
+NOT_CACHED = NotCached()
+
+
+class KeyCache(Protocol):
+    """What the store needs of a cache (see `metastore.cache.WatchedRange`)."""
+
+    def peek(self, path: str) -> Versioned | NotCached | None:
+        """The cached state of `path` (None: known absent), or `NOT_CACHED`."""
+
+    def observe(self, path: str, value: bytes | None, revision: int) -> None:
+        """Record a write this process made."""
 
 
 class MetadataStore:
@@ -121,6 +138,7 @@ class MetadataStore:
         self._client: aetcd.Client | None = None
         self._pending: dict[str, list[_PendingUpdate]] = {}
         self._draining: dict[str, asyncio.Task[None]] = {}
+        self._caches: list[KeyCache] = []
 
     # -- connection -------------------------------------------------------------------------
 
@@ -271,6 +289,10 @@ class MetadataStore:
 
     # -- read-modify-write --------------------------------------------------------------------
 
+    def attach_cache(self, cache: KeyCache) -> None:
+        """Let updates start from `cache` (saving a read) and write through to it."""
+        self._caches.append(cache)
+
     async def update(self, path: str, mutate: Mutation) -> Versioned | None:
         """Compare-and-swap: `mutate(current)` returns the new value, None to delete the key,
         or UNCHANGED. An exception from `mutate` fails this caller only, writing nothing of
@@ -278,9 +300,36 @@ class MetadataStore:
 
         Concurrent updates of one key in this process are coalesced: one leader applies
         every pending mutation in order and writes once (group commit), so N writers cost
-        one read and one transaction, not N. Other processes are kept out by the CAS."""
+        one transaction, not N. Other processes are kept out by the CAS."""
+
+        def apply(draft: _Draft) -> None:
+            result = mutate(draft.raw())
+            if not isinstance(result, Unchanged):
+                draft.set_raw(result)
+
+        return await self._enqueue(path, apply)
+
+    async def update_json(
+        self,
+        path: str,
+        mutate: Callable[[Any], Any],
+        finalize: Callable[[Any], Any] | None = None,
+    ) -> Versioned | None:
+        """`update` on the parsed JSON document: `mutate(doc)` returns the new document (it
+        may change `doc` in place, but only after its last check that can raise), None to
+        delete, or UNCHANGED. A batch of JSON updates parses and serialises once;
+        `finalize(doc)` runs once before serialising (e.g. to sort keys)."""
+
+        def apply(draft: _Draft) -> None:
+            result = mutate(draft.doc())
+            if not isinstance(result, Unchanged):
+                draft.set_doc(result, finalize)
+
+        return await self._enqueue(path, apply)
+
+    async def _enqueue(self, path: str, apply: Callable[[_Draft], None]) -> Versioned | None:
         future: asyncio.Future[Versioned | None] = asyncio.get_running_loop().create_future()
-        self._pending.setdefault(path, []).append((mutate, future))
+        self._pending.setdefault(path, []).append((apply, future))
         if path not in self._draining:
             self._draining[path] = asyncio.create_task(self._drain(path), name=f"update {path}")
         return await future
@@ -294,7 +343,7 @@ class MetadataStore:
 
     async def _commit_batch(self, path: str, batch: list[_PendingUpdate]) -> None:
         try:
-            state, failures = await self._apply_with_retry(path, [m for m, _ in batch])
+            state, failures = await self._apply_with_retry(path, [apply for apply, _ in batch])
         except BaseException as exc:  # the store failed: every caller gets the error
             for _, future in batch:
                 if not future.done():
@@ -311,20 +360,36 @@ class MetadataStore:
                 future.set_result(state)
 
     async def _apply_with_retry(
-        self, path: str, mutations: list[Mutation]
+        self, path: str, mutations: list[Callable[[_Draft], None]]
     ) -> tuple[Versioned | None, dict[int, Exception]]:
+        known = self._cached(path)
         for attempt in range(MAX_CAS_ATTEMPTS):
-            current = await self.get(path)
-            value, changed, failures = _apply_all(current, mutations)
-            if not changed:
+            current = await self.get(path) if isinstance(known, NotCached) else known
+            known = NOT_CACHED  # a retry always reads etcd
+            draft = _Draft(None if current is None else current.value)
+            failures = _apply_all(draft, mutations)
+            if not draft.changed:
                 return current, failures
+            value = draft.raw()
             try:
                 revision = await self._swap(path, current, value)
             except BadVersion:
-                await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+                await asyncio.sleep(random.uniform(0, 0.002 * attempt))
                 continue
+            self._write_through(path, value, revision)
             return (None if value is None else Versioned(value, revision)), failures
         raise BadVersion(path)
+
+    def _cached(self, path: str) -> Versioned | NotCached | None:
+        for cache in self._caches:
+            known = cache.peek(path)
+            if not isinstance(known, NotCached):
+                return known
+        return NOT_CACHED
+
+    def _write_through(self, path: str, value: bytes | None, revision: int) -> None:
+        for cache in self._caches:
+            cache.observe(path, value, revision)
 
     async def _swap(self, path: str, current: Versioned | None, new_value: bytes | None) -> int:
         if new_value is not None:
@@ -336,34 +401,50 @@ class MetadataStore:
         except NotFound as exc:
             raise BadVersion(path) from exc
 
-    async def update_json(self, path: str, mutate: Callable[[Any | None], Any]) -> Versioned | None:
-        """`update` for JSON documents; `mutate` gets and returns parsed JSON (or UNCHANGED)."""
 
-        def on_bytes(raw: bytes | None) -> bytes | Unchanged | None:
-            result = mutate(None if raw is None else json.loads(raw))
-            if result is None or isinstance(result, Unchanged):
-                return result
-            return dump_json(result)
+class _Draft:
+    """A key's value while a batch of mutations runs: bytes or parsed JSON, converted only
+    when the next mutation needs the other form, so JSON batches parse and dump once."""
 
-        return await self.update(path, on_bytes)
+    def __init__(self, raw: bytes | None) -> None:
+        self._raw = raw
+        self._doc: Any = None
+        self._parsed = False
+        self._finalize: Callable[[Any], Any] | None = None
+        self.changed = False
+
+    def raw(self) -> bytes | None:
+        if self._parsed:
+            doc = self._doc
+            if doc is not None and self._finalize is not None:
+                doc = self._finalize(doc)
+            self._raw = None if doc is None else dump_json(doc)
+            self._parsed = False
+        return self._raw
+
+    def doc(self) -> Any:
+        if not self._parsed:
+            self._doc = None if self._raw is None else json.loads(self._raw)
+            self._parsed = True
+        return self._doc
+
+    def set_raw(self, value: bytes | None) -> None:
+        self._raw, self._parsed, self.changed = value, False, True
+
+    def set_doc(self, doc: Any, finalize: Callable[[Any], Any] | None) -> None:
+        self._doc, self._parsed, self.changed = doc, True, True
+        self._finalize = finalize or self._finalize
 
 
-def _apply_all(
-    current: Versioned | None, mutations: list[Mutation]
-) -> tuple[bytes | None, bool, dict[int, Exception]]:
+def _apply_all(draft: _Draft, mutations: list[Callable[[_Draft], None]]) -> dict[int, Exception]:
     """Apply mutations in order; one that raises is skipped and reported by its index."""
-    value = None if current is None else current.value
-    changed = False
     failures: dict[int, Exception] = {}
-    for index, mutate in enumerate(mutations):
+    for index, apply in enumerate(mutations):
         try:
-            result = mutate(value)
+            apply(draft)
         except Exception as exc:
             failures[index] = exc
-            continue
-        if not isinstance(result, Unchanged):
-            value, changed = result, True
-    return value, changed, failures
+    return failures
 
 
 def dump_json(document: Any) -> bytes:

@@ -8,6 +8,7 @@ Reads come from the watch-fed cache.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from api.errors import NotFound, PreconditionFailed
@@ -53,18 +54,22 @@ def sorted_config(config: RackConfig) -> RackConfig:
     return {group: dict(sorted(bookies.items())) for group, bookies in sorted(config.items())}
 
 
-def with_bookie(config: RackConfig, bookie: str, group: str, info: BookieInfo) -> RackConfig:
-    updated = without_bookie(config, bookie)
-    updated.setdefault(group, {})[bookie] = info.dump()
-    return sorted_config(updated)
+def put_bookie(config: RackConfig, bookie: str, group: str, info: BookieInfo) -> RackConfig:
+    """Place `bookie` in `group` (in place), taking it out of any other group."""
+    remove_bookie(config, bookie)
+    config.setdefault(group, {})[bookie] = info.dump()
+    return config
 
 
-def without_bookie(config: RackConfig, bookie: str) -> RackConfig:
-    return {
-        group: {b: i for b, i in bookies.items() if b != bookie}
-        for group, bookies in config.items()
-        if set(bookies) - {bookie}
-    }
+def remove_bookie(config: RackConfig, bookie: str) -> RackConfig:
+    """Take `bookie` out of its group (in place); a group left empty disappears."""
+    located = find_bookie(config, bookie)
+    if located is not None:
+        group = located[0]
+        del config[group][bookie]
+        if not config[group]:
+            del config[group]
+    return config
 
 
 def find_bookie(config: RackConfig, bookie: str) -> tuple[str, dict[str, Any]] | None:
@@ -106,22 +111,22 @@ class RackService:
         if group is None:
             raise PreconditionFailed(MISSING_GROUP_REASON)
         validate_rack(info.rack, self.settings)
-        await self._update(lambda config: with_bookie(config, bookie, group, info))
+        await self._update(lambda config: put_bookie(config, bookie, group, info))
 
     async def delete_bookie(self, bookie: str) -> None:
         def remove(config: RackConfig) -> RackConfig:
             if find_bookie(config, bookie) is None:
                 raise NotFound(not_found_reason(bookie))
-            return without_bookie(config, bookie)
+            return remove_bookie(config, bookie)
 
         await self._update(remove)
 
-    async def _update(self, change: Any) -> None:
-        written = await self.store.update_json(
-            paths.BOOKIES_RACK_CONFIG, lambda doc: change(doc if isinstance(doc, dict) else {})
+    async def _update(self, change: Callable[[RackConfig], RackConfig]) -> None:
+        await self.store.update_json(
+            paths.BOOKIES_RACK_CONFIG,
+            lambda doc: change(doc if isinstance(doc, dict) else {}),
+            finalize=sorted_config,
         )
-        if written is not None:
-            self.watched.observe(paths.BOOKIES_RACK_CONFIG, written.value, written.revision)
 
 
 async def registered_bookies(store: MetadataStore) -> list[str]:

@@ -1,0 +1,17 @@
+"""`make bench`: every benchmark, each reporting ratios against a baseline from the same run."""
+
+from __future__ import annotations
+
+from bench import api_bench, placement_bench
+
+
+def main() -> None:
+    print("## Admin API (set-bookie-rack vs raw aetcd transactions, racks-info at 10k bookies)")
+    print(api_bench.report(api_bench.run(seconds=5.0)))
+    print()
+    print("## Placement")
+    placement_bench.main([])
+
+
+if __name__ == "__main__":
+    main()

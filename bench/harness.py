@@ -1,0 +1,70 @@
+"""Processes for benchmarks: an etcd and the real server, on free ports, in a temp dir."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from metastore.embedded import EmbeddedEtcd, free_port
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class BenchServer:
+    def __init__(self, etcd: EmbeddedEtcd, workdir: Path) -> None:
+        self.etcd = etcd
+        self.workdir = workdir
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> BenchServer:
+        command = [
+            sys.executable, "-m", "api", "--host", "127.0.0.1", "--port", str(self.port),
+            "--metadata-store-url", self.etcd.url, "--cluster-name", "bench",
+        ]  # fmt: skip
+        with open(self.workdir / "server.log", "ab") as log:
+            self.process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/admin/v2/bookies/racks-info", timeout=1).is_success:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        raise RuntimeError("server did not start")
+
+    def __exit__(self, *_: object) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=15)
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import os
+
+    return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
