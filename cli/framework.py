@@ -59,6 +59,11 @@ class PulsarCommand(TyperCommand):
         return None
 
 
+def positional(name: str, help: str | None = None) -> Any:
+    """A required positional argument shown as `name` (upstream's parameter labels)."""
+    return typer.Argument(help=help or name, metavar=name, show_default=False)
+
+
 def new_group(name: str, help: str) -> typer.Typer:
     return typer.Typer(
         name=name,
@@ -85,4 +90,5 @@ __all__ = [
     "PulsarGroup",
     "command",
     "new_group",
+    "positional",
 ]

@@ -1,7 +1,14 @@
 """One module per `pulsar-admin` command group; `GROUPS` is what the root app mounts."""
 
-from cli.commands import bookies
+from cli.commands import bookies, brokers, clusters, namespaces, ns_isolation_policy, tenants
 
-GROUPS = [bookies.app]
+GROUPS = [
+    clusters.app,
+    ns_isolation_policy.app,
+    brokers.app,
+    tenants.app,
+    namespaces.app,
+    bookies.app,
+]
 
 __all__ = ["GROUPS"]
