@@ -1,0 +1,242 @@
+"""Bookie affinity group (and its strict extension) in the namespace's local policies."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from metastore.embedded import EmbeddedEtcd
+from tests.api.routes.test_namespaces import NAMESPACES, make_namespace
+from tests.api.routes.test_tenants import add_cluster, assert_reason, create_tenant
+from tests.support import RawEtcd, ServerProcess
+
+AFFINITY = f"{NAMESPACES}/acme/ns1/persistence/bookieAffinity"
+LOCAL = "/admin/local-policies/acme/ns1"
+GROUP_URL = f"{NAMESPACES}/acme/ns1/antiAffinity"
+
+
+@pytest.fixture(scope="module")
+def second_server(
+    etcd: EmbeddedEtcd, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """Another server process on the same etcd, so writers only share etcd's CAS."""
+    process = ServerProcess(etcd.url, Path(tmp_path_factory.mktemp("second"))).start()
+    yield process
+    process.stop()
+
+
+def test_get_before_any_local_policies_is_404(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    make_namespace(admin, clean_store)
+    assert_reason(admin.get(AFFINITY), 404, "Namespace local-policies does not exist")
+
+
+def test_set_get_delete(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    make_namespace(admin, clean_store)
+    body = {"bookkeeperAffinityGroupPrimary": "ssd", "bookkeeperAffinityGroupSecondary": "default"}
+    response = admin.post(AFFINITY, json=body)
+    assert response.status_code == 204
+    assert clean_store.get(LOCAL) == (
+        b'{"bookieAffinityGroup":{"bookkeeperAffinityGroupPrimary":"ssd",'
+        b'"bookkeeperAffinityGroupSecondary":"default"}}'
+    )
+    got = admin.get(AFFINITY)
+    assert got.status_code == 200
+    assert got.json() == body
+
+    assert admin.delete(AFFINITY).status_code == 204
+    assert clean_store.get_json(LOCAL) == {}
+    unset = admin.get(AFFINITY)  # local policies exist, no group
+    assert unset.status_code == 204
+    assert unset.content == b""
+
+
+def test_secondary_is_omitted_when_not_given(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    make_namespace(admin, clean_store)
+    admin.post(AFFINITY, json={"bookkeeperAffinityGroupPrimary": "share"})
+    assert clean_store.get_json(LOCAL) == {
+        "bookieAffinityGroup": {"bookkeeperAffinityGroupPrimary": "share"}
+    }
+    assert admin.get(AFFINITY).json() == {"bookkeeperAffinityGroupPrimary": "share"}
+
+
+def test_strict_is_stored_and_served(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    make_namespace(admin, clean_store)
+    body = {"bookkeeperAffinityGroupPrimary": "share", "bookkeeperAffinityGroupStrict": True}
+    assert admin.post(AFFINITY, json=body).status_code == 204
+    assert clean_store.get(LOCAL) == (
+        b'{"bookieAffinityGroup":{"bookkeeperAffinityGroupPrimary":"share",'
+        b'"bookkeeperAffinityGroupStrict":true}}'
+    )
+    assert admin.get(AFFINITY).json() == body
+
+
+def test_strict_false_is_omitted(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    make_namespace(admin, clean_store)
+    body = {"bookkeeperAffinityGroupPrimary": "share", "bookkeeperAffinityGroupStrict": False}
+    assert admin.post(AFFINITY, json=body).status_code == 204
+    stored = clean_store.get_json(LOCAL)
+    assert stored == {"bookieAffinityGroup": {"bookkeeperAffinityGroupPrimary": "share"}}
+    assert admin.get(AFFINITY).json() == {"bookkeeperAffinityGroupPrimary": "share"}
+
+
+def test_unstrict_update_drops_the_flag(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    make_namespace(admin, clean_store)
+    strict = {"bookkeeperAffinityGroupPrimary": "a", "bookkeeperAffinityGroupStrict": True}
+    admin.post(AFFINITY, json=strict)
+    admin.post(AFFINITY, json={"bookkeeperAffinityGroupPrimary": "a"})
+    assert clean_store.get_json(LOCAL) == {
+        "bookieAffinityGroup": {"bookkeeperAffinityGroupPrimary": "a"}
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (
+            {"bookkeeperAffinityGroupStrict": True},
+            "bookkeeperAffinityGroupStrict requires bookkeeperAffinityGroupPrimary: "
+            "strict affinity needs at least one primary bookie group",
+        ),
+        (
+            {"bookkeeperAffinityGroupPrimary": " , ", "bookkeeperAffinityGroupStrict": True},
+            "bookkeeperAffinityGroupStrict requires bookkeeperAffinityGroupPrimary: "
+            "strict affinity needs at least one primary bookie group",
+        ),
+        (
+            {"bookkeeperAffinityGroupPrimary": "a,*", "bookkeeperAffinityGroupStrict": True},
+            "bookkeeperAffinityGroupStrict cannot be used with the wildcard primary group '*', "
+            "which disables bookie isolation",
+        ),
+    ],
+)
+def test_strict_without_a_real_primary_is_412(
+    admin: httpx.Client, clean_store: RawEtcd, body: dict[str, Any], reason: str
+) -> None:
+    make_namespace(admin, clean_store)
+    assert_reason(admin.post(AFFINITY, json=body), 412, reason)
+    assert clean_store.get(LOCAL) is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"bookkeeperAffinityGroupPrimary": "a", "bookkeeperAffinityGroupStrict": "yes"},
+        {"bookkeeperAffinityGroupPrimary": "a", "bookkeeperAffinityGroupStrict": "true"},
+        {"bookkeeperAffinityGroupPrimary": "a", "bookkeeperAffinityGroupStrict": 1},
+        {"bookkeeperAffinityGroupPrimary": ["a"]},
+    ],
+)
+def test_bad_types_are_400_and_write_nothing(
+    admin: httpx.Client, clean_store: RawEtcd, body: dict[str, Any]
+) -> None:
+    make_namespace(admin, clean_store)
+    response = admin.post(AFFINITY, json=body)
+    assert response.status_code == 400
+    assert response.json()["reason"].startswith("Invalid request: bookkeeperAffinityGroup")
+    assert clean_store.get(LOCAL) is None
+
+
+def test_wildcard_primary_without_strict_is_accepted(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    make_namespace(admin, clean_store)
+    assert admin.post(AFFINITY, json={"bookkeeperAffinityGroupPrimary": "*"}).status_code == 204
+
+
+def test_unknown_namespace_is_404(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    make_namespace(admin, clean_store)
+    url = f"{NAMESPACES}/acme/ghost/persistence/bookieAffinity"
+    body = {"bookkeeperAffinityGroupPrimary": "a"}
+    for response in (admin.get(url), admin.post(url, json=body), admin.delete(url)):
+        assert_reason(response, 404, "Namespace does not exist")
+    assert clean_store.get("/admin/local-policies/acme/ghost") is None
+
+
+def test_namespace_not_replicated_here_is_412(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    add_cluster(clean_store, "test")
+    add_cluster(clean_store, "east")
+    create_tenant(admin, "acme", ["test", "east"])
+    admin.put(f"{NAMESPACES}/acme/ns1", json={"replication_clusters": ["east"]})
+    reason = (
+        "Namespace missing local cluster name in clusters list: "
+        "local_cluster=test ns=acme/ns1 clusters=[east]"
+    )
+    for response in (
+        admin.post(AFFINITY, json={"bookkeeperAffinityGroupPrimary": "a"}),
+        admin.get(AFFINITY),
+        admin.delete(AFFINITY),
+    ):
+        assert_reason(response, 412, reason)
+    assert clean_store.get(LOCAL) is None
+
+
+def test_delete_when_never_set_writes_nothing(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    make_namespace(admin, clean_store)
+    assert admin.delete(AFFINITY).status_code == 204
+    assert clean_store.get(LOCAL) is None
+
+
+def test_update_keeps_unknown_and_other_local_fields(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    make_namespace(admin, clean_store)
+    written_by_pulsar = {
+        "bundles": {"boundaries": ["0x00000000", "0xffffffff"], "numBundles": 1},
+        "namespaceAntiAffinityGroup": "g",
+        "migrated": True,
+    }
+    clean_store.put(LOCAL, written_by_pulsar)
+    assert admin.post(AFFINITY, json={"bookkeeperAffinityGroupPrimary": "ssd"}).status_code == 204
+    assert clean_store.get_json(LOCAL) == {
+        **written_by_pulsar,
+        "bookieAffinityGroup": {"bookkeeperAffinityGroupPrimary": "ssd"},
+    }
+    assert admin.delete(AFFINITY).status_code == 204
+    assert clean_store.get_json(LOCAL) == written_by_pulsar
+
+
+def test_concurrent_writers_of_one_namespace_lose_no_update(
+    admin: httpx.Client, clean_store: RawEtcd, second_server: ServerProcess
+) -> None:
+    """Anti-affinity and bookie-affinity writers race on one local-policies document, through
+    two server processes (so only etcd's compare-and-swap can keep them apart); each round
+    both values end up stored, whichever order the writes land in."""
+    make_namespace(admin, clean_store)
+    url_of = {"anti": second_server.url, "affinity": str(admin.base_url)}
+    rounds = 25
+    barrier = threading.Barrier(2)
+    failures: list[str] = []
+
+    def write(kind: str) -> None:
+        with httpx.Client(base_url=url_of[kind], timeout=10) as client:
+            for i in range(rounds):
+                barrier.wait()
+                if kind == "anti":
+                    response = client.post(GROUP_URL, content=f"group-{i}".encode())
+                else:
+                    body = {"bookkeeperAffinityGroupPrimary": f"rack-{i}"}
+                    response = client.post(AFFINITY, json=body)
+                if response.status_code != 204:
+                    failures.append(f"{kind} {i}: {response.status_code} {response.text}")
+                barrier.wait()
+                if kind == "anti":
+                    stored = clean_store.get_json(LOCAL)
+                    if stored != {
+                        "namespaceAntiAffinityGroup": f"group-{i}",
+                        "bookieAffinityGroup": {"bookkeeperAffinityGroupPrimary": f"rack-{i}"},
+                    }:
+                        failures.append(f"round {i}: {stored}")
+                barrier.wait()
+
+    threads = [threading.Thread(target=write, args=(kind,)) for kind in ("anti", "affinity")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert failures == []
