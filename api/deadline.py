@@ -27,7 +27,8 @@ class RequestDeadline:
             await send(message)
 
         try:
-            await asyncio.wait_for(self.app(scope, receive, tracking_send), self.seconds)
+            async with asyncio.timeout(self.seconds):  # no extra task per request
+                await self.app(scope, receive, tracking_send)
         except TimeoutError:
             if started:
                 raise

@@ -139,6 +139,9 @@ class MetadataStore:
         self._pending: dict[str, list[_PendingUpdate]] = {}
         self._draining: dict[str, asyncio.Task[None]] = {}
         self._caches: list[KeyCache] = []
+        # The parsed JSON of this process's last write per key, reused while etcd still holds
+        # that revision (saves parsing a large document, e.g. the rack map, on every batch).
+        self._parsed: dict[str, tuple[int, Any]] = {}
 
     # -- connection -------------------------------------------------------------------------
 
@@ -367,6 +370,7 @@ class MetadataStore:
             current = await self.get(path) if isinstance(known, NotCached) else known
             known = NOT_CACHED  # a retry always reads etcd
             draft = _Draft(None if current is None else current.value)
+            draft.adopt(self._parsed.pop(path, None), current)
             failures = _apply_all(draft, mutations)
             if not draft.changed:
                 return current, failures
@@ -377,6 +381,8 @@ class MetadataStore:
                 await asyncio.sleep(random.uniform(0, 0.002 * attempt))
                 continue
             self._write_through(path, value, revision)
+            if draft.parsed_doc is not None:
+                self._parsed[path] = (revision, draft.parsed_doc)
             return (None if value is None else Versioned(value, revision)), failures
         raise BadVersion(path)
 
@@ -427,6 +433,16 @@ class _Draft:
             self._doc = None if self._raw is None else json.loads(self._raw)
             self._parsed = True
         return self._doc
+
+    def adopt(self, parsed: tuple[int, Any] | None, current: Versioned | None) -> None:
+        """Start from an already parsed document if it is the one at `current`'s revision."""
+        if parsed is not None and current is not None and parsed[0] == current.revision:
+            self._doc, self._parsed = parsed[1], True
+
+    @property
+    def parsed_doc(self) -> Any:
+        """The document in parsed form after the batch, if the batch worked on it."""
+        return self._doc if self._parsed or self._finalize is not None else None
 
     def set_raw(self, value: bytes | None) -> None:
         self._raw, self._parsed, self.changed = value, False, True

@@ -48,7 +48,9 @@ def test_missing_group_is_412_and_writes_nothing(admin: httpx.Client, clean_stor
     assert clean_store.get("/bookies") is None
 
 
-def test_rack_with_inner_slash_is_412_in_rack_mode(admin: httpx.Client, clean_store: RawEtcd) -> None:
+def test_rack_with_inner_slash_is_412_in_rack_mode(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
     response = set_rack(admin, "b1:3181", "default", rack="/rack/a")
     assert response.status_code == 412
     assert response.json() == {"reason": INVALID_RACK_REASON}
