@@ -39,7 +39,7 @@ class NoSubcommand(UsageError):
 
 class PulsarGroup(TyperGroup):
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
-        if not args:
+        if not args and not ctx.resilient_parsing:  # completion parses partial input
             raise NoSubcommand(ctx.get_help(), ctx=ctx)
         return super().parse_args(ctx, args)
 

@@ -61,10 +61,14 @@ def isolation_data(
     """The policy the Java CLI builds, with its client-side checks in its order."""
     namespace_list = split(namespaces)
     if not namespace_list:
-        raise ParameterError(f"unable to parse namespaces parameter list: {namespace_list}")
+        raise ParameterError(
+            f"unable to parse namespaces parameter list: {java_to_string(namespace_list)}"
+        )
     primary_list = split(primary)
     if not primary_list:  # upstream prints the namespaces list here too
-        raise ParameterError(f"unable to parse primary parameter list: {namespace_list}")
+        raise ParameterError(
+            f"unable to parse primary parameter list: {java_to_string(namespace_list)}"
+        )
     params = parse_params(policy_params)
     if policy_type != "min_available":
         raise ParameterError(f"Unknown auto failover policy type specified : {policy_type}")
