@@ -361,3 +361,16 @@ def _attempt(picker: Picker, current: tuple[str, ...], start: int, w: int,
     for k, b in enumerate(ens.chosen):
         out[(start + k) % e] = b
     return tuple(out)
+
+
+def unrepaired(
+    topology: Topology, request: EnsembleRequest, config: PlacementConfig,
+    ensemble: Sequence[str], policy: str,
+) -> Placement:
+    """The ensemble unchanged and graded, for policies that cannot repair (as BookKeeper)."""
+    current = tuple(ensemble)
+    grade, why = check.verdict(topology, current, request.write_quorum, request.ack_quorum,
+                               config)
+    return Placement(current, grade,
+                     (why, f"{policy} placement does not repair ensembles (as BookKeeper)"),
+                     describe_ensemble(topology, current))

@@ -17,8 +17,8 @@ from placement import check, exclusions
 from placement.config import PlacementConfig
 from placement.coverage import CoverageEnsemble
 from placement.errors import InvalidPlacementRequest, NotEnoughBookies
-from placement.model import Adherence, EnsembleRequest, Placement
-from placement.rackaware import Picker, describe_ensemble, fill
+from placement.model import EnsembleRequest, Placement
+from placement.rackaware import Picker, describe_ensemble, fill, unrepaired
 from placement.topology import Topology
 
 
@@ -204,11 +204,7 @@ def replace_bookie(
                      replaced=bookie, replacement=cand)
 
 
-def adherence(
-    topology: Topology, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
-    config: PlacementConfig,
-) -> Adherence:
-    return check.verdict(topology, ensemble, write_quorum, ack_quorum, config)[0]
+adherence = check.adherence
 
 
 def replace_to_adhere(
@@ -216,9 +212,4 @@ def replace_to_adhere(
     rng: random.Random, ensemble: Sequence[str], exclude: Collection[str] = frozenset(),
 ) -> Placement:
     """Unsupported by BookKeeper's region-aware policy: returns the ensemble unchanged."""
-    current = tuple(ensemble)
-    grade, why = check.verdict(topology, current, request.write_quorum, request.ack_quorum,
-                               config)
-    return Placement(current, grade,
-                     (why, "region-aware placement does not repair ensembles (as BookKeeper)"),
-                     describe_ensemble(topology, current))
+    return unrepaired(topology, request, config, ensemble, "region-aware")

@@ -15,8 +15,8 @@ from collections.abc import Collection, Sequence
 from placement import check, exclusions
 from placement.config import PlacementConfig
 from placement.errors import InvalidPlacementRequest, NotEnoughBookies
-from placement.model import Adherence, EnsembleRequest, Placement
-from placement.rackaware import describe_ensemble
+from placement.model import EnsembleRequest, Placement
+from placement.rackaware import describe_ensemble, unrepaired
 from placement.select import pick_many
 from placement.topology import DEFAULT_ZONE_UD, Topology, split_zone
 from placement.weights import dynamic_choice
@@ -188,11 +188,7 @@ def replace_bookie(
     return _graded(topology, new, request, config, replaced=bookie, replacement=cand)
 
 
-def adherence(
-    topology: Topology, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
-    config: PlacementConfig,
-) -> Adherence:
-    return check.verdict(topology, ensemble, write_quorum, ack_quorum, config)[0]
+adherence = check.adherence
 
 
 def replace_to_adhere(
@@ -200,9 +196,4 @@ def replace_to_adhere(
     rng: random.Random, ensemble: Sequence[str], exclude: Collection[str] = frozenset(),
 ) -> Placement:
     """Unsupported by BookKeeper's zone-aware policy: returns the ensemble unchanged."""
-    current = tuple(ensemble)
-    grade, why = check.verdict(topology, current, request.write_quorum, request.ack_quorum,
-                               config)
-    return Placement(current, grade,
-                     (why, "zone-aware placement does not repair ensembles (as BookKeeper)"),
-                     describe_ensemble(topology, current))
+    return unrepaired(topology, request, config, ensemble, "zone-aware")
