@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -53,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     except (SettingsError, OSError) as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
+    # uvicorn re-raises SIGTERM after its graceful shutdown; turn it into SystemExit so the
+    # `finally` below still stops the embedded etcd.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     supervisor = None
     if not settings.metadataStoreUrl:
         etcd = EmbeddedEtcd(Path(settings.dataDir))

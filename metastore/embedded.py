@@ -4,6 +4,7 @@ and for the test fixtures. Ports are picked free on 127.0.0.1; data lives in `da
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import shutil
@@ -23,6 +24,16 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if the process that started us dies, even by SIGKILL
+    (Linux only; elsewhere a crashed parent may leave etcd running)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class EmbeddedEtcd:
@@ -80,7 +91,11 @@ class EmbeddedEtcd:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log_file = open(self.data_dir / "etcd.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
-            self.command(), stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+            self.command(),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         log_file.close()
         self._wait_ready(timeout)

@@ -1,0 +1,67 @@
+"""Settings: broker.conf names; file < environment < flags; bad values refused at start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from api.settings import SettingsError, load_settings
+
+
+def write_conf(tmp_path: Path, text: str) -> Path:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(text)
+    return conf
+
+
+def test_defaults_match_pulsar() -> None:
+    settings = load_settings(environ={})
+    assert settings.bookkeeperClientRackawarePolicyEnabled is True
+    assert settings.bookkeeperClientRegionawarePolicyEnabled is False
+    assert settings.managedLedgerDefaultEnsembleSize == 2
+    assert settings.managedLedgerMaxEnsembleSize == 5
+    assert settings.webServicePort == 8080
+    assert settings.strictBookieAffinityEnabled is False
+
+
+def test_file_then_environment_then_flags(tmp_path: Path) -> None:
+    conf = write_conf(
+        tmp_path,
+        "# comment\nclusterName=from-file\nwebServicePort=9000\n"
+        "bookkeeperClientRegionawarePolicyEnabled=true\nsomeUnknownKey=kept\n",
+    )
+    env = {"PULSAR_clusterName": "from-env", "PULSAR_WEBSERVICEPORT": "9001", "HOME": "/x"}
+    settings = load_settings(conf, environ=env, flags={"clusterName": "from-flag"})
+    assert settings.clusterName == "from-flag"
+    assert settings.webServicePort == 9001
+    assert settings.bookkeeperClientRegionawarePolicyEnabled is True
+    assert settings.extra == {"someUnknownKey": "kept"}
+
+
+def test_list_settings_are_comma_separated(tmp_path: Path) -> None:
+    conf = write_conf(tmp_path, "superUserRoles=admin, ops ,\n")
+    assert load_settings(conf, environ={}).superUserRoles == ("admin", "ops")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("webServicePort=eighty\n", "invalid value for webServicePort"),
+        ("strictBookieAffinityEnabled=yes\n", "invalid value for strictBookieAffinityEnabled"),
+        ("justakey\n", "expected key=value"),
+        ("managedLedgerDefaultEnsembleSize=1\nmanagedLedgerDefaultWriteQuorum=2\n", ">="),
+    ],
+)
+def test_bad_settings_are_refused(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        load_settings(write_conf(tmp_path, text), environ={})
+
+
+def test_runtime_configuration_is_all_text_and_hides_passwords(tmp_path: Path) -> None:
+    conf = write_conf(tmp_path, "brokerClientTlsTrustStorePassword=secret\nfoo=bar\n")
+    runtime = load_settings(conf, environ={}).runtime_configuration()
+    assert runtime["clusterName"] == "standalone"
+    assert runtime["bookkeeperClientRackawarePolicyEnabled"] == "true"
+    assert runtime["foo"] == "bar"
+    assert "secret" not in runtime.values()
