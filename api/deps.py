@@ -8,8 +8,11 @@ from fastapi import Depends, Request
 
 from api.services.clusters import ClusterService
 from api.services.isolation import IsolationService
+from api.services.lint import LintService
+from api.services.lookup import LookupService
 from api.services.namespace_policies import NamespacePolicyService
 from api.services.namespaces import NamespaceService
+from api.services.placement import PlacementService
 from api.services.racks import RackService
 from api.services.tenants import TenantService
 from api.settings import Settings
@@ -55,6 +58,21 @@ def get_isolation(request: Request) -> IsolationService:
     return IsolationService(store, ClusterService(store))
 
 
+def get_placement(request: Request) -> PlacementService:
+    state = get_state(request)
+    return PlacementService(state.store, state.settings, state.topology)
+
+
+def get_lint(request: Request) -> LintService:
+    state = get_state(request)
+    return LintService(state.store, state.topology)
+
+
+def get_lookup(request: Request) -> LookupService:
+    state = get_state(request)
+    return LookupService(state.store, state.settings, state.broker_watch, state.ownership_watch)
+
+
 StateDep = Annotated[AppState, Depends(get_state)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetastoreDep = Annotated[MetadataStore, Depends(get_store)]
@@ -64,3 +82,6 @@ NamespacesDep = Annotated[NamespaceService, Depends(get_namespaces)]
 NamespacePoliciesDep = Annotated[NamespacePolicyService, Depends(get_namespace_policies)]
 ClustersDep = Annotated[ClusterService, Depends(get_clusters)]
 IsolationDep = Annotated[IsolationService, Depends(get_isolation)]
+PlacementDep = Annotated[PlacementService, Depends(get_placement)]
+LintDep = Annotated[LintService, Depends(get_lint)]
+LookupDep = Annotated[LookupService, Depends(get_lookup)]

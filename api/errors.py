@@ -7,11 +7,13 @@
     ├── NotFound                    404
     ├── NotAllowed                  405
     ├── Conflict                    409
-    └── PreconditionFailed          412
+    ├── PreconditionFailed          412
+    └── ServiceUnavailable          503
 
 Errors of the layers below are mapped here too (one table, `STATUS_BY_ERROR`): the metadata
 store being unreachable is 503, a lost compare-and-swap after all retries is 409, a placement
-that cannot be satisfied is 412.
+that cannot be satisfied is 412 and a malformed placement
+request (E < Qw, Qw < Qa, sizes <= 0) is 400.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from metastore import errors as store_errors
+from placement import errors as placement_errors
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,10 @@ class PreconditionFailed(ServiceError):
     pass
 
 
+class ServiceUnavailable(ServiceError):
+    pass
+
+
 STATUS_BY_ERROR: dict[type[Exception], int] = {
     InvalidInput: 400,
     NotAuthorized: 401,
@@ -70,11 +77,16 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     NotAllowed: 405,
     Conflict: 409,
     PreconditionFailed: 412,
+    ServiceUnavailable: 503,
+    ServiceError: 500,
     store_errors.Unavailable: 503,
     store_errors.BadVersion: 409,
     store_errors.AlreadyExists: 409,
     store_errors.NotFound: 404,
     store_errors.MetastoreError: 500,
+    placement_errors.NotEnoughBookies: 412,
+    placement_errors.InvalidPlacementRequest: 400,
+    placement_errors.PlacementError: 500,
 }
 
 REASON_BY_STORE_ERROR: dict[type[Exception], str] = {
@@ -125,7 +137,7 @@ async def _handle_validation(_: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    for kind in (ServiceError, store_errors.MetastoreError):
+    for kind in (ServiceError, store_errors.MetastoreError, placement_errors.PlacementError):
         app.add_exception_handler(kind, _handle_known)
     app.add_exception_handler(StarletteHTTPException, _handle_http)
     app.add_exception_handler(RequestValidationError, _handle_validation)

@@ -56,3 +56,15 @@ def bookie_available(bookie_id: str) -> str:
 
 def bookie_readonly(bookie_id: str) -> str:
     return join(BOOKIES_READONLY, bookie_id)
+
+
+# Namespace bundle ownership (Pulsar's OwnershipCache): `/namespace/{tenant}/{ns}/{range}`.
+NAMESPACE_OWNERSHIP = "/namespace"
+
+
+def namespace_ownership(tenant_name: str, ns: str) -> str:
+    return join(NAMESPACE_OWNERSHIP, tenant_name, ns)
+
+
+def bundle_ownership(tenant_name: str, ns: str, bundle_range: str) -> str:
+    return join(NAMESPACE_OWNERSHIP, tenant_name, ns, bundle_range)

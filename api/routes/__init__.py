@@ -4,9 +4,11 @@ from api.routes import (
     bookies,
     brokers,
     clusters,
+    lookup,
     namespaces,
     namespaces_v1,
     ns_isolation_policies,
+    placement,
     tenants,
 )
 
@@ -18,6 +20,8 @@ ROUTERS = [
     tenants.router,
     namespaces.router,
     namespaces_v1.router,
+    placement.router,
+    lookup.router,
 ]
 
 __all__ = ["ROUTERS"]

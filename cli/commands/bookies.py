@@ -9,10 +9,10 @@ import typer
 
 from cli.client import V2, path
 from cli.context import admin
-from cli.errors import ParameterError
+from cli.errors import CliError, ParameterError
 from cli.framework import Output, command, new_group
 from cli.javafmt import BOOKIE_GROUP
-from cli.output import JsonResult, MapResult, Rows
+from cli.output import JsonResult, MapResult, Rows, jackson_pretty
 
 app = new_group("bookies", "Operations about bookies rack placement")
 
@@ -108,3 +108,21 @@ def set_bookie_rack(
         raise ParameterError(INVALID_RACK)
     body = {"rack": rack} if hostname is None else {"rack": rack, "hostname": hostname}
     admin(ctx).post(RACKS + path(bookie), body, params={"group": group})
+
+
+@command(app, "lint")
+def lint(
+    ctx: typer.Context,
+    fail_on_warning: Annotated[bool, typer.Option(
+        "--fail-on-warning",
+        help="Exit with status 1 when there are warnings (they go to stderr then).")] = False,
+    output: Output = None,
+) -> JsonResult:  # fmt: skip
+    """Extension: warnings about bookie rack and group configuration (unracked or stale
+    bookies, bad ids, rack depth, small or empty affinity groups, too few racks, default
+    rack), as JSON `{"warnings" : [ ... ]}`."""
+    report = admin(ctx).get_json(f"{V2}/bookies/lint") or {"warnings": []}
+    found = report.get("warnings") or []
+    if fail_on_warning and found:
+        raise CliError(f"{len(found)} warning(s):\n{jackson_pretty(report)}")
+    return JsonResult(report)

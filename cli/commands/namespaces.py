@@ -273,3 +273,36 @@ def get_persistence(ctx: typer.Context, namespace: Namespace, output: Output = N
 def remove_persistence(ctx: typer.Context, namespace: Namespace, output: Output = None) -> None:
     """Remove the persistence policies for a namespace."""
     admin(ctx).delete(ns_path(namespace, "persistence"))
+
+
+# -- placement preview (extension) and unload ------------------------------------------------
+
+
+@command(app, "placement-preview")
+def placement_preview(
+    ctx: typer.Context,
+    namespace: Namespace,
+    ensemble: Annotated[int | None, typer.Option(
+        "-e", "--bookkeeper-ensemble", show_default=False,
+        help="Ensemble size. Default: the namespace's persistence policy, else the broker's "
+             "managedLedgerDefaultEnsembleSize.")] = None,
+    write_quorum: Annotated[int | None, typer.Option(
+        "-w", "--bookkeeper-write-quorum", show_default=False,
+        help="Write quorum. Default: as for the ensemble size.")] = None,
+    ack_quorum: Annotated[int | None, typer.Option(
+        "-a", "--bookkeeper-ack-quorum", show_default=False,
+        help="Ack quorum. Default: as for the ensemble size.")] = None,
+    output: Output = None,
+) -> JsonResult:  # fmt: skip
+    """Extension: preview where a new ledger of the namespace would be placed (bookies with
+    group, rack and source, adherence, every excluded bookie with the reason), as JSON."""
+    sizes = {"ensembleSize": ensemble, "writeQuorum": write_quorum, "ackQuorum": ack_quorum}
+    params = {key: value for key, value in sizes.items() if value is not None}
+    return JsonResult(admin(ctx).get_json(ns_path(namespace, "placement"), params))
+
+
+@command(app, "unload")
+def unload(ctx: typer.Context, namespace: Namespace, output: Output = None) -> None:
+    """Unload a namespace from the current serving broker (its bundles are assigned again on
+    the next lookup)."""
+    admin(ctx).put(ns_path(namespace, "unload"))

@@ -1,0 +1,340 @@
+"""Topic lookup and namespace bundle ownership, as a Pulsar broker's `TopicLookup` answers it.
+
+- A topic belongs to the bundle of its namespace whose hash range holds
+  `crc32(topic name)` (Pulsar's `NamespaceBundleFactory` hashes the full name,
+  `persistent://t/ns/topic`, with Guava's crc32, unsigned). Boundaries come from the
+  namespace's local policies (after a split), else its policies.
+- The owner of a bundle is recorded at `/namespace/{tenant}/{ns}/{lower}_{upper}` as
+  `NamespaceEphemeralData` JSON (OwnershipCache). The first lookup picks a broker with
+  `placement.brokers.select_broker` over the registered brokers (`/loadbalance/brokers/`,
+  LocalBrokerData): namespace isolation policies, then anti-affinity (failure domains first
+  when `failureDomainsEnabled`), then fewest bundles of the namespace, then least loaded.
+- Recording is create-if-absent in one etcd transaction, so concurrent first lookups (in
+  this process or in several) agree on one owner: the loser reads the winner's record. The
+  record is attached to the owner's registration lease when it has one, so it vanishes with
+  the broker, as Pulsar's ephemeral ownership does. A record whose broker is no longer
+  registered is replaced the same way (compare on its revision).
+- Unload deletes the namespace's ownership records.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from api.errors import InvalidInput, ServiceUnavailable
+from api.models import BundlesData, LocalPolicies
+from api.services.namespaces import NamespaceService, bundles_for
+from api.settings import Settings
+from metastore import paths
+from metastore.cache import WatchedRange
+from metastore.store import MetadataStore, Versioned, child_range, dump_json, to_key
+from placement import parse_policies, select_broker
+
+TOPIC_DOMAINS = ("persistent", "non-persistent")
+FULL_RANGE_END = 0xFFFFFFFF
+_RESOURCES = ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut")
+
+
+# -- bundles ------------------------------------------------------------------------------------
+
+
+def topic_hash(topic: str) -> int:
+    """Guava `Hashing.crc32().hashString(topic, UTF_8).padToLong()`."""
+    return zlib.crc32(topic.encode("utf-8")) & FULL_RANGE_END
+
+
+def bundle_range(boundaries: list[int], hash_code: int) -> str:
+    """NamespaceBundles.getBundle: ranges are [lower, upper) except the last, [lower, upper]."""
+    index = bisect.bisect_right(boundaries, hash_code) - 1
+    index = max(0, min(index, len(boundaries) - 2))
+    return f"0x{boundaries[index]:08x}_0x{boundaries[index + 1]:08x}"
+
+
+def boundaries_of(bundles: BundlesData | None, default_bundles: int) -> list[int]:
+    data = bundles if bundles is not None and bundles.boundaries else bundles_for(default_bundles)
+    points = sorted({int(b, 16) for b in data.boundaries or []})
+    return points if len(points) >= 2 else [0, FULL_RANGE_END]
+
+
+# -- brokers ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Broker:
+    """A registration at `/loadbalance/brokers/{id}` (LocalBrokerData), tolerant of gaps."""
+
+    broker_id: str
+    web_service_url: str
+    web_service_url_tls: str | None
+    pulsar_service_url: str | None
+    pulsar_service_url_tls: str | None
+    load: float
+
+    @classmethod
+    def from_registration(cls, broker_id: str, raw: bytes) -> Broker:
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError:
+            data = {}
+        if not isinstance(data, dict):
+            data = {}
+
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return value if isinstance(value, str) and value else None
+
+        return cls(
+            broker_id=broker_id,
+            web_service_url=text("webServiceUrl") or f"http://{broker_id}",
+            web_service_url_tls=text("webServiceUrlTls"),
+            pulsar_service_url=text("pulsarServiceUrl"),
+            pulsar_service_url_tls=text("pulsarServiceUrlTls"),
+            load=max_resource_usage(data),
+        )
+
+    def ownership(self) -> dict[str, Any]:
+        """NamespaceEphemeralData as Pulsar's Jackson writes it (nulls dropped)."""
+        data: dict[str, Any] = {
+            "nativeUrl": self.pulsar_service_url,
+            "nativeUrlTls": self.pulsar_service_url_tls,
+            "httpUrl": self.web_service_url,
+            "httpUrlTls": self.web_service_url_tls,
+            "disabled": False,
+            "advertisedListeners": {},
+        }
+        return {k: v for k, v in data.items() if v is not None}
+
+
+def max_resource_usage(data: Mapping[str, Any]) -> float:
+    """LocalBrokerData.getMaxResourceUsage: the highest usage/limit percentage."""
+    highest = 0.0
+    for name in _RESOURCES:
+        usage = data.get(name)
+        if not isinstance(usage, Mapping):
+            continue
+        try:
+            used, limit = float(usage.get("usage", 0)), float(usage.get("limit", 0))
+        except (TypeError, ValueError):
+            continue
+        if limit > 0:
+            highest = max(highest, used / limit * 100)
+    return highest
+
+
+def broker_id_of(owner: Mapping[str, Any]) -> str | None:
+    """The `host:port` a NamespaceEphemeralData's web URL names (brokers register under it)."""
+    for key in ("httpUrl", "httpUrlTls"):
+        url = owner.get(key)
+        if isinstance(url, str) and url:
+            netloc = urlsplit(url).netloc
+            if netloc:
+                return netloc
+    return None
+
+
+def lookup_data(owner: Mapping[str, Any]) -> dict[str, Any]:
+    """LookupData JSON from an ownership record (upstream's field set; nulls dropped)."""
+    data = {
+        "brokerUrl": owner.get("nativeUrl"),
+        "brokerUrlTls": owner.get("nativeUrlTls"),
+        "httpUrl": owner.get("httpUrl"),
+        "httpUrlTls": owner.get("httpUrlTls"),
+        "nativeUrl": owner.get("nativeUrl"),
+        "brokerUrlSsl": "",
+    }
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def children_of(entries: Mapping[str, Versioned], parent: str) -> dict[str, Versioned]:
+    prefix = parent.rstrip("/") + "/"
+    return {k.removeprefix(prefix): v for k, v in entries.items()
+            if k.startswith(prefix) and "/" not in k.removeprefix(prefix)}  # fmt: skip
+
+
+def decode_json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+# -- the service --------------------------------------------------------------------------------
+
+
+class LookupService:
+    def __init__(
+        self,
+        store: MetadataStore,
+        settings: Settings,
+        brokers: WatchedRange,
+        ownership: WatchedRange,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.brokers = brokers
+        self.ownership = ownership
+        self.namespaces = NamespaceService(store, settings)
+
+    async def lookup(self, domain: str, tenant: str, namespace: str, topic: str) -> dict[str, Any]:
+        if domain not in TOPIC_DOMAINS:
+            raise InvalidInput(f"Invalid topic domain: {domain}")
+        policies = await self.namespaces.policies(tenant, namespace)
+        local = await self._local(tenant, namespace)
+        topic_name = f"{domain}://{tenant}/{namespace}/{topic}"
+        bundles = local.bundles if local is not None and local.bundles else policies.bundles
+        boundaries = boundaries_of(bundles, self.settings.defaultNumberOfNamespaceBundles)
+        key = paths.bundle_ownership(tenant, namespace,
+                                     bundle_range(boundaries, topic_hash(topic_name)))
+        owner = await self.owner(f"{tenant}/{namespace}", key, local, topic_name)
+        return lookup_data(owner)
+
+    async def unload(self, tenant: str, namespace: str) -> None:
+        """Release every bundle of the namespace (delete its ownership records)."""
+        await self.namespaces.policies(tenant, namespace)
+        root = paths.namespace_ownership(tenant, namespace)
+        start, end = child_range(root)
+        tx = self.store.client.transactions
+        _, responses = await self.store.call(
+            lambda c: c.transaction(
+                compare=[], success=[tx.delete(start, range_end=end)], failure=[]
+            )
+        )
+        revision = int(responses[0].response_delete_range.header.revision)
+        for key in [k for k in await self.ownership.entries() if k.startswith(root + "/")]:
+            self.ownership.observe(key, None, revision)
+
+    async def owner(
+        self, namespace: str, key: str, local: LocalPolicies | None, topic_name: str
+    ) -> dict[str, Any]:
+        """The bundle's owner record, assigning one when it has none (or a departed one)."""
+        brokers = await self._brokers()
+        for _ in range(8):
+            current = await self.ownership.entries()
+            held = current.get(key)
+            if held is not None:
+                record = decode_json(held.value)
+                if isinstance(record, dict) and broker_id_of(record) in brokers:
+                    return record
+            chosen = await self._choose(namespace, local, brokers, current)
+            if chosen is None:
+                raise ServiceUnavailable(f"No broker was available to own {topic_name}")
+            record = brokers[chosen].ownership()
+            won, stored = await self._claim(key, record, chosen,
+                                            0 if held is None else held.revision)  # fmt: skip
+            if stored is not None:
+                self.ownership.observe(key, stored.value, stored.revision)
+                found = decode_json(stored.value)
+                if won or (isinstance(found, dict) and broker_id_of(found) in brokers):
+                    return found if isinstance(found, dict) else record
+        raise ServiceUnavailable(f"No broker was available to own {topic_name}")
+
+    async def _claim(
+        self, key: str, record: dict[str, Any], broker_id: str, expected: int
+    ) -> tuple[bool, Versioned | None]:
+        """Write `record` if `key` is still at `expected` (0: absent), on the broker's lease;
+        otherwise return what is there now, read in the same transaction."""
+        value = dump_json(record)
+        registration = await self.store.call(lambda c: c.get(to_key(paths.broker(broker_id))))
+        lease = registration.lease if registration is not None and registration.lease else None
+        tx = self.store.client.transactions
+        ok, responses = await self.store.call(
+            lambda c: c.transaction(
+                compare=[tx.mod(to_key(key)) == expected],
+                success=[tx.put(to_key(key), value, lease=lease)],
+                failure=[tx.get(to_key(key))],
+            )
+        )
+        if ok:
+            return True, Versioned(value, int(responses[0].response_put.header.revision))
+        found = responses[0]  # a range response: [(value, Get)] for the key, if present
+        if not found:
+            return False, None
+        value, meta = found[0]
+        return False, Versioned(value, int(meta.mod_revision))
+
+    async def _choose(
+        self, namespace: str, local: LocalPolicies | None, brokers: Mapping[str, Broker],
+        owners: Mapping[str, Versioned],
+    ) -> str | None:
+        if not brokers:
+            return None
+        owned = self._owned_by_namespace(owners, brokers)
+        group = local.namespaceAntiAffinityGroup if local is not None else None
+        counts = await self._anti_affinity_counts(group, owned) if group else None
+        cluster = self.settings.clusterName
+        assignment = select_broker(
+            namespace,
+            sorted(brokers),
+            policies=parse_policies(await self._json(paths.namespace_isolation_policies(cluster))),
+            loads={b: broker.load for b, broker in brokers.items()},
+            anti_affinity_counts=counts,
+            failure_domains=await self._failure_domains(cluster),
+            failure_domains_enabled=self.settings.failureDomainsEnabled,
+            namespace_bundles={b: n for b, n in owned.get(namespace, {}).items()},
+        )
+        return assignment.broker
+
+    def _owned_by_namespace(
+        self, owners: Mapping[str, Versioned], brokers: Mapping[str, Broker]
+    ) -> dict[str, dict[str, int]]:
+        """{tenant/ns: {broker: bundles owned}} over live owners."""
+        prefix = paths.NAMESPACE_OWNERSHIP + "/"
+        out: dict[str, dict[str, int]] = {}
+        for key, held in owners.items():
+            parts = key.removeprefix(prefix).split("/")
+            record = decode_json(held.value)
+            if len(parts) != 3 or not isinstance(record, dict):
+                continue
+            broker = broker_id_of(record)
+            if broker is not None and broker in brokers:
+                per = out.setdefault(f"{parts[0]}/{parts[1]}", {})
+                per[broker] = per.get(broker, 0) + 1
+        return out
+
+    async def _anti_affinity_counts(
+        self, group: str, owned: Mapping[str, Mapping[str, int]]
+    ) -> dict[str, int]:
+        """Modular LB counting: one per namespace of the group with a bundle on the broker."""
+        wanted = group.casefold()
+        counts: dict[str, int] = {}
+        prefix = paths.LOCAL_POLICIES + "/"
+        for key, held in (await self.store.get_children_values(paths.LOCAL_POLICIES)).items():
+            name = key.removeprefix(prefix)
+            try:
+                other = LocalPolicies.from_bytes(held.value).namespaceAntiAffinityGroup
+            except ValueError:
+                continue
+            if other is None or other.casefold() != wanted:
+                continue
+            for broker in owned.get(name, {}):
+                counts[broker] = counts.get(broker, 0) + 1
+        return counts
+
+    async def _failure_domains(self, cluster: str) -> dict[str, list[str]]:
+        root = paths.failure_domains(cluster)
+        values = await self.store.get_children_values(root)
+        domains: dict[str, list[str]] = {}
+        for name, held in children_of(values, root).items():
+            data = decode_json(held.value)
+            members = data.get("brokers") if isinstance(data, dict) else None
+            domains[name] = [b for b in members or [] if isinstance(b, str)]
+        return domains
+
+    async def _brokers(self) -> dict[str, Broker]:
+        entries = children_of(await self.brokers.entries(), paths.BROKERS)
+        return {b: Broker.from_registration(b, v.value) for b, v in entries.items()}
+
+    async def _local(self, tenant: str, namespace: str) -> LocalPolicies | None:
+        found = await self.store.get(paths.local_policies(tenant, namespace))
+        return None if found is None else LocalPolicies.from_bytes(found.value)
+
+    async def _json(self, path: str) -> Any:
+        found = await self.store.get(path)
+        return None if found is None else decode_json(found.value)
+
