@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.deadline import RequestDeadline
+from api.encoded_slash import EncodedSlashes
 from api.errors import install_error_handlers
 from api.routes import ROUTERS
 from api.settings import Settings
@@ -52,4 +53,5 @@ def create_app(settings: Settings) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     app.add_middleware(RequestDeadline, seconds=timeout)
+    app.add_middleware(EncodedSlashes)
     return app

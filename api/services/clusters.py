@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from api.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from api.models import ClusterData, FailureDomain
+from api.services.naming import is_valid_name
 from metastore import errors as store_errors
 from metastore import paths
 from metastore.store import MAX_CAS_ATTEMPTS, Guard, MetadataStore, Versioned
@@ -29,7 +30,6 @@ from metastore.store import MAX_CAS_ATTEMPTS, Guard, MetadataStore, Versioned
 T = TypeVar("T")
 
 GLOBAL_CLUSTER = "global"
-NAMED_ENTITY = re.compile(r"^[-=:.\w]*$", re.ASCII)
 
 CLUSTER_NOT_FOUND = "Cluster does not exist"
 CLUSTER_EXISTS = "Cluster already exists"
@@ -85,7 +85,7 @@ def uri_scheme(url: str) -> str | None:
 
 
 def check_cluster_name(cluster: str) -> None:
-    if not NAMED_ENTITY.match(cluster):
+    if not is_valid_name(cluster):
         raise PreconditionFailed(CLUSTER_NAME_INVALID)
 
 

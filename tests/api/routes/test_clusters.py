@@ -269,3 +269,12 @@ def test_delete_does_not_touch_a_cluster_whose_name_extends_it(
         "/admin/clusters/us-west",
         "/admin/clusters/us-west/failureDomain/d",
     ]
+
+
+def test_encoded_slash_in_a_name_is_an_invalid_name_not_a_missing_route(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    response = admin.put("/admin/v2/clusters/a%2Fb", json={})
+    assert response.status_code == 412
+    assert response.json() == {"reason": "Cluster name is not valid"}
+    assert clean_store.keys("/admin/clusters") == []
