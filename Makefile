@@ -27,14 +27,14 @@ openapi: $(VENV)/.installed
 
 # etcd (the metadata store) and Java 17 (for the Spark pipeline) from Debian when missing.
 system-deps:
-	@command -v etcd >/dev/null || { $(MAKE) --no-print-directory apt-update && apt-get install -y etcd-server; }
-	@command -v java >/dev/null || { $(MAKE) --no-print-directory apt-update && apt-get install -y openjdk-17-jre-headless; }
+	@command -v etcd >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; }
+	@command -v java >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jre-headless; }
 
 apt-update:
 	@[ -f $(APT_UPDATED) ] || { apt-get update && touch $(APT_UPDATED); }
 
 $(VENV)/bin/python:
-	python3 -m venv $(VENV) || { $(MAKE) --no-print-directory apt-update && apt-get install -y python3-venv && python3 -m venv $(VENV); }
+	python3 -m venv $(VENV) || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv && python3 -m venv $(VENV); }
 
 $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
