@@ -25,11 +25,24 @@ def windows_for(ensemble_size: int, write_quorum: int, pos: int) -> tuple[int, .
     return tuple(s % ensemble_size for s in range(pos - write_quorum + 1, pos + 1))
 
 
+@lru_cache(maxsize=1024)
+def window_table(ensemble_size: int, write_quorum: int,
+                 single_window: bool) -> tuple[tuple[int, ...], ...]:
+    """`windows_for` of every position 0..E-1, then `()` for a full ensemble.
+
+    `single_window`: the durability rule of an E == Qw ensemble has one window, (0,).
+    """
+    if single_window:
+        return ((0,),) * (ensemble_size + 1)
+    return (*(windows_for(ensemble_size, write_quorum, pos) for pos in range(ensemble_size)),
+            ())
+
+
 class CoverageEnsemble:
     """Ordered ensemble under construction plus its per-window coverage state."""
 
     __slots__ = (
-        "_all_keys", "_alloc", "_free", "_keys", "_seen", "ack_quorum", "chosen",
+        "_all_keys", "_alloc", "_free", "_keys", "_seen", "_table", "ack_quorum", "chosen",
         "chosen_set", "durability", "ensemble_size", "key", "min_distinct", "parent",
         "write_quorum",
     )
@@ -58,9 +71,12 @@ class CoverageEnsemble:
         self._seen = [0] * ensemble_size
         self._keys: list[set[str]] = [set() for _ in range(ensemble_size)]
         self._all_keys = tuple(all_keys)
+        # per-window key counts: only the durability rule reads them
         self._alloc: list[dict[str, int]] = [
             dict.fromkeys(self._all_keys, 0) for _ in range(ensemble_size)
-        ]
+        ] if durability > 0 else []
+        self._table = window_table(ensemble_size, write_quorum,
+                                   durability > 0 and ensemble_size == write_quorum)
         # rack rule is vacuous when a window needs < 2 keys or has < 2 members
         self._free = durability == 0 and (write_quorum < 2 or self.min_distinct < 2)
 
@@ -68,7 +84,7 @@ class CoverageEnsemble:
         """Independent copy (region-aware tries an allocation on a copy)."""
         dup = CoverageEnsemble.__new__(CoverageEnsemble)
         for name in ("ensemble_size", "write_quorum", "ack_quorum", "key", "min_distinct",
-                     "durability", "_all_keys", "_free"):
+                     "durability", "_all_keys", "_free", "_table"):
             setattr(dup, name, getattr(self, name))
         dup.parent = self.parent.copy() if self.parent is not None else None
         dup.chosen = list(self.chosen)
@@ -79,12 +95,9 @@ class CoverageEnsemble:
         return dup
 
     def _windows(self) -> tuple[int, ...]:
-        if self.durability > 0 and self.ensemble_size == self.write_quorum:
-            return (0,)
-        pos = len(self.chosen)
-        if pos >= self.ensemble_size:
-            return ()
-        return windows_for(self.ensemble_size, self.write_quorum, pos)
+        """The windows the next position belongs to (see `window_table`)."""
+        table = self._table
+        return table[min(len(self.chosen), len(table) - 1)]
 
     def accepts(self, bookie: str) -> bool:
         """May `bookie` take the next position?"""
@@ -100,11 +113,13 @@ class CoverageEnsemble:
 
     def _rack_ok(self, bookie: str) -> bool:
         w, m = self.write_quorum, self.min_distinct
+        free = w - m + 1  # members a window takes before the rule binds
         k = self.key[bookie]
+        all_seen, all_keys = self._seen, self._keys
         for q in self._windows():
-            seen = self._seen[q]
-            if seen >= w - m + 1:
-                keys = self._keys[q]
+            seen = all_seen[q]
+            if seen >= free:
+                keys = all_keys[q]
                 n = len(keys) + (0 if k in keys else 1)
                 if n < m and (w - seen - 1) < (m - n):
                     return False
@@ -127,11 +142,15 @@ class CoverageEnsemble:
         if bookie in self.chosen_set:
             return False
         k = self.key[bookie]
-        for q in self._windows():
-            self._seen[q] += 1
-            self._keys[q].add(k)
-            alloc = self._alloc[q]
-            alloc[k] = alloc.get(k, 0) + 1
+        seen, keys = self._seen, self._keys
+        windows = self._windows()
+        for q in windows:
+            seen[q] += 1
+            keys[q].add(k)
+        if self.durability > 0:
+            for q in windows:
+                alloc = self._alloc[q]
+                alloc[k] = alloc.get(k, 0) + 1
         self.chosen.append(bookie)
         self.chosen_set.add(bookie)
         return self.parent is None or self.parent.add(bookie)

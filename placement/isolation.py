@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from placement import check, policies
 from placement.config import PlacementConfig, split_groups
 from placement.errors import NotEnoughBookies
 from placement.model import Adherence, EnsembleRequest, Placement, Source
-from placement.rackaware import describe_ensemble
+from placement.rackaware import Descriptions, describe_ensemble
 from placement.topology import Topology
 
 
@@ -175,21 +175,23 @@ def _rethrow(exc: NotEnoughBookies, topology: Topology, groups: AffinityGroups,
                             group_counts=counts)
 
 
+def _descriptions(topology: Topology, groups: AffinityGroups) -> Descriptions:
+    """Memoised ChosenBookie of each bookie, with its source under `groups`."""
+    key = ("iso-descriptions", groups.primary, groups.secondary)
+    return topology.memo(key, lambda: Descriptions(
+        topology, lambda b: source_of(topology, groups, b)))
+
+
 def _graded(topology: Topology, groups: AffinityGroups, result: Placement,
             request: EnsembleRequest, config: PlacementConfig, view: Topology,
             regrade: bool = True) -> Placement:
-    c = _counts(topology, groups)
-
-    def source(b: str) -> Source:
-        if b in c.primary:
-            return Source.PRIMARY
-        return Source.SECONDARY if b in c.secondary else Source.UNGROUPED
-
-    chosen = describe_ensemble(topology, result.ensemble, source)
-    if not regrade:  # every member is in the view, whose verdict equals the full one
-        return replace(result, bookies=chosen)
-    grade, why = isolation_verdict(topology, groups, result.ensemble, request, config, view)
-    return replace(result, adherence=grade, reasons=(why, *result.reasons[1:]), bookies=chosen)
+    chosen = describe_ensemble(topology, result.ensemble, _descriptions(topology, groups))
+    grade, reasons = result.adherence, result.reasons
+    if regrade:  # else every member is in the view, whose verdict equals the full one
+        grade, why = isolation_verdict(topology, groups, result.ensemble, request, config, view)
+        reasons = (why, *reasons[1:])
+    return Placement(result.ensemble, grade, reasons, chosen, result.replaced,
+                     result.replacement)
 
 
 def isolation_verdict(

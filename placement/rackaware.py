@@ -164,14 +164,36 @@ def explain_failure(
     )
 
 
+def _any_source(_bookie: str) -> Source:
+    return Source.ANY
+
+
+class Descriptions(dict[str, ChosenBookie]):
+    """bookie -> its ChosenBookie, built on first use and kept (a Topology never changes)."""
+
+    __slots__ = ("_source", "_topology")
+
+    def __init__(self, topology: Topology, source: Callable[[str], Source] = _any_source):
+        super().__init__()
+        self._topology = topology
+        self._source = source
+
+    def __missing__(self, bookie: str) -> ChosenBookie:
+        t = self._topology
+        found = ChosenBookie(bookie, t.rack_of(bookie), t.group_of.get(bookie),
+                             self._source(bookie))
+        if bookie in t.location:  # keep only bookies the topology has seen: bounded
+            self[bookie] = found
+        return found
+
+
 def describe_ensemble(
-    topology: Topology, ensemble: Sequence[str], sources: Callable[[str], Source] | None = None
+    topology: Topology, ensemble: Sequence[str], descriptions: Descriptions | None = None
 ) -> tuple[ChosenBookie, ...]:
-    group_of, rack_of = topology.group_of, topology.rack_of
-    return tuple(
-        ChosenBookie(b, rack_of(b), group_of.get(b), sources(b) if sources else Source.ANY)
-        for b in ensemble
-    )
+    """Each member's rack, group and source (Source.ANY unless `descriptions` says)."""
+    if descriptions is None:
+        descriptions = topology.memo("descriptions", lambda: Descriptions(topology))
+    return tuple(descriptions[b] for b in ensemble)
 
 
 def new_ensemble(
