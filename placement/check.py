@@ -46,8 +46,9 @@ def rack_verdict(
     m = min(write_quorum, min_racks)
     e = len(ensemble)
     located = [rack_of(b) if b in known else None for b in ensemble]
+    ring = located * (1 + -(-write_quorum // e))  # window i is ring[i:i + Qw], wrapping
     for i in range(e):
-        racks = {located[(i + j) % e] for j in range(write_quorum)}
+        racks = set(ring[i:i + write_quorum])
         racks.discard(None)
         if len(racks) < m:
             return Adherence.FAIL, (

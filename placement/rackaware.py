@@ -19,7 +19,7 @@ from placement.config import PlacementConfig
 from placement.coverage import CoverageEnsemble
 from placement.errors import InvalidPlacementRequest, NotEnoughBookies
 from placement.model import Adherence, ChosenBookie, EnsembleRequest, Placement, Source
-from placement.select import pick, pick_many
+from placement.select import Accept, pick, pick_many
 from placement.topology import Topology
 
 _ROOT_FALLBACK = "position {i}: no bookie met the rack rule, took a random eligible bookie"
@@ -28,7 +28,8 @@ _ROOT_FALLBACK = "position {i}: no bookie met the rack rule, took a random eligi
 class Picker:
     """Per-call selection state over a pool of candidate bookies (a topology or a region)."""
 
-    __slots__ = ("default", "eligible", "enforce", "loc", "pool", "rng", "selector", "topology")
+    __slots__ = ("default", "eligible", "enforce", "excl", "loc", "pool", "rng", "selector",
+                 "skip_default", "topology")
 
     def __init__(
         self,
@@ -47,8 +48,10 @@ class Picker:
         weighted = config.disk_weight_based_placement_enabled and topology.selector is not None
         self.selector = topology.selector if weighted and pool is None else None
         excl = exclude if isinstance(exclude, set | frozenset) else frozenset(exclude)
+        self.excl = excl
+        self.skip_default = exclusions.enforce_excludes_default(topology, config)
         loc, default = self.loc, self.default
-        if exclusions.enforce_excludes_default(topology, config):
+        if self.skip_default:
             self.eligible: Callable[[str], bool] = (
                 lambda b: b not in excl and loc[b] != default
             )
@@ -57,12 +60,16 @@ class Picker:
 
     def pick_ruled(self, ens: CoverageEnsemble, avoid_racks: Collection[str] = ()) -> str | None:
         """Random eligible bookie outside `avoid_racks` that the coverage rule accepts."""
-        eligible, loc, accepts = self.eligible, self.loc, ens.accepts
-        if avoid_racks:
-            return pick(self.pool, self.rng,
-                        lambda b: loc[b] not in avoid_racks and eligible(b) and accepts(b),
-                        self.selector)
-        return pick(self.pool, self.rng, lambda b: eligible(b) and accepts(b), self.selector)
+        return pick(self.pool, self.rng, self._ruled(ens.accepts, avoid_racks), self.selector)
+
+    def _ruled(self, accepts: Accept, avoid_racks: Collection[str]) -> Accept:
+        """Eligible, outside `avoid_racks` and accepted, as one flat predicate (hot path)."""
+        excl, loc = self.excl, self.loc
+        if self.skip_default:
+            default = self.default
+            return lambda b: (b not in excl and loc[b] not in avoid_racks and loc[b] != default
+                              and accepts(b))
+        return lambda b: b not in excl and loc[b] not in avoid_racks and accepts(b)
 
     def pick_in_rack(self, rack: str, ens: CoverageEnsemble | None,
                      taken: Collection[str]) -> str | None:
