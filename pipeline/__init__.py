@@ -1,1 +1,3 @@
-"""pipeline"""
+"""The PySpark placement audit (a later issue); nothing public yet."""
+
+__all__: list[str] = []

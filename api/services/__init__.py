@@ -1,1 +1,3 @@
-"""api/services"""
+"""Business rules, one module per area; routers call these and nothing else."""
+
+__all__: list[str] = []
