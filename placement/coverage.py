@@ -42,7 +42,8 @@ class CoverageEnsemble:
     """Ordered ensemble under construction plus its per-window coverage state."""
 
     __slots__ = (
-        "_all_keys", "_alloc", "_free", "_keys", "_seen", "_table", "ack_quorum", "chosen",
+        "_all_keys", "_alloc", "_free", "_keys", "_next", "_seen", "_table", "ack_quorum",
+        "chosen",
         "chosen_set", "durability", "ensemble_size", "key", "min_distinct", "parent",
         "write_quorum",
     )
@@ -77,6 +78,7 @@ class CoverageEnsemble:
         ] if durability > 0 else []
         self._table = window_table(ensemble_size, write_quorum,
                                    durability > 0 and ensemble_size == write_quorum)
+        self._next = self._table[0]  # the windows the next position belongs to
         # rack rule is vacuous when a window needs < 2 keys or has < 2 members
         self._free = durability == 0 and (write_quorum < 2 or self.min_distinct < 2)
 
@@ -84,7 +86,7 @@ class CoverageEnsemble:
         """Independent copy (region-aware tries an allocation on a copy)."""
         dup = CoverageEnsemble.__new__(CoverageEnsemble)
         for name in ("ensemble_size", "write_quorum", "ack_quorum", "key", "min_distinct",
-                     "durability", "_all_keys", "_free", "_table"):
+                     "durability", "_all_keys", "_free", "_table", "_next"):
             setattr(dup, name, getattr(self, name))
         dup.parent = self.parent.copy() if self.parent is not None else None
         dup.chosen = list(self.chosen)
@@ -93,11 +95,6 @@ class CoverageEnsemble:
         dup._keys = [set(k) for k in self._keys]
         dup._alloc = [dict(a) for a in self._alloc]
         return dup
-
-    def _windows(self) -> tuple[int, ...]:
-        """The windows the next position belongs to (see `window_table`)."""
-        table = self._table
-        return table[min(len(self.chosen), len(table) - 1)]
 
     def accepts(self, bookie: str) -> bool:
         """May `bookie` take the next position?"""
@@ -116,7 +113,7 @@ class CoverageEnsemble:
         free = w - m + 1  # members a window takes before the rule binds
         k = self.key[bookie]
         all_seen, all_keys = self._seen, self._keys
-        for q in self._windows():
+        for q in self._next:
             seen = all_seen[q]
             if seen >= free:
                 keys = all_keys[q]
@@ -129,7 +126,7 @@ class CoverageEnsemble:
         if self.durability <= 1:
             return True
         region = self.key[bookie]
-        for q in self._windows():
+        for q in self._next:
             alloc = self._alloc[q]
             others = sorted((v for r, v in alloc.items() if r != region), reverse=True)
             worst = sum(others[: self.durability - 2])
@@ -143,7 +140,7 @@ class CoverageEnsemble:
             return False
         k = self.key[bookie]
         seen, keys = self._seen, self._keys
-        windows = self._windows()
+        windows = self._next
         for q in windows:
             seen[q] += 1
             keys[q].add(k)
@@ -153,6 +150,8 @@ class CoverageEnsemble:
                 alloc[k] = alloc.get(k, 0) + 1
         self.chosen.append(bookie)
         self.chosen_set.add(bookie)
+        table = self._table
+        self._next = table[min(len(self.chosen), len(table) - 1)]
         return self.parent is None or self.parent.add(bookie)
 
     def distinct_keys(self) -> int:
