@@ -111,6 +111,13 @@ def allowed_view(
     topology: Topology, groups: AffinityGroups, ensemble_size: int, config: PlacementConfig
 ) -> Topology:
     """The topology restricted to the bookies `groups` may use for an ensemble of E."""
+    key = ("iso-view-for", groups, ensemble_size, config.strict_unassigned_exclusion)
+    return topology.memo(key, lambda: _allowed_view(topology, groups, ensemble_size, config))
+
+
+def _allowed_view(
+    topology: Topology, groups: AffinityGroups, ensemble_size: int, config: PlacementConfig
+) -> Topology:
     c = _counts(topology, groups)
     use_secondary = c.primary_writable < ensemble_size
     total = c.primary_writable + (c.secondary_writable if use_secondary else 0)
