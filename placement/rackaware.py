@@ -19,7 +19,7 @@ from placement.config import PlacementConfig
 from placement.coverage import CoverageEnsemble
 from placement.errors import InvalidPlacementRequest, NotEnoughBookies
 from placement.model import Adherence, ChosenBookie, EnsembleRequest, Placement, Source
-from placement.select import Accept, pick, pick_many
+from placement.select import pick, pick_many
 from placement.topology import Topology
 
 _ROOT_FALLBACK = "position {i}: no bookie met the rack rule, took a random eligible bookie"
@@ -60,16 +60,16 @@ class Picker:
 
     def pick_ruled(self, ens: CoverageEnsemble, avoid_racks: Collection[str] = ()) -> str | None:
         """Random eligible bookie outside `avoid_racks` that the coverage rule accepts."""
-        return pick(self.pool, self.rng, self._ruled(ens.accepts, avoid_racks), self.selector)
-
-    def _ruled(self, accepts: Accept, avoid_racks: Collection[str]) -> Accept:
-        """Eligible, outside `avoid_racks` and accepted, as one flat predicate (hot path)."""
-        excl, loc = self.excl, self.loc
+        excl, loc, accepts, default = self.excl, self.loc, ens.accepts, self.default
+        # the hot path: one flat predicate (eligible, outside avoid_racks, accepted)
         if self.skip_default:
-            default = self.default
-            return lambda b: (b not in excl and loc[b] not in avoid_racks and loc[b] != default
-                              and accepts(b))
-        return lambda b: b not in excl and loc[b] not in avoid_racks and accepts(b)
+            def ok(b: str) -> bool:
+                return (b not in excl and loc[b] not in avoid_racks and loc[b] != default
+                        and accepts(b))
+        else:
+            def ok(b: str) -> bool:
+                return b not in excl and loc[b] not in avoid_racks and accepts(b)
+        return pick(self.pool, self.rng, ok, self.selector)
 
     def pick_in_rack(self, rack: str, ens: CoverageEnsemble | None,
                      taken: Collection[str]) -> str | None:
@@ -200,7 +200,7 @@ def describe_ensemble(
     """Each member's rack, group and source (Source.ANY unless `descriptions` says)."""
     if descriptions is None:
         descriptions = topology.memo("descriptions", lambda: Descriptions(topology))
-    return tuple(descriptions[b] for b in ensemble)
+    return tuple([descriptions[b] for b in ensemble])
 
 
 def new_ensemble(
@@ -217,10 +217,11 @@ def new_ensemble(
     picker = Picker(topology, config, rng, exclude)
     ens = CoverageEnsemble(e, w, topology.location, config.min_num_racks_per_write_quorum)
     notes: list[str] = []
+    racks = topology.num_racks
     try:
-        if topology.num_racks < 2:
+        if racks < 2:
             _single_rack(picker, ens, enforce)
-            notes.append(f"only {topology.num_racks} rack(s): random ensemble")
+            notes.append(f"only {racks} rack(s): random ensemble")
         else:
             fill(picker, e, ens, enforce_rule=enforce, local_rack=request.local_rack,
                  notes=notes)
@@ -230,7 +231,7 @@ def new_ensemble(
     grade, why = check.rack_verdict(chosen, w, topology.rack_of, topology.known,
                                     config.min_num_racks_per_write_quorum, enforce,
                                     topology.default_location)
-    if topology.num_racks < 2:
+    if racks < 2:
         grade = Adherence.FAIL
     return Placement(chosen, grade, (why, *notes), describe_ensemble(topology, chosen))
 
