@@ -115,6 +115,12 @@ def allowed_view(
     return topology.memo(key, lambda: _allowed_view(topology, groups, ensemble_size, config))
 
 
+def _described_view(view: Topology, topology: Topology, groups: AffinityGroups) -> Topology:
+    """`view`, whose placements describe members with their source under `groups`."""
+    view.memo("descriptions", lambda: _descriptions(topology, groups))
+    return view
+
+
 def _allowed_view(
     topology: Topology, groups: AffinityGroups, ensemble_size: int, config: PlacementConfig
 ) -> Topology:
@@ -148,10 +154,10 @@ def _allowed_view(
         return out
 
     view = topology._memo.get(key)
-    if isinstance(view, Topology):
-        return view
-    why = reasons()
-    return topology.restrict(key, (b for b in topology.bookies if b not in why), why)
+    if not isinstance(view, Topology):
+        why = reasons()
+        view = topology.restrict(key, (b for b in topology.bookies if b not in why), why)
+    return _described_view(view, topology, groups)
 
 
 def source_of(topology: Topology, groups: AffinityGroups, bookie: str) -> Source:
@@ -190,15 +196,12 @@ def _descriptions(topology: Topology, groups: AffinityGroups) -> Descriptions:
 
 
 def _graded(topology: Topology, groups: AffinityGroups, result: Placement,
-            request: EnsembleRequest, config: PlacementConfig, view: Topology,
-            regrade: bool = True) -> Placement:
+            request: EnsembleRequest, config: PlacementConfig, view: Topology) -> Placement:
+    """`result` graded on the full topology, members described with their source."""
     chosen = describe_ensemble(topology, result.ensemble, _descriptions(topology, groups))
-    grade, reasons = result.adherence, result.reasons
-    if regrade:  # else every member is in the view, whose verdict equals the full one
-        grade, why = isolation_verdict(topology, groups, result.ensemble, request, config, view)
-        reasons = (why, *reasons[1:])
-    return Placement(result.ensemble, grade, reasons, chosen, result.replaced,
-                     result.replacement)
+    grade, why = isolation_verdict(topology, groups, result.ensemble, request, config, view)
+    return Placement(result.ensemble, grade, (why, *result.reasons[1:]), chosen,
+                     result.replaced, result.replacement)
 
 
 def isolation_verdict(
@@ -232,7 +235,9 @@ def new_ensemble(
         result = policies.for_mode(view.mode).new_ensemble(view, request, config, rng, exclude)
     except NotEnoughBookies as exc:
         raise _rethrow(exc, topology, groups, view, request.ensemble_size) from None
-    return _graded(topology, groups, result, request, config, view, regrade=False)
+    # every member is in the view, whose verdict equals the full one, and the view
+    # describes members with their source (_described_view): nothing to redo
+    return result
 
 
 def replace_bookie(
