@@ -378,7 +378,7 @@ class MetadataStore:
             try:
                 revision = await self._swap(path, current, value)
             except BadVersion:
-                await asyncio.sleep(random.uniform(0, 0.002 * attempt))
+                await conflict_backoff(attempt)
                 continue
             self._write_through(path, value, revision)
             if draft.parsed_doc is not None:
@@ -450,6 +450,21 @@ class _Draft:
     def set_doc(self, doc: Any, finalize: Callable[[Any], Any] | None) -> None:
         self._doc, self._parsed, self.changed = doc, True, True
         self._finalize = finalize or self._finalize
+
+
+async def conflict_backoff(attempt: int) -> None:
+    """A short random pause after losing a CAS, growing with the attempt number."""
+    await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+
+
+async def retry_on_conflict(attempt: Callable[[], Awaitable[T]]) -> T:
+    """Run a read-then-`commit` attempt again while its guards lose to a concurrent writer."""
+    for number in range(MAX_CAS_ATTEMPTS):
+        try:
+            return await attempt()
+        except BadVersion:
+            await conflict_backoff(number)
+    raise BadVersion("too many concurrent modifications")
 
 
 def _apply_all(draft: _Draft, mutations: list[Callable[[_Draft], None]]) -> dict[int, Exception]:

@@ -13,21 +13,16 @@ Rules, as Pulsar's ClustersBase applies them:
 
 from __future__ import annotations
 
-import asyncio
 import json
-import random
 import re
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from api.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from api.models import ClusterData, FailureDomain
 from api.services.naming import is_valid_name
 from metastore import errors as store_errors
 from metastore import paths
-from metastore.store import MAX_CAS_ATTEMPTS, Guard, MetadataStore, Versioned
-
-T = TypeVar("T")
+from metastore.store import Guard, MetadataStore, Versioned, retry_on_conflict
 
 GLOBAL_CLUSTER = "global"
 
@@ -69,6 +64,17 @@ _URI_ILLEGAL = re.compile(r'[\x00-\x20\x7f"<>\\^`{|}]|%(?![0-9A-Fa-f]{2})')
 
 def cluster_missing_reason(cluster: str) -> str:
     return f"Cluster {cluster} does not exist."
+
+
+async def require_cluster(
+    store: MetadataStore, cluster: str, *, status_404: bool = False
+) -> Versioned:
+    """The cluster's record; Pulsar's `validateClusterExist` fails with 412 (or 404)."""
+    found = await store.get(paths.cluster(cluster))
+    if found is None:
+        reason = cluster_missing_reason(cluster)
+        raise NotFound(reason) if status_404 else PreconditionFailed(reason)
+    return found
 
 
 def uri_scheme(url: str) -> str | None:
@@ -138,16 +144,6 @@ def namespace_uses_cluster(key: str, raw: bytes, cluster: str) -> bool:
     return isinstance(replication, list) and cluster in replication
 
 
-async def with_cas_retries(attempt: Callable[[], Awaitable[T]]) -> T:
-    """Run a read-then-`commit` attempt again while its guards lose to a concurrent writer."""
-    for number in range(MAX_CAS_ATTEMPTS):
-        try:
-            return await attempt()
-        except store_errors.BadVersion:
-            await asyncio.sleep(random.uniform(0, 0.002 * (number + 1)))
-    raise store_errors.BadVersion("too many concurrent modifications")
-
-
 class ClusterService:
     def __init__(self, store: MetadataStore) -> None:
         self.store = store
@@ -186,7 +182,7 @@ class ClusterService:
         await self.store.update(paths.cluster(cluster), replace)
 
     async def delete_cluster(self, cluster: str) -> None:
-        await with_cas_retries(lambda: self._delete_cluster_once(cluster))
+        await retry_on_conflict(lambda: self._delete_cluster_once(cluster))
 
     async def _delete_cluster_once(self, cluster: str) -> None:
         found = await self.store.get(paths.cluster(cluster))
@@ -209,12 +205,7 @@ class ClusterService:
         )
 
     async def require_cluster(self, cluster: str, *, status_404: bool = False) -> Versioned:
-        """The cluster's record; Pulsar's `validateClusterExist` fails with 412 (or 404)."""
-        found = await self.store.get(paths.cluster(cluster))
-        if found is None:
-            reason = cluster_missing_reason(cluster)
-            raise NotFound(reason) if status_404 else PreconditionFailed(reason)
-        return found
+        return await require_cluster(self.store, cluster, status_404=status_404)
 
     # -- failure domains --------------------------------------------------------------------
 
@@ -235,7 +226,7 @@ class ClusterService:
     async def set_failure_domain(self, cluster: str, domain: str, data: FailureDomain) -> None:
         brokers = None if data.brokers is None else unique(data.brokers)
         document = FailureDomain(brokers=brokers)
-        await with_cas_retries(lambda: self._set_failure_domain_once(cluster, domain, document))
+        await retry_on_conflict(lambda: self._set_failure_domain_once(cluster, domain, document))
 
     async def _set_failure_domain_once(
         self, cluster: str, domain: str, document: FailureDomain

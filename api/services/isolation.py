@@ -18,9 +18,9 @@ from typing import Any
 from api.errors import InvalidInput, NotFound
 from api.models import BrokerNamespaceIsolationData, NamespaceIsolationData
 from api.services.brokers import registered_brokers
-from api.services.clusters import ClusterService, with_cas_retries
+from api.services.clusters import ClusterService
 from metastore import paths
-from metastore.store import Guard, MetadataStore, dump_json
+from metastore.store import Guard, MetadataStore, dump_json, retry_on_conflict
 
 Policies = dict[str, NamespaceIsolationData]
 
@@ -182,7 +182,7 @@ class IsolationService:
         def put(policies: dict[str, Any]) -> dict[str, Any]:
             return dict(sorted({**policies, name: document}.items()))
 
-        await with_cas_retries(lambda: self._update_once(cluster, put))
+        await retry_on_conflict(lambda: self._update_once(cluster, put))
 
     async def delete_policy(self, cluster: str, name: str) -> None:
         await self.clusters.require_cluster(cluster)
@@ -190,7 +190,7 @@ class IsolationService:
         def remove(policies: dict[str, Any]) -> dict[str, Any]:
             return {k: v for k, v in policies.items() if k != name}
 
-        await with_cas_retries(lambda: self._update_once(cluster, remove))
+        await retry_on_conflict(lambda: self._update_once(cluster, remove))
 
     async def _update_once(self, cluster: str, change: Any) -> None:
         found_cluster = await self.clusters.require_cluster(cluster)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from api.errors import InvalidInput, NotFound, PreconditionFailed
 from api.models import BookieAffinityGroupData, LocalPolicies, PersistencePolicies, Policies
+from api.services.clusters import require_cluster
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
     NamespaceService,
@@ -99,8 +100,7 @@ class NamespacePolicyService:
             raise InvalidInput("Tenant should not be null")
         if not group.strip():
             raise PreconditionFailed("anti-affinity group can't be empty.")
-        if not await self.store.exists(paths.cluster(cluster)):
-            raise PreconditionFailed(f"Cluster {cluster} does not exist.")
+        await require_cluster(self.store, cluster)
         wanted = group.casefold()
         found = []
         for name in await self.namespaces.namespaces_of(tenant):
