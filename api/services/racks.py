@@ -44,10 +44,17 @@ def validate_rack(rack: str | None, settings: Settings) -> None:
 
 
 def decode_rack_config(raw: bytes | None) -> RackConfig:
+    """The stored `/bookies` document; anything that is not a map of groups reads as empty
+    (a malformed document written by another tool must not take the service down)."""
     if not raw:
         return {}
-    document = json.loads(raw)
-    return document if isinstance(document, dict) else {}
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        return {}
+    if not isinstance(document, dict):
+        return {}
+    return {group: bookies for group, bookies in document.items() if isinstance(bookies, dict)}
 
 
 def sorted_config(config: RackConfig) -> RackConfig:
@@ -88,6 +95,10 @@ class RackService:
         self.store = store
         self.settings = settings
         self.watched = watched
+        # Both decoded once per change of `/bookies`, not once per request.
+        self.config: CachedDocument[RackConfig] = CachedDocument(
+            watched, lambda raw: sorted_config(decode_rack_config(raw))
+        )
         self.document: CachedDocument[bytes] = CachedDocument(
             watched, lambda raw: dump_json(sorted_config(decode_rack_config(raw)))
         )
@@ -98,8 +109,9 @@ class RackService:
         return body
 
     async def racks_info(self) -> RackConfig:
-        found = await self.watched.get()
-        return decode_rack_config(None if found is None else found.value)
+        """The rack map; shared between readers, so never mutated."""
+        config, _ = await self.config.read()
+        return config
 
     async def get_bookie(self, bookie: str) -> BookieInfo:
         located = find_bookie(await self.racks_info(), bookie)

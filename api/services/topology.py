@@ -12,11 +12,11 @@ each call and never kept, so a stale mirror is never served as current.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from api.services.racks import decode_rack_config
 from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.store import Versioned
@@ -55,18 +55,6 @@ def registrations_of(entries: Mapping[str, Versioned]) -> Registrations:
     return Registrations(frozenset(writable), frozenset(read_only - writable))
 
 
-def decode_rack_map(found: Versioned | None) -> dict[str, dict[str, Any]]:
-    if found is None or not found.value:
-        return {}
-    try:
-        document = json.loads(found.value)
-    except ValueError:
-        return {}
-    if not isinstance(document, dict):
-        return {}
-    return {g: b for g, b in document.items() if isinstance(b, dict)}
-
-
 @dataclass(frozen=True)
 class ClusterView:
     """One consistent read of the inputs and the Topology built from them."""
@@ -100,7 +88,8 @@ class TopologySnapshot:
         if live and held is not None and held[0] == self._generation:
             return held[1]
         generation = self._generation
-        rack_map = decode_rack_map(await self.racks.get())
+        found = await self.racks.get()
+        rack_map = decode_rack_config(None if found is None else found.value)
         registrations = registrations_of(await self.bookies.entries())
         view = ClusterView(
             rack_map=rack_map,

@@ -123,3 +123,18 @@ def test_all_bookies_lists_registered_writable_and_readonly(
             {"bookieId": "10.0.0.3:3181"},
         ]
     }
+
+
+def test_malformed_rack_document_from_another_tool_reads_as_empty(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    from tests.support import wait_until
+
+    clean_store.put("/bookies", {"g": {"x:1": {"rack": "/rx"}}})
+    wait_until(lambda: admin.get(f"{RACKS}/x:1").status_code == 200, timeout=1.0)
+    clean_store.put("/bookies", b"not json")
+    wait_until(lambda: admin.get(RACKS).json() == {}, timeout=1.0)
+    assert admin.get(f"{RACKS}/x:1").status_code == 404
+    # A write does not silently replace a document it cannot read.
+    assert set_rack(admin, "y:1", "g", rack="/r").status_code >= 500
+    assert clean_store.get("/bookies") == b"not json"
