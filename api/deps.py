@@ -1,4 +1,7 @@
-"""Dependencies routes declare by name: what a route needs reads as its signature."""
+"""Dependencies routes declare by name: what a route needs reads as its signature.
+
+They are `async def` on purpose: FastAPI runs a plain `def` dependency in a worker thread,
+a thread hop per dependency per request."""
 
 from __future__ import annotations
 
@@ -20,56 +23,63 @@ from api.state import AppState
 from metastore.store import MetadataStore
 
 
-def get_state(request: Request) -> AppState:
+def app_state(request: Request) -> AppState:
     state: AppState = request.app.state.pulsar
     return state
 
 
-def get_settings(request: Request) -> Settings:
-    return get_state(request).settings
+async def get_state(request: Request) -> AppState:
+    return app_state(request)
 
 
-def get_store(request: Request) -> MetadataStore:
-    return get_state(request).store
+async def get_settings(request: Request) -> Settings:
+    return app_state(request).settings
 
 
-def get_racks(request: Request) -> RackService:
-    return get_state(request).racks
+async def get_store(request: Request) -> MetadataStore:
+    return app_state(request).store
 
 
-def get_tenants(request: Request) -> TenantService:
-    return TenantService(get_store(request), get_settings(request))
+async def get_racks(request: Request) -> RackService:
+    return app_state(request).racks
 
 
-def get_namespaces(request: Request) -> NamespaceService:
-    return NamespaceService(get_store(request), get_settings(request))
+async def get_tenants(request: Request) -> TenantService:
+    state = app_state(request)
+    return TenantService(state.store, state.settings)
 
 
-def get_namespace_policies(request: Request) -> NamespacePolicyService:
-    return NamespacePolicyService(get_store(request), get_settings(request))
+async def get_namespaces(request: Request) -> NamespaceService:
+    state = app_state(request)
+    return NamespaceService(state.store, state.settings)
 
 
-def get_clusters(request: Request) -> ClusterService:
-    return ClusterService(get_store(request))
+async def get_namespace_policies(request: Request) -> NamespacePolicyService:
+    state = app_state(request)
+    return NamespacePolicyService(state.store, state.settings)
 
 
-def get_isolation(request: Request) -> IsolationService:
-    store = get_store(request)
+async def get_clusters(request: Request) -> ClusterService:
+    return ClusterService(app_state(request).store)
+
+
+async def get_isolation(request: Request) -> IsolationService:
+    store = app_state(request).store
     return IsolationService(store, ClusterService(store))
 
 
-def get_placement(request: Request) -> PlacementService:
-    state = get_state(request)
+async def get_placement(request: Request) -> PlacementService:
+    state = app_state(request)
     return PlacementService(state.store, state.settings, state.topology)
 
 
-def get_lint(request: Request) -> LintService:
-    state = get_state(request)
+async def get_lint(request: Request) -> LintService:
+    state = app_state(request)
     return LintService(state.store, state.topology)
 
 
-def get_lookup(request: Request) -> LookupService:
-    state = get_state(request)
+async def get_lookup(request: Request) -> LookupService:
+    state = app_state(request)
     return LookupService(state.store, state.settings, state.broker_watch, state.ownership_watch)
 
 

@@ -13,6 +13,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from metastore.codec import dump_json
+
 M = TypeVar("M", bound="PulsarModel")
 
 
@@ -49,7 +51,7 @@ class PulsarModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.dump(), separators=(",", ":"), ensure_ascii=False).encode()
+        return dump_json(self.dump())
 
     @classmethod
     def from_bytes(cls: type[M], raw: bytes) -> M:

@@ -9,7 +9,6 @@ seconds with `Unavailable` when etcd cannot be reached; a failed call writes not
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -18,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 import aetcd
 
+from metastore.codec import dump_json, load_json
 from metastore.errors import AlreadyExists, BadVersion, NotFound, Unavailable
 
 log = logging.getLogger(__name__)
@@ -172,7 +172,8 @@ class MetadataStore:
     async def call(self, make: Callable[[aetcd.Client], Awaitable[T]]) -> T:
         """Run one etcd call within the timeout, mapping transport errors to `Unavailable`."""
         try:
-            return await asyncio.wait_for(make(self.client), self.timeout)
+            async with asyncio.timeout(self.timeout):  # unlike wait_for, no task per call
+                return await make(self.client)
         except _UNAVAILABLE_ERRORS as exc:
             await self._failover()
             raise Unavailable(f"metadata store unavailable: {type(exc).__name__}") from exc
@@ -187,7 +188,7 @@ class MetadataStore:
 
     async def get_json(self, path: str) -> Any | None:
         found = await self.get(path)
-        return None if found is None else json.loads(found.value)
+        return None if found is None else load_json(found.value)
 
     async def exists(self, path: str) -> bool:
         return await self.get(path) is not None
@@ -423,14 +424,14 @@ class _Draft:
         if self._parsed:
             doc = self._doc
             if doc is not None and self._finalize is not None:
-                doc = self._finalize(doc)
+                doc = self._doc = self._finalize(doc)  # the next batch starts from it
             self._raw = None if doc is None else dump_json(doc)
             self._parsed = False
         return self._raw
 
     def doc(self) -> Any:
         if not self._parsed:
-            self._doc = None if self._raw is None else json.loads(self._raw)
+            self._doc = None if self._raw is None else load_json(self._raw)
             self._parsed = True
         return self._doc
 
@@ -477,7 +478,3 @@ def _apply_all(draft: _Draft, mutations: list[Callable[[_Draft], None]]) -> dict
             failures[index] = exc
     return failures
 
-
-def dump_json(document: Any) -> bytes:
-    """Compact JSON as Pulsar writes it (null fields are dropped by the models beforehand)."""
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()

@@ -20,7 +20,8 @@ from api.models import BrokerNamespaceIsolationData, NamespaceIsolationData
 from api.services.brokers import registered_brokers
 from api.services.clusters import ClusterService
 from metastore import paths
-from metastore.store import Guard, MetadataStore, dump_json, retry_on_conflict
+from metastore.codec import dump_json
+from metastore.store import Guard, MetadataStore, retry_on_conflict
 
 Policies = dict[str, NamespaceIsolationData]
 

@@ -33,7 +33,8 @@ from api.services.namespaces import NamespaceService, bundles_for
 from api.settings import Settings
 from metastore import paths
 from metastore.cache import WatchedRange
-from metastore.store import MetadataStore, Versioned, child_range, dump_json, to_key
+from metastore.codec import dump_json
+from metastore.store import MetadataStore, Versioned, child_range, to_key
 from placement import parse_policies, select_broker
 
 TOPIC_DOMAINS = ("persistent", "non-persistent")
