@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from api.deadline import RequestDeadline
 from api.encoded_slash import EncodedSlashes
 from api.errors import install_error_handlers
+from api.hot_path import RackWriteHotPath
 from api.routes import ROUTERS
 from api.settings import Settings
 from api.state import AppState
@@ -52,6 +53,7 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    app.add_middleware(RackWriteHotPath)  # innermost: inside the deadline and slash handling
     app.add_middleware(RequestDeadline, seconds=timeout)
     app.add_middleware(EncodedSlashes)
     return app

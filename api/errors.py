@@ -112,15 +112,28 @@ def reason_for(exc: Exception) -> str:
     return str(exc)
 
 
+# What the single handler maps: everything else is a bug, answered 500 by the server.
+KNOWN_ERRORS: tuple[type[Exception], ...] = (
+    ServiceError,
+    store_errors.MetastoreError,
+    placement_errors.PlacementError,
+)
+
+
+def error_status_and_reason(exc: Exception) -> tuple[int, str]:
+    """The status and reason of a known error (server-side ones are logged)."""
+    status = status_for(exc)
+    if status >= 500:
+        log.warning("request failed with %d: %s", status, exc)
+    return status, reason_for(exc)
+
+
 def error_response(status: int, reason: str) -> JSONResponse:
     return JSONResponse(status_code=status, content={"reason": reason})
 
 
 async def _handle_known(_: Request, exc: Exception) -> JSONResponse:
-    status = status_for(exc)
-    if status >= 500:
-        log.warning("request failed with %d: %s", status, exc)
-    return error_response(status, reason_for(exc))
+    return error_response(*error_status_and_reason(exc))
 
 
 async def _handle_http(_: Request, exc: Exception) -> JSONResponse:
@@ -137,7 +150,7 @@ async def _handle_validation(_: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    for kind in (ServiceError, store_errors.MetastoreError, placement_errors.PlacementError):
+    for kind in KNOWN_ERRORS:
         app.add_exception_handler(kind, _handle_known)
     app.add_exception_handler(StarletteHTTPException, _handle_http)
     app.add_exception_handler(RequestValidationError, _handle_validation)
