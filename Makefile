@@ -20,6 +20,7 @@ lint: $(VENV)/.installed-test
 	$(VENV)/bin/mypy
 
 bench: system-deps $(VENV)/.installed-test
+	@command -v wrk >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk; }
 	$(PY) -m bench
 
 openapi: $(VENV)/.installed

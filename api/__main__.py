@@ -14,7 +14,7 @@ from pathlib import Path
 
 import uvicorn
 
-from api.app import create_app
+from api.app import create_server_app
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor
 
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("started embedded etcd at %s (data in %s)", etcd.url, settings.dataDir)
     try:
         uvicorn.run(
-            create_app(settings),
+            create_server_app(settings),
             host=settings.bindAddress,
             port=settings.webServicePort,
             log_level="warning",

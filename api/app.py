@@ -1,4 +1,6 @@
-"""Assembly only: `create_app(settings)` builds the FastAPI app; nothing happens at import."""
+"""Assembly only: `create_app(settings)` builds the FastAPI app, `create_server_app(settings)`
+what `python -m api` serves (the app behind the rack-write fast path); nothing happens at
+import."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from api.deadline import RequestDeadline
 from api.encoded_slash import EncodedSlashes
@@ -24,10 +27,20 @@ DESCRIPTION = (
 )
 
 
+def create_server_app(settings: Settings) -> ASGIApp:
+    """What `python -m api` serves: the app behind the `set-bookie-rack` fast path."""
+    app = create_app(settings)
+    return RackWriteHotPath(app, deadline_seconds=request_timeout(settings))
+
+
+def request_timeout(settings: Settings) -> float:
+    return float(settings.metadataStoreOperationTimeoutSeconds)
+
+
 def create_app(settings: Settings) -> FastAPI:
     if not settings.metadataStoreUrl:
         raise ValueError("create_app needs settings.metadataStoreUrl (python -m api starts etcd)")
-    timeout = float(settings.metadataStoreOperationTimeoutSeconds)
+    timeout = request_timeout(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -53,7 +66,6 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
-    app.add_middleware(RackWriteHotPath)  # innermost: inside the deadline and slash handling
     app.add_middleware(RequestDeadline, seconds=timeout)
     app.add_middleware(EncodedSlashes)
     return app

@@ -32,10 +32,10 @@ class RequestDeadline:
         except TimeoutError:
             if started:
                 raise
-            await _send_unavailable(send, f"Request timed out after {self.seconds:g}s")
+            await send_unavailable(send, f"Request timed out after {self.seconds:g}s")
 
 
-async def _send_unavailable(send: Send, reason: str) -> None:
+async def send_unavailable(send: Send, reason: str) -> None:
     body = json.dumps({"reason": reason}).encode()
     await send(
         {

@@ -6,22 +6,26 @@ the route runs (matching across every router, solving dependencies, validating p
 with pydantic, exception middleware): ten times what uvicorn costs, and more than the write
 itself once group commit shares one etcd transaction among concurrent writers.
 
-This ASGI middleware serves the well-formed request itself: a bookie id in one path segment,
-a JSON object body sent as `application/json` whose `rack` and `hostname` are strings or
-absent. It calls the same `RackService.set_bookie` as the route and maps errors through the
-same table (`api.errors.error_status_and_reason`), so the answer is the route's answer. Any
-other request to that path (no or other content type, a body that is not such an object, a
-path with a root prefix) goes on, body replayed, to the FastAPI route, which stays the
+This ASGI wrapper, outside the whole FastAPI app, serves the well-formed request itself: a
+bookie id in one path segment (no encoded slash), a JSON object body sent as
+`application/json` whose `rack` and `hostname` are strings or absent. It calls the same
+`RackService.set_bookie` as the route, within the same request deadline, and maps errors
+through the same table (`api.errors.error_status_and_reason`), so the answer is the route's
+answer. Any other request (no or other content type, a body that is not such an object, a
+path with a root prefix) goes on, body replayed, to the FastAPI app, whose route stays the
 reference and is what `openapi.yaml` documents.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import parse_qsl
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from fastapi import FastAPI
+from starlette.types import Message, Receive, Scope, Send
 
+from api.deadline import send_unavailable
 from api.errors import KNOWN_ERRORS, error_status_and_reason
 from api.models import BookieInfo
 from api.services.racks import RackService
@@ -32,8 +36,9 @@ JSON_CONTENT_TYPE = b"application/json"
 
 
 class RackWriteHotPath:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: FastAPI, deadline_seconds: float) -> None:
         self.app = app
+        self.deadline_seconds = deadline_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         bookie = _bookie_of_rack_write(scope)
@@ -48,9 +53,13 @@ class RackWriteHotPath:
             await self.app(scope, _replay(body, receive), send)
             return
         group, info = write
-        racks: RackService = scope["app"].state.pulsar.racks
+        racks: RackService = self.app.state.pulsar.racks
         try:
-            await racks.set_bookie(bookie, group, info)
+            async with asyncio.timeout(self.deadline_seconds):
+                await racks.set_bookie(bookie, group, info)
+        except TimeoutError:
+            await send_unavailable(send, f"Request timed out after {self.deadline_seconds:g}s")
+            return
         except KNOWN_ERRORS as exc:
             status, reason = error_status_and_reason(exc)
             await _respond(send, status, dump_json({"reason": reason}))
@@ -61,6 +70,8 @@ class RackWriteHotPath:
 def _bookie_of_rack_write(scope: Scope) -> str | None:
     """The `{bookie}` of a `POST .../racks-info/{bookie}`, or None for any other request."""
     if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
+        return None
+    if b"%2f" in scope.get("raw_path", b"").lower():  # EncodedSlashes' job, in the app
         return None
     path: str = scope["path"]
     if not path.startswith(RACK_PATH_PREFIX):

@@ -3,9 +3,14 @@
     python -m bench.api_bench [--seconds 5]
 
 - `set-bookie-rack` (POST racks-info) requests/s and p50/p99 at 1, 8 and 32 concurrent
-  clients, next to the raw aetcd transaction rate (compare mod_revision + put) at the same
-  concurrency: the ratio is what we report.
+  clients, next to the raw aetcd transaction rate and latency (compare mod_revision + put)
+  at the same concurrency: the ratio is what we report. Before each level the rack map is
+  reset to the same 1,000 bookies, and every request moves one of them to another rack, so
+  each level writes a document of the same size.
 - `GET racks-info` with 10,000 bookies configured: p50/p99 latency.
+
+The HTTP load comes from `wrk` (C, one thread) when it is installed, as `make bench` ensures;
+otherwise from aiohttp, which spends more CPU per request than the server and shares its cores.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -26,64 +33,160 @@ from bench.harness import BenchServer, machine, percentile
 from metastore.embedded import EmbeddedEtcd
 
 CONCURRENCY = (1, 8, 32)
+BASE_BOOKIES = 1_000
+RACKS = 20
+
+# One wrk thread; `request` walks the base bookies, each write moving one to the next rack.
+WRK_SCRIPT = """
+local counter = 0
+local bookies = tonumber(os.getenv("BENCH_BOOKIES"))
+local racks = tonumber(os.getenv("BENCH_RACKS"))
+local failure = nil
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+  local i = counter % bookies
+  local rack = (i + 1 + math.floor(counter / bookies)) % racks
+  counter = counter + 1
+  local path = string.format("/admin/v2/bookies/racks-info/10.0.%d.%d:3181?group=default",
+    math.floor(i / 250), i % 250)
+  return wrk.format(nil, path, nil, string.format('{"rack":"/rack%d","hostname":"bk%d"}', rack, i))
+end
+response = function(status, headers, body)
+  if status ~= 204 and failure == nil then failure = status .. " " .. body end
+end
+done = function(summary, latency, requests)
+  io.write(string.format(
+    'RESULT {"requests":%d,"duration_us":%d,"non_2xx":%d,"socket_errors":%d,'
+    .. '"p50_us":%d,"p99_us":%d}\\n',
+    summary.requests, summary.duration, summary.errors.status,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
 
 
-async def raw_transactions(etcd: EmbeddedEtcd, clients: int, seconds: float) -> float:
+def bookie_id(index: int) -> str:
+    return f"10.0.{index // 250}.{index % 250}:3181"
+
+
+def base_rack_map() -> dict[str, Any]:
+    return {
+        "default": {
+            bookie_id(i): {"rack": f"/rack{i % RACKS}", "hostname": f"bk{i}"}
+            for i in range(BASE_BOOKIES)
+        }
+    }
+
+
+async def raw_transactions(etcd: EmbeddedEtcd, clients: int, seconds: float) -> dict[str, float]:
     client = aetcd.Client(host="127.0.0.1", port=etcd.client_port, timeout=5)
     await client.connect()
     tx = client.transactions
-    done = 0
+    latencies: list[float] = []
     stop_at = time.perf_counter() + seconds
 
     async def worker(w: int) -> None:
-        nonlocal done
         key = f"/bench/raw/{clients}/{w}".encode()
         revision = 0
         while time.perf_counter() < stop_at:
+            begin = time.perf_counter()
             ok, responses = await client.transaction(
                 compare=[tx.mod(key) == revision], success=[tx.put(key, b"{}")], failure=[]
             )
+            latencies.append(time.perf_counter() - begin)
             assert ok
             revision = responses[0].response_put.header.revision
-            done += 1
 
     started = time.perf_counter()
     await asyncio.gather(*(worker(w) for w in range(clients)))
     elapsed = time.perf_counter() - started
     await client.close()
-    return done / elapsed
+    return summary(len(latencies) / elapsed, latencies)
 
 
-async def set_bookie_rack(url: str, clients: int, seconds: float) -> dict[str, float]:
-    """aiohttp as the load generator: httpx's async pool, not the server, tops out first."""
+def summary(rate: float, latencies: list[float]) -> dict[str, float]:
+    return {
+        "rps": rate,
+        "p50_ms": percentile(latencies, 50) * 1000,
+        "p99_ms": percentile(latencies, 99) * 1000,
+    }
+
+
+async def put_rack_map(etcd: EmbeddedEtcd, document: dict[str, Any] | None) -> int:
+    """Store `document` as `/bookies` (None: only read it); the stored size in bytes."""
+    client = aetcd.Client(host="127.0.0.1", port=etcd.client_port, timeout=5)
+    try:
+        if document is not None:
+            await client.put(b"/bookies", json.dumps(document, separators=(",", ":")).encode())
+        stored = await client.get(b"/bookies")
+        return 0 if stored is None else len(stored.value)
+    finally:
+        await client.close()
+
+
+def reset_rack_map(url: str, etcd: EmbeddedEtcd) -> None:
+    """The same 1,000-bookie rack map before each level, once the server has seen it."""
+    asyncio.run(put_rack_map(etcd, base_rack_map()))
+    expected = f"/rack{(BASE_BOOKIES - 1) % RACKS}"
+    with httpx.Client(base_url=url, timeout=10) as http:
+        deadline = time.monotonic() + 10
+        while http.get(f"/admin/v2/bookies/racks-info/{bookie_id(BASE_BOOKIES - 1)}").json() != {
+            "rack": expected,
+            "hostname": f"bk{BASE_BOOKIES - 1}",
+        }:
+            assert time.monotonic() < deadline, "server never saw the reset rack map"
+            time.sleep(0.01)
+
+
+def set_bookie_rack(url: str, clients: int, seconds: float) -> dict[str, Any]:
+    if shutil.which("wrk") is None:
+        return {**asyncio.run(set_bookie_rack_aiohttp(url, clients, seconds)), "client": "aiohttp"}
+    return {**set_bookie_rack_wrk(url, clients, seconds), "client": "wrk"}
+
+
+def set_bookie_rack_wrk(url: str, clients: int, seconds: float) -> dict[str, float]:
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        script.write(WRK_SCRIPT)
+        script.flush()
+        command = ["wrk", "-t1", f"-c{clients}", f"-d{seconds:g}s", "-s", script.name, url]
+        env = {"BENCH_BOOKIES": str(BASE_BOOKIES), "BENCH_RACKS": str(RACKS), "PATH": "/usr/bin"}
+        out = subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
+    result = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+    assert result["non_2xx"] == 0 and result["socket_errors"] == 0, out
+    return {
+        "rps": result["requests"] / result["duration_us"] * 1e6,
+        "p50_ms": result["p50_us"] / 1000,
+        "p99_ms": result["p99_us"] / 1000,
+    }
+
+
+async def set_bookie_rack_aiohttp(url: str, clients: int, seconds: float) -> dict[str, float]:
     latencies: list[float] = []
     stop_at = time.perf_counter() + seconds
     connector = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(base_url=url, connector=connector) as http:
 
         async def worker(w: int) -> None:
-            i = 0
+            i = w
             while time.perf_counter() < stop_at:
-                bookie = f"10.{clients}.{w}.{i}:3181"
+                index = i % BASE_BOOKIES
+                rack = (index + 1 + i // BASE_BOOKIES) % RACKS
                 begin = time.perf_counter()
                 async with http.post(
-                    f"/admin/v2/bookies/racks-info/{bookie}",
+                    f"/admin/v2/bookies/racks-info/{bookie_id(index)}",
                     params={"group": "default"},
-                    json={"rack": f"/rack{i % 20}"},
+                    json={"rack": f"/rack{rack}", "hostname": f"bk{index}"},
                 ) as response:
                     await response.read()
                     assert response.status == 204, await response.text()
                 latencies.append(time.perf_counter() - begin)
-                i += 1
+                i += clients
 
         started = time.perf_counter()
         await asyncio.gather(*(worker(w) for w in range(clients)))
         elapsed = time.perf_counter() - started
-    return {
-        "rps": len(latencies) / elapsed,
-        "p50_ms": percentile(latencies, 50) * 1000,
-        "p99_ms": percentile(latencies, 99) * 1000,
-    }
+    return summary(len(latencies) / elapsed, latencies)
 
 
 def racks_info_latency(url: str, etcd: EmbeddedEtcd, bookies: int = 10_000) -> dict[str, float]:
@@ -127,28 +230,41 @@ def run(seconds: float) -> dict[str, Any]:
         try:
             with BenchServer(etcd, Path(tmp)) as server:
                 for clients in CONCURRENCY:
-                    raw = asyncio.run(raw_transactions(etcd, clients, seconds))
-                    api = asyncio.run(set_bookie_rack(server.url, clients, seconds))
-                    results["writes"].append(
-                        {"clients": clients, "raw_txn_per_s": raw, **api, "ratio": api["rps"] / raw}
-                    )
+                    results["writes"].append(write_level(server.url, etcd, clients, seconds))
                 results["racks_info"] = racks_info_latency(server.url, etcd)
         finally:
             etcd.stop()
     return results
 
 
+def write_level(url: str, etcd: EmbeddedEtcd, clients: int, seconds: float) -> dict[str, Any]:
+    raw = asyncio.run(raw_transactions(etcd, clients, seconds))
+    reset_rack_map(url, etcd)
+    api = set_bookie_rack(url, clients, seconds)
+    return {
+        "clients": clients,
+        "raw": raw,
+        "api": api,
+        "ratio": api["rps"] / raw["rps"],
+        "document_bytes": asyncio.run(put_rack_map(etcd, None)),
+    }
+
+
 def report(results: dict[str, Any]) -> str:
+    writes = results["writes"]
     lines = [
-        f"machine: {results['machine']}",
+        f"machine: {results['machine']}; HTTP load from {writes[0]['api']['client']}",
         "",
-        "| clients | raw aetcd txn/s | set-bookie-rack req/s | ratio | p50 ms | p99 ms |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| clients | raw txn/s | raw p50 ms | raw p99 ms | set-bookie-rack req/s | ratio "
+        "| p50 ms | p99 ms | /bookies bytes |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for row in results["writes"]:
+    for row in writes:
+        raw, api = row["raw"], row["api"]
         lines.append(
-            f"| {row['clients']} | {row['raw_txn_per_s']:.0f} | {row['rps']:.0f} | "
-            f"{row['ratio']:.0%} | {row['p50_ms']:.1f} | {row['p99_ms']:.1f} |"
+            f"| {row['clients']} | {raw['rps']:.0f} | {raw['p50_ms']:.1f} | {raw['p99_ms']:.1f} "
+            f"| {api['rps']:.0f} | {row['ratio']:.0%} | {api['p50_ms']:.1f} "
+            f"| {api['p99_ms']:.1f} | {row['document_bytes']:,} |"
         )
     info = results["racks_info"]
     lines += [

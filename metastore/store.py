@@ -10,15 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import aetcd
 
-from metastore.codec import dump_json, load_json
+from metastore.codec import load_json
 from metastore.errors import AlreadyExists, BadVersion, NotFound, Unavailable
+from metastore.group_commit import (
+    MAX_CAS_ATTEMPTS,
+    Draft,
+    KeyWriter,
+    PendingUpdate,
+    RevisionGuard,
+    SwapGuard,
+    conflict_backoff,
+)
+from metastore.versioned import NOT_CACHED, NotCached, Versioned
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +49,6 @@ _UNAVAILABLE_ERRORS = (
     asyncio.TimeoutError,
     OSError,
 )
-MAX_CAS_ATTEMPTS = 64
-
-
-@dataclass(frozen=True)
-class Versioned:
-    """A value and the etcd `mod_revision` it was read at."""
-
-    value: bytes
-    revision: int
 
 
 @dataclass(frozen=True)
@@ -108,14 +108,6 @@ class Unchanged:
 
 UNCHANGED = Unchanged()
 Mutation = Callable[[bytes | None], "bytes | Unchanged | None"]
-_PendingUpdate = tuple[Callable[["_Draft"], None], "asyncio.Future[Versioned | None]"]
-
-
-class NotCached:
-    """A cache's answer for a key it does not hold (watch not live, or not its range)."""
-
-
-NOT_CACHED = NotCached()
 
 
 class KeyCache(Protocol):
@@ -129,15 +121,21 @@ class KeyCache(Protocol):
 
 
 class MetadataStore:
-    def __init__(self, endpoints: Sequence[Endpoint], timeout: float = 5.0) -> None:
+    def __init__(
+        self, endpoints: Sequence[Endpoint], timeout: float = 5.0, pipeline_depth: int = 1
+    ) -> None:
+        """`pipeline_depth`: transactions of one key in flight at once (`group_commit`)."""
         if not endpoints:
             raise ValueError("at least one etcd endpoint is required")
+        if pipeline_depth < 1:
+            raise ValueError("pipeline_depth must be at least 1")
         self.endpoints = list(endpoints)
         self.timeout = timeout
+        self.pipeline_depth = pipeline_depth
         self._current = 0
         self._client: aetcd.Client | None = None
-        self._pending: dict[str, list[_PendingUpdate]] = {}
-        self._draining: dict[str, asyncio.Task[None]] = {}
+        self._pending: dict[str, list[PendingUpdate]] = {}
+        self._writers: dict[str, tuple[KeyWriter, asyncio.Task[None]]] = {}
         self._caches: list[KeyCache] = []
         # The parsed JSON of this process's last write per key, reused while etcd still holds
         # that revision (saves parsing a large document, e.g. the rack map, on every batch).
@@ -306,7 +304,7 @@ class MetadataStore:
         every pending mutation in order and writes once (group commit), so N writers cost
         one transaction, not N. Other processes are kept out by the CAS."""
 
-        def apply(draft: _Draft) -> None:
+        def apply(draft: Draft) -> None:
             result = mutate(draft.raw())
             if not isinstance(result, Unchanged):
                 draft.set_raw(result)
@@ -324,68 +322,29 @@ class MetadataStore:
         delete, or UNCHANGED. A batch of JSON updates parses and serialises once;
         `finalize(doc)` runs once before serialising (e.g. to sort keys)."""
 
-        def apply(draft: _Draft) -> None:
+        def apply(draft: Draft) -> None:
             result = mutate(draft.doc())
             if not isinstance(result, Unchanged):
                 draft.set_doc(result, finalize)
 
         return await self._enqueue(path, apply)
 
-    async def _enqueue(self, path: str, apply: Callable[[_Draft], None]) -> Versioned | None:
+    async def _enqueue(self, path: str, apply: Callable[[Draft], None]) -> Versioned | None:
         future: asyncio.Future[Versioned | None] = asyncio.get_running_loop().create_future()
         self._pending.setdefault(path, []).append((apply, future))
-        if path not in self._draining:
-            self._draining[path] = asyncio.create_task(self._drain(path), name=f"update {path}")
+        if path in self._writers:
+            self._writers[path][0].wake()
+        else:
+            writer = KeyWriter(self, path)
+            task = asyncio.create_task(self._write(writer), name=f"update {path}")
+            self._writers[path] = (writer, task)
         return await future
 
-    async def _drain(self, path: str) -> None:
+    async def _write(self, writer: KeyWriter) -> None:
         try:
-            while batch := self._pending.pop(path, []):
-                await self._commit_batch(path, batch)
+            await writer.run()
         finally:
-            self._draining.pop(path, None)
-
-    async def _commit_batch(self, path: str, batch: list[_PendingUpdate]) -> None:
-        try:
-            state, failures = await self._apply_with_retry(path, [apply for apply, _ in batch])
-        except BaseException as exc:  # the store failed: every caller gets the error
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
-            if not isinstance(exc, Exception):
-                raise
-            return
-        for index, (_, future) in enumerate(batch):
-            if future.done():
-                continue
-            if index in failures:
-                future.set_exception(failures[index])
-            else:
-                future.set_result(state)
-
-    async def _apply_with_retry(
-        self, path: str, mutations: list[Callable[[_Draft], None]]
-    ) -> tuple[Versioned | None, dict[int, Exception]]:
-        known = self._cached(path)
-        for attempt in range(MAX_CAS_ATTEMPTS):
-            current = await self.get(path) if isinstance(known, NotCached) else known
-            known = NOT_CACHED  # a retry always reads etcd
-            draft = _Draft(None if current is None else current.value)
-            draft.adopt(self._parsed.pop(path, None), current)
-            failures = _apply_all(draft, mutations)
-            if not draft.changed:
-                return current, failures
-            value = draft.raw()
-            try:
-                revision = await self._swap(path, current, value)
-            except BadVersion:
-                await conflict_backoff(attempt)
-                continue
-            self._write_through(path, value, revision)
-            if draft.parsed_doc is not None:
-                self._parsed[path] = (revision, draft.parsed_doc)
-            return (None if value is None else Versioned(value, revision)), failures
-        raise BadVersion(path)
+            self._writers.pop(writer.path, None)
 
     def _cached(self, path: str) -> Versioned | NotCached | None:
         for cache in self._caches:
@@ -398,64 +357,28 @@ class MetadataStore:
         for cache in self._caches:
             cache.observe(path, value, revision)
 
-    async def _swap(self, path: str, current: Versioned | None, new_value: bytes | None) -> int:
-        if new_value is not None:
-            return await self.put(path, new_value, 0 if current is None else current.revision)
-        if current is None:
-            return 0
-        try:
-            return await self.delete(path, current.revision)
-        except NotFound as exc:
-            raise BadVersion(path) from exc
-
-
-class _Draft:
-    """A key's value while a batch of mutations runs: bytes or parsed JSON, converted only
-    when the next mutation needs the other form, so JSON batches parse and dump once."""
-
-    def __init__(self, raw: bytes | None) -> None:
-        self._raw = raw
-        self._doc: Any = None
-        self._parsed = False
-        self._finalize: Callable[[Any], Any] | None = None
-        self.changed = False
-
-    def raw(self) -> bytes | None:
-        if self._parsed:
-            doc = self._doc
-            if doc is not None and self._finalize is not None:
-                doc = self._doc = self._finalize(doc)  # the next batch starts from it
-            self._raw = None if doc is None else dump_json(doc)
-            self._parsed = False
-        return self._raw
-
-    def doc(self) -> Any:
-        if not self._parsed:
-            self._doc = None if self._raw is None else load_json(self._raw)
-            self._parsed = True
-        return self._doc
-
-    def adopt(self, parsed: tuple[int, Any] | None, current: Versioned | None) -> None:
-        """Start from an already parsed document if it is the one at `current`'s revision."""
-        if parsed is not None and current is not None and parsed[0] == current.revision:
-            self._doc, self._parsed = parsed[1], True
-
-    @property
-    def parsed_doc(self) -> Any:
-        """The document in parsed form after the batch, if the batch worked on it."""
-        return self._doc if self._parsed or self._finalize is not None else None
-
-    def set_raw(self, value: bytes | None) -> None:
-        self._raw, self._parsed, self.changed = value, False, True
-
-    def set_doc(self, doc: Any, finalize: Callable[[Any], Any] | None) -> None:
-        self._doc, self._parsed, self.changed = doc, True, True
-        self._finalize = finalize or self._finalize
-
-
-async def conflict_backoff(attempt: int) -> None:
-    """A short random pause after losing a CAS, growing with the attempt number."""
-    await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+    async def _swap_guarded(self, path: str, guard: SwapGuard, new_value: bytes | None) -> int:
+        """Write `new_value` (None: delete) if `guard` holds; the new revision, else
+        `BadVersion`."""
+        key = to_key(path)
+        tx = self.client.transactions
+        if isinstance(guard, RevisionGuard):
+            compare = [tx.mod(key) == guard.revision]
+        elif guard.value is None:
+            compare = [tx.version(key) == 0]
+        else:
+            compare = [tx.value(key) == guard.value]
+        change = tx.put(key, new_value) if new_value is not None else tx.delete(key)
+        ok, responses = await self.call(
+            lambda c: c.transaction(compare=compare, success=[change], failure=[])
+        )
+        if not ok:
+            raise BadVersion(path)
+        response = responses[0]
+        return int(
+            (response.response_put if new_value is not None else response.response_delete_range)
+            .header.revision
+        )
 
 
 async def retry_on_conflict(attempt: Callable[[], Awaitable[T]]) -> T:
@@ -466,15 +389,3 @@ async def retry_on_conflict(attempt: Callable[[], Awaitable[T]]) -> T:
         except BadVersion:
             await conflict_backoff(number)
     raise BadVersion("too many concurrent modifications")
-
-
-def _apply_all(draft: _Draft, mutations: list[Callable[[_Draft], None]]) -> dict[int, Exception]:
-    """Apply mutations in order; one that raises is skipped and reported by its index."""
-    failures: dict[int, Exception] = {}
-    for index, apply in enumerate(mutations):
-        try:
-            apply(draft)
-        except Exception as exc:
-            failures[index] = exc
-    return failures
-
