@@ -16,14 +16,18 @@ ENCODED_SLASH = "\u2215"  # DIVISION SLASH
 _ENCODED = re.compile(rb"%2f", re.IGNORECASE)
 
 
+def has_encoded_slash(scope: Scope) -> bool:
+    raw = scope.get("raw_path")
+    return bool(raw and _ENCODED.search(raw))
+
+
 class EncodedSlashes:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        raw = scope.get("raw_path")
-        if scope["type"] == "http" and raw and _ENCODED.search(raw):
-            segments = raw.split(b"?", 1)[0].split(b"/")
+        if scope["type"] == "http" and has_encoded_slash(scope):
+            segments = scope["raw_path"].split(b"?", 1)[0].split(b"/")
             path = "/".join(unquote(s.decode("latin-1")).replace("/", ENCODED_SLASH)
                             for s in segments)  # fmt: skip
             scope = {**scope, "path": path}

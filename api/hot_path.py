@@ -26,6 +26,7 @@ from fastapi import FastAPI
 from starlette.types import Message, Receive, Scope, Send
 
 from api.deadline import send_unavailable
+from api.encoded_slash import has_encoded_slash
 from api.errors import KNOWN_ERRORS, error_status_and_reason
 from api.models import BookieInfo
 from api.services.racks import RackService
@@ -71,7 +72,7 @@ def _bookie_of_rack_write(scope: Scope) -> str | None:
     """The `{bookie}` of a `POST .../racks-info/{bookie}`, or None for any other request."""
     if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
         return None
-    if b"%2f" in scope.get("raw_path", b"").lower():  # EncodedSlashes' job, in the app
+    if has_encoded_slash(scope):  # EncodedSlashes' job, in the app
         return None
     path: str = scope["path"]
     if not path.startswith(RACK_PATH_PREFIX):

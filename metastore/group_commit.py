@@ -89,9 +89,9 @@ class _Batch:
         return self.write is None or self.write.done()
 
     def error(self) -> BaseException | None:
-        if self.write is None or self.write.cancelled():
-            return None if self.write is None else asyncio.CancelledError()
-        return self.write.exception()
+        if self.write is None:
+            return None
+        return asyncio.CancelledError() if self.write.cancelled() else self.write.exception()
 
 
 @dataclass
@@ -217,16 +217,14 @@ class KeyWriter:
             elif batch.write is None or isinstance(error, BadVersion):
                 retry += batch.updates  # started from a state that did not commit
             else:
-                fail(batch, error or BadVersion(self.path))
+                fail(batch.updates, error or BadVersion(self.path))
         if retry:
             await self._requeue(retry)
 
     async def _requeue(self, updates: list[PendingUpdate]) -> None:
         self.conflicts += 1
         if self.conflicts >= MAX_CAS_ATTEMPTS:
-            for _, future in updates:
-                if not future.done():
-                    future.set_exception(BadVersion(self.path))
+            fail(updates, BadVersion(self.path))
             self.conflicts = 0
             return
         self.store._pending[self.path] = updates + self.store._pending.get(self.path, [])
@@ -236,7 +234,7 @@ class KeyWriter:
         for batch in self.in_flight:
             if batch.write is not None:
                 batch.write.cancel()
-            fail(batch, exc)
+            fail(batch.updates, exc)
         self.in_flight.clear()
 
 
@@ -267,8 +265,8 @@ def resolve(batch: _Batch, state: Versioned | None) -> None:
             future.set_result(state)
 
 
-def fail(batch: _Batch, exc: BaseException) -> None:
-    for _, future in batch.updates:
+def fail(updates: list[PendingUpdate], exc: BaseException) -> None:
+    for _, future in updates:
         if not future.done():
             future.set_exception(exc)
 
