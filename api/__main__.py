@@ -7,6 +7,7 @@ python -m api [--port 8080] [--host 0.0.0.0] [--config broker.conf]
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -47,6 +48,14 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return load_settings(args.config, flags=flags)
 
 
+def freeze_startup_objects() -> None:
+    """Move everything built so far (modules, the app, its routes and models: ~70k objects)
+    out of the garbage collector's reach. Otherwise every full collection walks them all
+    again, a 15-25 ms pause of the event loop every few seconds under write load."""
+    gc.collect()
+    gc.freeze()
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
@@ -64,9 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         supervisor.start()
         settings = settings.with_overrides(metadataStoreUrl=etcd.url)
         log.info("started embedded etcd at %s (data in %s)", etcd.url, settings.dataDir)
+    app = create_server_app(settings)
+    freeze_startup_objects()
     try:
         uvicorn.run(
-            create_server_app(settings),
+            app,
             host=settings.bindAddress,
             port=settings.webServicePort,
             log_level="warning",

@@ -71,11 +71,11 @@ def bookie_id(index: int) -> str:
     return f"10.0.{index // 250}.{index % 250}:3181"
 
 
-def base_rack_map() -> dict[str, Any]:
+def base_rack_map(bookies: int) -> dict[str, Any]:
     return {
         "default": {
             bookie_id(i): {"rack": f"/rack{i % RACKS}", "hostname": f"bk{i}"}
-            for i in range(BASE_BOOKIES)
+            for i in range(bookies)
         }
     }
 
@@ -128,32 +128,49 @@ async def put_rack_map(etcd: EmbeddedEtcd, document: dict[str, Any] | None) -> i
         await client.close()
 
 
-def reset_rack_map(url: str, etcd: EmbeddedEtcd) -> None:
-    """The same 1,000-bookie rack map before each level, once the server has seen it."""
-    asyncio.run(put_rack_map(etcd, base_rack_map()))
-    expected = f"/rack{(BASE_BOOKIES - 1) % RACKS}"
+async def compact_etcd(etcd: EmbeddedEtcd) -> int:
+    """Drop every old revision and defragment; the database size in bytes afterwards.
+
+    Every rack write keeps a 55 KB revision until compaction, so without this each
+    measurement would run on a database hundreds of MB larger than the one before."""
+    client = aetcd.Client(host="127.0.0.1", port=etcd.client_port, timeout=30)
+    try:
+        revision = (await client.get_prefix(b"/bench/compact/")).header.revision
+        await client.compact(revision, physical=True)
+        await client.defragment()
+        return int((await client.status()).db_size)
+    finally:
+        await client.close()
+
+
+def reset_rack_map(url: str, etcd: EmbeddedEtcd, bookies: int) -> None:
+    """The same rack map before each level, once the server has seen it."""
+    asyncio.run(put_rack_map(etcd, base_rack_map(bookies)))
+    last = bookies - 1
+    expected = f"/rack{last % RACKS}"
     with httpx.Client(base_url=url, timeout=10) as http:
         deadline = time.monotonic() + 10
-        while http.get(f"/admin/v2/bookies/racks-info/{bookie_id(BASE_BOOKIES - 1)}").json() != {
+        while http.get(f"/admin/v2/bookies/racks-info/{bookie_id(last)}").json() != {
             "rack": expected,
-            "hostname": f"bk{BASE_BOOKIES - 1}",
+            "hostname": f"bk{last}",
         }:
             assert time.monotonic() < deadline, "server never saw the reset rack map"
             time.sleep(0.01)
 
 
-def set_bookie_rack(url: str, clients: int, seconds: float) -> dict[str, Any]:
+def set_bookie_rack(url: str, clients: int, seconds: float, bookies: int) -> dict[str, Any]:
     if shutil.which("wrk") is None:
-        return {**asyncio.run(set_bookie_rack_aiohttp(url, clients, seconds)), "client": "aiohttp"}
-    return {**set_bookie_rack_wrk(url, clients, seconds), "client": "wrk"}
+        measured = asyncio.run(set_bookie_rack_aiohttp(url, clients, seconds, bookies))
+        return {**measured, "client": "aiohttp"}
+    return {**set_bookie_rack_wrk(url, clients, seconds, bookies), "client": "wrk"}
 
 
-def set_bookie_rack_wrk(url: str, clients: int, seconds: float) -> dict[str, float]:
+def set_bookie_rack_wrk(url: str, clients: int, seconds: float, bookies: int) -> dict[str, float]:
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
         script.write(WRK_SCRIPT)
         script.flush()
         command = ["wrk", "-t1", f"-c{clients}", f"-d{seconds:g}s", "-s", script.name, url]
-        env = {"BENCH_BOOKIES": str(BASE_BOOKIES), "BENCH_RACKS": str(RACKS), "PATH": "/usr/bin"}
+        env = {"BENCH_BOOKIES": str(bookies), "BENCH_RACKS": str(RACKS), "PATH": "/usr/bin"}
         out = subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
     result = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
     assert result["non_2xx"] == 0 and result["socket_errors"] == 0, out
@@ -164,7 +181,9 @@ def set_bookie_rack_wrk(url: str, clients: int, seconds: float) -> dict[str, flo
     }
 
 
-async def set_bookie_rack_aiohttp(url: str, clients: int, seconds: float) -> dict[str, float]:
+async def set_bookie_rack_aiohttp(
+    url: str, clients: int, seconds: float, bookies: int
+) -> dict[str, float]:
     latencies: list[float] = []
     stop_at = time.perf_counter() + seconds
     connector = aiohttp.TCPConnector(limit=clients)
@@ -173,8 +192,8 @@ async def set_bookie_rack_aiohttp(url: str, clients: int, seconds: float) -> dic
         async def worker(w: int) -> None:
             i = w
             while time.perf_counter() < stop_at:
-                index = i % BASE_BOOKIES
-                rack = (index + 1 + i // BASE_BOOKIES) % RACKS
+                index = i % bookies
+                rack = (index + 1 + i // bookies) % RACKS
                 begin = time.perf_counter()
                 async with http.post(
                     f"/admin/v2/bookies/racks-info/{bookie_id(index)}",
@@ -225,27 +244,38 @@ def racks_info_latency(url: str, etcd: EmbeddedEtcd, bookies: int = 10_000) -> d
     }
 
 
-def run(seconds: float) -> dict[str, Any]:
-    results: dict[str, Any] = {"machine": machine(), "seconds_per_point": seconds, "writes": []}
+def run(seconds: float, bookies: int = BASE_BOOKIES) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "seconds_per_point": seconds,
+        "bookies": bookies,
+        "writes": [],
+    }
     with tempfile.TemporaryDirectory() as tmp:
         etcd = EmbeddedEtcd(Path(tmp) / "etcd")
         etcd.start()
         try:
             with BenchServer(etcd, Path(tmp)) as server:
                 for clients in CONCURRENCY:
-                    results["writes"].append(write_level(server.url, etcd, clients, seconds))
+                    level = write_level(server.url, etcd, clients, seconds, bookies)
+                    results["writes"].append(level)
                 results["racks_info"] = racks_info_latency(server.url, etcd)
         finally:
             etcd.stop()
     return results
 
 
-def write_level(url: str, etcd: EmbeddedEtcd, clients: int, seconds: float) -> dict[str, Any]:
+def write_level(
+    url: str, etcd: EmbeddedEtcd, clients: int, seconds: float, bookies: int
+) -> dict[str, Any]:
+    asyncio.run(compact_etcd(etcd))
     raw = asyncio.run(raw_transactions(etcd, clients, seconds))
-    document = json.dumps(base_rack_map(), separators=(",", ":")).encode()
+    asyncio.run(compact_etcd(etcd))
+    document = json.dumps(base_rack_map(bookies), separators=(",", ":")).encode()
     raw_document = asyncio.run(raw_transactions(etcd, clients, seconds, document))
-    reset_rack_map(url, etcd)
-    api = set_bookie_rack(url, clients, seconds)
+    reset_rack_map(url, etcd, bookies)
+    asyncio.run(compact_etcd(etcd))
+    api = set_bookie_rack(url, clients, seconds, bookies)
     return {
         "clients": clients,
         "raw": raw,
@@ -284,9 +314,12 @@ def report(results: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--bookies", type=int, default=BASE_BOOKIES, help="size of the rack map being written"
+    )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args()
-    results = run(args.seconds)
+    results = run(args.seconds, args.bookies)
     print(report(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

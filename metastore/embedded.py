@@ -83,6 +83,13 @@ class EmbeddedEtcd:
             "error",
             "--quota-backend-bytes",
             str(8 * 1024**3),
+            # Every rack write stores the whole `/bookies` document again (55 KB at 1,000
+            # bookies); without compaction those revisions fill the database until etcd
+            # refuses writes. Keep the last 10,000 revisions (compacted every 5 minutes).
+            "--auto-compaction-mode",
+            "revision",
+            "--auto-compaction-retention",
+            "10000",
         ]
 
     def start(self, timeout: float = 20.0) -> None:
