@@ -4,7 +4,8 @@ MetastoreError
 ├── NotFound            the key does not exist (or vanished during an update)
 ├── BadVersion          a compare-and-swap lost: the key changed since it was read
 │   └── AlreadyExists   a create found the key already there
-└── Unavailable         etcd did not answer in time or refused the connection
+├── Unavailable         etcd did not answer in time or refused the connection
+└── ContentDeserializationError  a stored value an update must parse is not JSON
 """
 
 from __future__ import annotations
@@ -32,3 +33,12 @@ class AlreadyExists(BadVersion):
 
 class Unavailable(MetastoreError):
     """etcd could not be reached; nothing was written."""
+
+
+class ContentDeserializationError(MetastoreError):
+    """The stored value is not the JSON an update expects (written by another tool); the
+    update writes nothing rather than replacing a document it cannot read."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"Failed to deserialize payload for key '{path}'")  # Pulsar's text
+        self.path = path

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from metastore.codec import dump_json, load_json
-from metastore.errors import BadVersion
+from metastore.errors import BadVersion, ContentDeserializationError
 from metastore.versioned import NOT_CACHED, NotCached, Versioned
 
 if TYPE_CHECKING:
@@ -43,7 +43,8 @@ class Draft:
     """A key's value while a batch of mutations runs: bytes or parsed JSON, converted only
     when the next mutation needs the other form, so JSON batches parse and dump once."""
 
-    def __init__(self, raw: bytes | None, parsed: Any = None) -> None:
+    def __init__(self, path: str, raw: bytes | None, parsed: Any = None) -> None:
+        self.path = path
         self._raw = raw
         self._doc: Any = parsed
         self._parsed = parsed is not None
@@ -61,9 +62,15 @@ class Draft:
 
     def doc(self) -> Any:
         if not self._parsed:
-            self._doc = None if self._raw is None else load_json(self._raw)
+            self._doc = None if self._raw is None else self._load(self._raw)
             self._parsed = True
         return self._doc
+
+    def _load(self, raw: bytes) -> Any:
+        try:
+            return load_json(raw)
+        except ValueError as exc:
+            raise ContentDeserializationError(self.path) from exc
 
     @property
     def parsed_doc(self) -> Any:
@@ -151,12 +158,12 @@ class KeyWriter:
         """A draft of the key as the next batch finds it, and the guard of that state."""
         if self.in_flight:
             assert self.tip is not None
-            return Draft(self.tip.value, self.tip.doc), ValueGuard(self.tip.value)
+            return Draft(self.path, self.tip.value, self.tip.doc), ValueGuard(self.tip.value)
         if self.tip is None:
             await self._load()
             assert self.tip is not None
         revision = 0 if self.committed is None else self.committed.revision
-        return Draft(self.tip.value, self.tip.doc), RevisionGuard(revision)
+        return Draft(self.path, self.tip.value, self.tip.doc), RevisionGuard(revision)
 
     async def _load(self) -> None:
         """Start from the cache (first batch) or from etcd (after a failure)."""

@@ -136,5 +136,7 @@ def test_malformed_rack_document_from_another_tool_reads_as_empty(
     wait_until(lambda: admin.get(RACKS).json() == {}, timeout=1.0)
     assert admin.get(f"{RACKS}/x:1").status_code == 404
     # A write does not silently replace a document it cannot read.
-    assert set_rack(admin, "y:1", "g", rack="/r").status_code >= 500
+    response = set_rack(admin, "y:1", "g", rack="/r")
+    assert response.status_code == 500
+    assert response.json() == {"reason": "Failed to deserialize payload for key '/bookies'"}
     assert clean_store.get("/bookies") == b"not json"
