@@ -32,7 +32,11 @@ class RequestDeadline:
         except TimeoutError:
             if started:
                 raise
-            await send_unavailable(send, f"Request timed out after {self.seconds:g}s")
+            await send_timed_out(send, self.seconds)
+
+
+async def send_timed_out(send: Send, seconds: float) -> None:
+    await send_unavailable(send, f"Request timed out after {seconds:g}s")
 
 
 async def send_unavailable(send: Send, reason: str) -> None:

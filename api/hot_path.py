@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl
 from fastapi import FastAPI
 from starlette.types import Message, Receive, Scope, Send
 
-from api.deadline import send_unavailable
+from api.deadline import send_timed_out
 from api.encoded_slash import has_encoded_slash
 from api.errors import KNOWN_ERRORS, error_status_and_reason
 from api.models import BookieInfo
@@ -59,7 +59,7 @@ class RackWriteHotPath:
             async with asyncio.timeout(self.deadline_seconds):
                 await racks.set_bookie(bookie, group, info)
         except TimeoutError:
-            await send_unavailable(send, f"Request timed out after {self.deadline_seconds:g}s")
+            await send_timed_out(send, self.deadline_seconds)
             return
         except KNOWN_ERRORS as exc:
             status, reason = error_status_and_reason(exc)
