@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from metastore.errors import ContentDeserializationError
+
 
 def dump_json(document: Any) -> bytes:
     """Compact JSON (null fields are dropped by the models beforehand)."""
@@ -30,3 +32,11 @@ def load_json(raw: bytes | str) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         return json.loads(raw)
+
+
+def load_stored(path: str, raw: bytes) -> Any:
+    """Parse the value stored at `path`; `ContentDeserializationError` when it is not JSON."""
+    try:
+        return load_json(raw)
+    except ValueError as exc:
+        raise ContentDeserializationError(path) from exc

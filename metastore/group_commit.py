@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from metastore.codec import dump_json, load_json
-from metastore.errors import BadVersion, ContentDeserializationError
+from metastore.codec import dump_json, load_stored
+from metastore.errors import BadVersion
 from metastore.versioned import NOT_CACHED, NotCached, Versioned
 
 if TYPE_CHECKING:
@@ -62,15 +62,9 @@ class Draft:
 
     def doc(self) -> Any:
         if not self._parsed:
-            self._doc = None if self._raw is None else self._load(self._raw)
+            self._doc = None if self._raw is None else load_stored(self.path, self._raw)
             self._parsed = True
         return self._doc
-
-    def _load(self, raw: bytes) -> Any:
-        try:
-            return load_json(raw)
-        except ValueError as exc:
-            raise ContentDeserializationError(self.path) from exc
 
     @property
     def parsed_doc(self) -> Any:

@@ -20,7 +20,7 @@ from api.models import BrokerNamespaceIsolationData, NamespaceIsolationData
 from api.services.brokers import registered_brokers
 from api.services.clusters import ClusterService
 from metastore import paths
-from metastore.codec import dump_json
+from metastore.codec import dump_json, load_stored
 from metastore.store import Guard, MetadataStore, retry_on_conflict
 
 Policies = dict[str, NamespaceIsolationData]
@@ -146,8 +146,8 @@ def broker_isolation(broker: str, policies: Policies) -> BrokerNamespaceIsolatio
 # -- service ------------------------------------------------------------------------------------
 
 
-def decode_policies(raw: bytes) -> dict[str, Any]:
-    document = json.loads(raw)
+def decode_policies(path: str, raw: bytes) -> dict[str, Any]:
+    document = load_stored(path, raw)
     return document if isinstance(document, dict) else {}
 
 
@@ -158,12 +158,13 @@ class IsolationService:
 
     async def policies(self, cluster: str, *, status_404: bool = False) -> Policies:
         await self.clusters.require_cluster(cluster, status_404=status_404)
-        found = await self.store.get(paths.namespace_isolation_policies(cluster))
+        path = paths.namespace_isolation_policies(cluster)
+        found = await self.store.get(path)
         if found is None:
             raise NotFound(record_missing_reason(cluster))
         return {
             name: NamespaceIsolationData.model_validate(policy)
-            for name, policy in sorted(decode_policies(found.value).items())
+            for name, policy in sorted(decode_policies(path, found.value).items())
         }
 
     async def policy(self, cluster: str, name: str) -> NamespaceIsolationData:
@@ -197,7 +198,7 @@ class IsolationService:
         found_cluster = await self.clusters.require_cluster(cluster)
         path = paths.namespace_isolation_policies(cluster)
         found = await self.store.get(path)
-        current = {} if found is None else decode_policies(found.value)
+        current = {} if found is None else decode_policies(path, found.value)
         await self.store.commit(
             [
                 Guard(paths.cluster(cluster), found_cluster.revision),

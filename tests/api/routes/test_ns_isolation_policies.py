@@ -60,6 +60,21 @@ def test_unload_scope_is_kept_and_unknown_scope_reads_as_null(
     assert list(stored) == ["a", "b"]
 
 
+def test_stored_record_that_is_not_json_is_500_with_the_key_and_stays(
+    admin: httpx.Client, clean_store: RawEtcd, cluster: str
+) -> None:
+    clean_store.put(RECORD, b"not json")
+    reason = {"reason": f"Failed to deserialize payload for key '{RECORD}'"}
+    for response in (
+        admin.get(BASE),
+        admin.get(f"{BASE}/p"),
+        admin.post(f"{BASE}/p", json=POLICY),
+        admin.delete(f"{BASE}/p"),
+    ):
+        assert (response.status_code, response.json()) == (500, reason)
+    assert clean_store.get(RECORD) == b"not json"
+
+
 def test_numeric_parameters_are_stored_as_strings(
     admin: httpx.Client, clean_store: RawEtcd, cluster: str
 ) -> None:
