@@ -5,9 +5,10 @@ A plain ASGI middleware (not BaseHTTPMiddleware, which costs a task per request)
 from __future__ import annotations
 
 import asyncio
-import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from metastore.codec import dump_json
 
 
 class RequestDeadline:
@@ -40,15 +41,13 @@ async def send_timed_out(send: Send, seconds: float) -> None:
 
 
 async def send_unavailable(send: Send, reason: str) -> None:
-    body = json.dumps({"reason": reason}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 503,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", b"%d" % len(body)),
-            ],
-        }
-    )
+    await send_response(send, 503, dump_json({"reason": reason}))
+
+
+async def send_response(send: Send, status: int, body: bytes = b"") -> None:
+    """A whole response from a plain ASGI layer; a body is JSON."""
+    headers = []
+    if body:
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

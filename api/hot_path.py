@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl
 from fastapi import FastAPI
 from starlette.types import Message, Receive, Scope, Send
 
-from api.deadline import send_timed_out
+from api.deadline import send_response, send_timed_out
 from api.encoded_slash import has_encoded_slash
 from api.errors import KNOWN_ERRORS, error_status_and_reason
 from api.models import BookieInfo
@@ -63,9 +63,9 @@ class RackWriteHotPath:
             return
         except KNOWN_ERRORS as exc:
             status, reason = error_status_and_reason(exc)
-            await _respond(send, status, dump_json({"reason": reason}))
+            await send_response(send, status, dump_json({"reason": reason}))
             return
-        await _respond(send, 204)
+        await send_response(send, 204)
 
 
 def _bookie_of_rack_write(scope: Scope) -> str | None:
@@ -129,11 +129,3 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return {"type": "http.request", "body": body, "more_body": False}
 
     return replay
-
-
-async def _respond(send: Send, status: int, body: bytes = b"") -> None:
-    headers = []
-    if body:
-        headers = [(b"content-type", JSON_CONTENT_TYPE), (b"content-length", b"%d" % len(body))]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
