@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +87,26 @@ def base_rack_map(bookies: int) -> dict[str, Any]:
     }
 
 
+@contextlib.asynccontextmanager
+async def etcd_client(etcd: EmbeddedEtcd, timeout: float = 5) -> AsyncIterator[aetcd.Client]:
+    client = aetcd.Client(host="127.0.0.1", port=etcd.client_port, timeout=timeout)
+    try:
+        await client.connect()  # not inside the first measured call
+        yield client
+    finally:
+        await client.close()
+
+
 async def raw_transactions(
     etcd: EmbeddedEtcd, clients: int, seconds: float, value: bytes = b"{}"
 ) -> dict[str, float]:
-    client = aetcd.Client(host="127.0.0.1", port=etcd.client_port, timeout=5)
-    await client.connect()
+    async with etcd_client(etcd) as client:
+        return await measure_raw_transactions(client, clients, seconds, value)
+
+
+async def measure_raw_transactions(
+    client: aetcd.Client, clients: int, seconds: float, value: bytes
+) -> dict[str, float]:
     tx = client.transactions
     latencies: list[float] = []
     stop_at = time.perf_counter() + seconds
@@ -112,7 +127,6 @@ async def raw_transactions(
     await asyncio.gather(*(worker(w) for w in range(clients)))
     elapsed = time.perf_counter() - started
     await client.delete_prefix(RAW_PREFIX.encode())  # each measurement starts from no keys
-    await client.close()
     return summary(len(latencies) / elapsed, latencies)
 
 
@@ -126,14 +140,11 @@ def summary(rate: float, latencies: list[float]) -> dict[str, float]:
 
 async def put_rack_map(etcd: EmbeddedEtcd, document: dict[str, Any] | None) -> int:
     """Store `document` as `/bookies` (None: only read it); the stored size in bytes."""
-    client = aetcd.Client(host="127.0.0.1", port=etcd.client_port, timeout=5)
-    try:
+    async with etcd_client(etcd) as client:
         if document is not None:
             await client.put(b"/bookies", json.dumps(document, separators=(",", ":")).encode())
         stored = await client.get(b"/bookies")
         return 0 if stored is None else len(stored.value)
-    finally:
-        await client.close()
 
 
 async def compact_etcd(etcd: EmbeddedEtcd) -> int:
@@ -141,28 +152,28 @@ async def compact_etcd(etcd: EmbeddedEtcd) -> int:
 
     Every rack write keeps a 55 KB revision until compaction, so without this each
     measurement would run on a database hundreds of MB larger than the one before."""
-    client = aetcd.Client(host="127.0.0.1", port=etcd.client_port, timeout=30)
-    try:
+    async with etcd_client(etcd, timeout=30) as client:
         revision = (await client.get_prefix(b"/bench/compact/")).header.revision
         await client.compact(revision, physical=True)
         await client.defragment()
         return int((await client.status()).db_size)
-    finally:
-        await client.close()
 
 
 def reset_rack_map(url: str, etcd: EmbeddedEtcd, bookies: int) -> None:
     """The same rack map before each level, once the server has seen it."""
     asyncio.run(put_rack_map(etcd, base_rack_map(bookies)))
     last = bookies - 1
-    expected = f"/rack{last % RACKS}"
+    expected = {"rack": f"/rack{last % RACKS}", "hostname": f"bk{last}"}
+    path = f"/admin/v2/bookies/racks-info/{bookie_id(last)}"
+    wait_until_served(url, path, lambda answer: answer == expected, "the reset rack map")
+
+
+def wait_until_served(url: str, path: str, seen: Callable[[Any], bool], what: str) -> None:
+    """Poll `GET path` until `seen(its JSON)`: the server's cache has caught up with etcd."""
     with httpx.Client(base_url=url, timeout=10) as http:
         deadline = time.monotonic() + 10
-        while http.get(f"/admin/v2/bookies/racks-info/{bookie_id(last)}").json() != {
-            "rack": expected,
-            "hostname": f"bk{last}",
-        }:
-            assert time.monotonic() < deadline, "server never saw the reset rack map"
+        while not seen(http.get(path).json()):
+            assert time.monotonic() < deadline, f"server never saw {what}"
             time.sleep(0.01)
 
 
@@ -228,20 +239,14 @@ def racks_info_latency(url: str, etcd: EmbeddedEtcd, bookies: int = 10_000) -> d
         for g in range(10)
     }
 
-    async def load() -> None:
-        client = aetcd.Client(host="127.0.0.1", port=etcd.client_port, timeout=5)
-        await client.put(b"/bookies", json.dumps(document).encode())
-        await client.close()
-
-    asyncio.run(load())
+    asyncio.run(put_rack_map(etcd, document))
+    path = "/admin/v2/bookies/racks-info"
+    wait_until_served(url, path, lambda racks: len(racks) == 10, "the 10,000-bookie rack map")
     latencies = []
     with httpx.Client(base_url=url, timeout=30) as http:
-        deadline = time.monotonic() + 10
-        while len(http.get("/admin/v2/bookies/racks-info").json()) != 10:
-            assert time.monotonic() < deadline, "server never saw the 10,000-bookie rack map"
         for _ in range(200):
             begin = time.perf_counter()
-            response = http.get("/admin/v2/bookies/racks-info")
+            response = http.get(path)
             latencies.append(time.perf_counter() - begin)
             assert response.status_code == 200
     return {
