@@ -5,7 +5,8 @@ MetastoreError
 ├── BadVersion          a compare-and-swap lost: the key changed since it was read
 │   └── AlreadyExists   a create found the key already there
 ├── Unavailable         etcd did not answer in time or refused the connection
-└── ContentDeserializationError  a stored value an update must parse is not JSON
+├── ContentDeserializationError  a stored value an update must parse is not JSON
+└── InvalidValue        an update's new value cannot be encoded (fails that update only)
 """
 
 from __future__ import annotations
@@ -42,3 +43,13 @@ class ContentDeserializationError(MetastoreError):
     def __init__(self, path: str) -> None:
         super().__init__(f"Failed to deserialize payload for key '{path}'")  # Pulsar's text
         self.path = path
+
+
+class InvalidValue(MetastoreError):
+    """A new value cannot be written (e.g. text with a lone UTF-16 surrogate cannot be encoded
+    as UTF-8); only the update that produced it fails."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"Cannot encode the new value of '{path}': {reason}")
+        self.path = path
+        self.reason = reason

@@ -34,7 +34,7 @@ from api.settings import Settings
 from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.codec import dump_json
-from metastore.store import MetadataStore, Versioned, child_range, to_key
+from metastore.store import MetadataStore, Versioned
 from placement import parse_policies, select_broker
 
 TOPIC_DOMAINS = ("persistent", "non-persistent")
@@ -199,14 +199,7 @@ class LookupService:
         """Release every bundle of the namespace (delete its ownership records)."""
         await self.namespaces.policies(tenant, namespace)
         root = paths.namespace_ownership(tenant, namespace)
-        start, end = child_range(root)
-        tx = self.store.client.transactions
-        _, responses = await self.store.call(
-            lambda c: c.transaction(
-                compare=[], success=[tx.delete(start, range_end=end)], failure=[]
-            )
-        )
-        revision = int(responses[0].response_delete_range.header.revision)
+        revision = await self.store.delete_children(root)
         for key in [k for k in await self.ownership.entries() if k.startswith(root + "/")]:
             self.ownership.observe(key, None, revision)
 
@@ -240,24 +233,8 @@ class LookupService:
     ) -> tuple[bool, Versioned | None]:
         """Write `record` if `key` is still at `expected` (0: absent), on the broker's lease;
         otherwise return what is there now, read in the same transaction."""
-        value = dump_json(record)
-        registration = await self.store.call(lambda c: c.get(to_key(paths.broker(broker_id))))
-        lease = registration.lease if registration is not None and registration.lease else None
-        tx = self.store.client.transactions
-        ok, responses = await self.store.call(
-            lambda c: c.transaction(
-                compare=[tx.mod(to_key(key)) == expected],
-                success=[tx.put(to_key(key), value, lease=lease)],
-                failure=[tx.get(to_key(key))],
-            )
-        )
-        if ok:
-            return True, Versioned(value, int(responses[0].response_put.header.revision))
-        found = responses[0]  # a range response: [(value, Get)] for the key, if present
-        if not found:
-            return False, None
-        value, meta = found[0]
-        return False, Versioned(value, int(meta.mod_revision))
+        lease = await self.store.lease_of(paths.broker(broker_id))
+        return await self.store.put_if_revision(key, dump_json(record), expected, lease=lease)
 
     async def _choose(
         self, namespace: str, local: LocalPolicies | None, brokers: Mapping[str, Broker],
