@@ -14,7 +14,6 @@ under isolation, how many writable bookies each group had (`group_counts`).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 
 _MAX_LISTED = 20
@@ -56,10 +55,6 @@ class NotEnoughBookies(PlacementError):
     def shortfall(self) -> int:
         """How many more bookies (or racks, regions, zones) the short set would need."""
         return max(0, self.needed - self.available)
-
-    def reason_counts(self) -> dict[str, int]:
-        """How many bookies were left out for each reason."""
-        return dict(Counter(reason for _, reason in self.excluded))
 
     def _message(self) -> str:
         parts = [
