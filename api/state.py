@@ -57,10 +57,6 @@ class AppState:
     topology: TopologySnapshot
     services: Services
 
-    @property
-    def racks(self) -> RackService:
-        return self.services.racks
-
     @classmethod
     def build(cls, settings: Settings, store: MetadataStore) -> AppState:
         config = placement_config(settings)
