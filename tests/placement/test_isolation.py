@@ -17,8 +17,7 @@ from placement import (
     new_ensemble,
     replace_bookie,
 )
-
-from .factories import rngs
+from tests.factories import rngs
 
 REQ = EnsembleRequest(3, 3, 2)
 

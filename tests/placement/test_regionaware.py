@@ -15,8 +15,7 @@ from placement import (
     new_ensemble,
     replace_bookie,
 )
-
-from .factories import rngs
+from tests.factories import rngs
 
 
 def regions(sizes: dict[str, int]) -> Topology:

@@ -12,8 +12,7 @@ from placement import (
     new_ensemble,
     replace_bookie,
 )
-
-from .factories import rngs
+from tests.factories import rngs
 
 CFG = PlacementConfig(zoneaware_policy_enabled=True)
 
