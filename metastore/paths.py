@@ -68,3 +68,7 @@ def namespace_ownership(tenant_name: str, ns: str) -> str:
 
 def bundle_ownership(tenant_name: str, ns: str, bundle_range: str) -> str:
     return join(NAMESPACE_OWNERSHIP, tenant_name, ns, bundle_range)
+
+
+# Partitioned topic metadata (Pulsar's `/admin/partitioned-topics/{tenant}/{ns}/...`).
+PARTITIONED_TOPICS = "/admin/partitioned-topics"
