@@ -15,6 +15,7 @@ from api.errors import NotFound, PreconditionFailed
 from api.models import ClusterData
 from api.settings import Settings
 from metastore import paths
+from metastore.readers import read_brokers
 from metastore.store import MetadataStore
 
 GLOBAL_CLUSTER = "global"
@@ -28,7 +29,7 @@ class Redirect:
 
 
 async def registered_brokers(store: MetadataStore) -> list[str]:
-    return await store.children(paths.BROKERS)
+    return sorted(await read_brokers(store))
 
 
 async def active_brokers(
