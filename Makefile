@@ -30,6 +30,7 @@ openapi: $(VENV)/.installed
 system-deps:
 	@command -v etcd >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; }
 	@command -v java >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jre-headless; }
+	@command -v chromium >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
 apt-update:
 	@[ -f $(APT_UPDATED) ] || { apt-get update && touch $(APT_UPDATED); }
