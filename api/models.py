@@ -12,6 +12,7 @@ import json
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.config import JsonDict
 
 from metastore.codec import dump_json
 
@@ -44,6 +45,57 @@ def _java_strings(value: Any) -> Any:
     return value
 
 
+# -- examples in the OpenAPI document (the JSON Pulsar writes for each shape) -------------------
+
+EXAMPLE_BOOKIES: JsonDict = {
+    "bookies": [{"bookieId": "127.0.0.1:3181"}, {"bookieId": "127.0.0.2:3181"}]
+}
+EXAMPLE_CLUSTER: JsonDict = {
+    "serviceUrl": "http://pulsar.example.com:8080",
+    "brokerServiceUrl": "pulsar://pulsar.example.com:6650",
+    "brokerClientTlsEnabled": False,
+    "tlsAllowInsecureConnection": False,
+    "brokerClientTlsEnabledWithKeyStore": False,
+    "brokerClientTlsTrustStoreType": "JKS",
+    "brokerClientTlsKeyStoreType": "JKS",
+}
+EXAMPLE_PERSISTENCE: JsonDict = {
+    "bookkeeperEnsemble": 3,
+    "bookkeeperWriteQuorum": 2,
+    "bookkeeperAckQuorum": 2,
+    "managedLedgerMaxMarkDeleteRate": 0.0,
+}
+EXAMPLE_AFFINITY: JsonDict = {
+    "bookkeeperAffinityGroupPrimary": "group-ssd",
+    "bookkeeperAffinityGroupSecondary": "default",
+    "bookkeeperAffinityGroupStrict": True,
+}
+EXAMPLE_POLICIES: JsonDict = {
+    "replication_clusters": ["standalone"],
+    "bundles": {
+        "boundaries": ["0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"],
+        "numBundles": 4,
+    },
+    "persistence": EXAMPLE_PERSISTENCE,
+}
+EXAMPLE_FAILOVER: JsonDict = {
+    "policy_type": "min_available",
+    "parameters": {"min_limit": "1", "usage_threshold": "80"},
+}
+EXAMPLE_ISOLATION: JsonDict = {
+    "namespaces": ["public/ssd-.*"],
+    "primary": ["broker-[12].example.com:8080"],
+    "secondary": ["broker-3.example.com:8080"],
+    "auto_failover_policy": EXAMPLE_FAILOVER,
+}
+EXAMPLE_BROKER_ISOLATION: JsonDict = {
+    "brokerName": "broker-1.example.com:8080",
+    "policyName": "policy-ssd",
+    "primary": True,
+    "namespaceRegex": ["public/ssd-.*"],
+}
+
+
 class PulsarModel(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
@@ -68,15 +120,23 @@ class OpenPulsarModel(PulsarModel):
 
 
 class BookieInfo(PulsarModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"rack": "/rack1", "hostname": "bk-1.example.com"}]}
+    )
+
     rack: str | None = Field(default=None, description="Rack path, e.g. /rack1 or /region1/rack1")
     hostname: str | None = Field(default=None, description="Bookie hostname (optional)")
 
 
 class RawBookieInfo(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"bookieId": "127.0.0.1:3181"}]})
+
     bookieId: str = Field(description="Bookie id in host:port form")
 
 
 class BookiesClusterInfo(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_BOOKIES]})
+
     bookies: list[RawBookieInfo]
 
 
@@ -88,6 +148,8 @@ BookiesRackConfiguration = dict[str, dict[str, BookieInfo]]
 
 
 class ClusterData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_CLUSTER]})
+
     serviceUrl: str | None = None
     serviceUrlTls: str | None = None
     brokerServiceUrl: str | None = None
@@ -119,6 +181,12 @@ class ClusterData(PulsarModel):
 
 
 class FailureDomain(PulsarModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"brokers": ["broker-1.example.com:8080", "broker-2.example.com:8080"]}]
+        }
+    )
+
     brokers: list[str] | None = Field(default=None, description="Broker ids, host:webServicePort")
 
 
@@ -126,11 +194,17 @@ class FailureDomain(PulsarModel):
 
 
 class TenantInfo(PulsarModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"adminRoles": ["ops"], "allowedClusters": ["standalone"]}]}
+    )
+
     adminRoles: list[str] = Field(default_factory=list)
     allowedClusters: list[str] = Field(default_factory=list)
 
 
 class PersistencePolicies(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_PERSISTENCE]})
+
     bookkeeperEnsemble: int = 2
     bookkeeperWriteQuorum: int = 2
     bookkeeperAckQuorum: int = 2
@@ -139,6 +213,8 @@ class PersistencePolicies(PulsarModel):
 
 
 class BookieAffinityGroupData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_AFFINITY]})
+
     bookkeeperAffinityGroupPrimary: str | None = Field(
         default=None, description="Comma-separated primary bookie groups"
     )
@@ -178,6 +254,8 @@ class AuthPolicies(OpenPulsarModel):
 
 class Policies(OpenPulsarModel):
     """The namespace's global policies (the subset we interpret; the rest is kept as is)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_POLICIES]})
 
     auth_policies: AuthPolicies = Field(default_factory=AuthPolicies)
     replication_clusters: list[str] = Field(default_factory=list)
@@ -223,6 +301,8 @@ class LocalPolicies(OpenPulsarModel):
 
 
 class AutoFailoverPolicyData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_FAILOVER]})
+
     policy_type: str | None = Field(default=None, description="Only min_available exists")
     parameters: dict[str, str] | None = Field(
         default=None, description="min_limit and usage_threshold, as strings of integers"
@@ -232,6 +312,8 @@ class AutoFailoverPolicyData(PulsarModel):
 
 
 class NamespaceIsolationData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_ISOLATION]})
+
     namespaces: list[str] | None = Field(default=None, description="Regexes of tenant/namespace")
     primary: list[str] | None = Field(default=None, description="Regexes of primary brokers")
     secondary: list[str] | None = Field(default=None, description="Regexes of secondary brokers")
@@ -245,6 +327,8 @@ class NamespaceIsolationData(PulsarModel):
 
 
 class BrokerNamespaceIsolationData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_BROKER_ISOLATION]})
+
     brokerName: str
     policyName: str | None = None
     primary: bool = Field(default=False, alias="primary")
