@@ -62,9 +62,7 @@ def test_pages_load_nothing_from_other_hosts(server: ServerProcess) -> None:
         assert response.status_code == 200 and len(response.content) > 100_000, asset
 
 
-def test_swagger_ui_renders_every_operation_offline(
-    server: ServerProcess, tmp_path: Path
-) -> None:
+def test_swagger_ui_renders_every_operation_offline(server: ServerProcess, tmp_path: Path) -> None:
     dom = rendered_dom(f"{server.url}/docs", tmp_path / "profile")
     blocks = re.findall(r'class="opblock opblock-(get|put|post|delete)', dom)
     expected = operations()
