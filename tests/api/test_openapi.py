@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
@@ -105,3 +106,13 @@ def test_one_path_parameter_name_per_concept() -> None:
         if parameter["in"] == "path"
     }
     assert "property" not in names and "tenant" in names
+
+
+def test_readme_table_lists_every_path_with_its_methods() -> None:
+    """README's "What it serves" table has a row per served path naming each of its methods."""
+    readme = (REPO / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `(/[^`]+)` \| ([^|]+) \|", readme, re.M))
+    for path, methods in openapi_document()["paths"].items():
+        assert path in rows, f"README's API table lacks {path}"
+        for method in methods:
+            assert method.upper() in rows[path], (path, method)
