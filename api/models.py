@@ -150,30 +150,73 @@ BookiesRackConfiguration = dict[str, dict[str, BookieInfo]]
 class ClusterData(PulsarModel):
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_CLUSTER]})
 
-    serviceUrl: str | None = None
-    serviceUrlTls: str | None = None
-    brokerServiceUrl: str | None = None
-    brokerServiceUrlTls: str | None = None
-    proxyServiceUrl: str | None = None
-    authenticationPlugin: str | None = None
-    authenticationParameters: str | None = None
-    proxyProtocol: Literal["SNI"] | None = None
-    peerClusterNames: list[str] | None = None
-    brokerClientTlsEnabled: bool = False
-    tlsAllowInsecureConnection: bool = False
-    brokerClientTlsEnabledWithKeyStore: bool = False
-    brokerClientTlsTrustStoreType: str | None = "JKS"
-    brokerClientTlsTrustStore: str | None = None
-    brokerClientTlsTrustStorePassword: str | None = None
-    brokerClientTlsKeyStoreType: str | None = "JKS"
-    brokerClientTlsKeyStore: str | None = None
-    brokerClientTlsKeyStorePassword: str | None = None
-    brokerClientTrustCertsFilePath: str | None = None
-    brokerClientKeyFilePath: str | None = None
-    brokerClientCertificateFilePath: str | None = None
-    brokerClientSslFactoryPlugin: str | None = None
-    brokerClientSslFactoryPluginParams: str | None = None
-    listenerName: str | None = None
+    serviceUrl: str | None = Field(
+        default=None, description="HTTP admin URL of the cluster (scheme http)"
+    )
+    serviceUrlTls: str | None = Field(default=None, description="HTTPS admin URL (scheme https)")
+    brokerServiceUrl: str | None = Field(
+        default=None, description="Binary protocol URL (scheme pulsar)"
+    )
+    brokerServiceUrlTls: str | None = Field(
+        default=None, description="Binary protocol URL over TLS (scheme pulsar+ssl)"
+    )
+    proxyServiceUrl: str | None = Field(
+        default=None, description="URL of a proxy in front of the cluster (pulsar or pulsar+ssl)"
+    )
+    authenticationPlugin: str | None = Field(
+        default=None, description="Client auth plugin class brokers use towards this cluster"
+    )
+    authenticationParameters: str | None = Field(
+        default=None, description="Parameters of the authentication plugin"
+    )
+    proxyProtocol: Literal["SNI"] | None = Field(
+        default=None, description="How to reach brokers through the proxy: only SNI"
+    )
+    peerClusterNames: list[str] | None = Field(
+        default=None,
+        description="Clusters lookups are redirected to for namespaces not replicated here",
+    )
+    brokerClientTlsEnabled: bool = Field(
+        default=False, description="Brokers use TLS towards this cluster"
+    )
+    tlsAllowInsecureConnection: bool = Field(
+        default=False, description="Accept untrusted TLS certificates from this cluster"
+    )
+    brokerClientTlsEnabledWithKeyStore: bool = Field(
+        default=False, description="TLS with key stores instead of PEM files"
+    )
+    brokerClientTlsTrustStoreType: str | None = Field(
+        default="JKS", description="Trust store type (JKS or PKCS12)"
+    )
+    brokerClientTlsTrustStore: str | None = Field(default=None, description="Trust store path")
+    brokerClientTlsTrustStorePassword: str | None = Field(
+        default=None, description="Trust store password"
+    )
+    brokerClientTlsKeyStoreType: str | None = Field(
+        default="JKS", description="Key store type (JKS or PKCS12)"
+    )
+    brokerClientTlsKeyStore: str | None = Field(default=None, description="Key store path")
+    brokerClientTlsKeyStorePassword: str | None = Field(
+        default=None, description="Key store password"
+    )
+    brokerClientTrustCertsFilePath: str | None = Field(
+        default=None, description="Trusted CA certificates (PEM) path"
+    )
+    brokerClientKeyFilePath: str | None = Field(
+        default=None, description="Client private key (PEM) path"
+    )
+    brokerClientCertificateFilePath: str | None = Field(
+        default=None, description="Client certificate (PEM) path"
+    )
+    brokerClientSslFactoryPlugin: str | None = Field(
+        default=None, description="SSL factory plugin class (Pulsar 3.x/4.x)"
+    )
+    brokerClientSslFactoryPluginParams: str | None = Field(
+        default=None, description="Parameters of the SSL factory plugin"
+    )
+    listenerName: str | None = Field(
+        default=None, description="Advertised listener to use when connecting to this cluster"
+    )
 
     _proxy_protocol = field_validator("proxyProtocol", mode="before")(
         _unknown_enum_as_null(("SNI",))
@@ -198,18 +241,22 @@ class TenantInfo(PulsarModel):
         json_schema_extra={"examples": [{"adminRoles": ["ops"], "allowedClusters": ["standalone"]}]}
     )
 
-    adminRoles: list[str] = Field(default_factory=list)
-    allowedClusters: list[str] = Field(default_factory=list)
+    adminRoles: list[str] = Field(
+        default_factory=list, description="Roles that administer the tenant's namespaces"
+    )
+    allowedClusters: list[str] = Field(
+        default_factory=list, description="Clusters the tenant's namespaces may use"
+    )
 
 
 class PersistencePolicies(PulsarModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_PERSISTENCE]})
-
     bookkeeperEnsemble: int = 2
     bookkeeperWriteQuorum: int = 2
     bookkeeperAckQuorum: int = 2
     managedLedgerMaxMarkDeleteRate: float = 0.0
     managedLedgerStorageClassName: str | None = None
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_PERSISTENCE]})
 
 
 class BookieAffinityGroupData(PulsarModel):
@@ -317,8 +364,12 @@ class NamespaceIsolationData(PulsarModel):
     namespaces: list[str] | None = Field(default=None, description="Regexes of tenant/namespace")
     primary: list[str] | None = Field(default=None, description="Regexes of primary brokers")
     secondary: list[str] | None = Field(default=None, description="Regexes of secondary brokers")
-    auto_failover_policy: AutoFailoverPolicyData | None = None
-    unload_scope: Literal["all_matching", "none", "changed"] | None = None
+    auto_failover_policy: AutoFailoverPolicyData | None = Field(
+        default=None, description="When to fall back to the secondary brokers"
+    )
+    unload_scope: Literal["all_matching", "none", "changed"] | None = Field(
+        default=None, description="Which namespaces a policy change unloads (Pulsar 3.x)"
+    )
 
     _strings = field_validator("namespaces", "primary", "secondary", mode="before")(_java_strings)
     _unload_scope = field_validator("unload_scope", mode="before")(
@@ -329,7 +380,9 @@ class NamespaceIsolationData(PulsarModel):
 class BrokerNamespaceIsolationData(PulsarModel):
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_BROKER_ISOLATION]})
 
-    brokerName: str
-    policyName: str | None = None
-    primary: bool = Field(default=False, alias="primary")
-    namespaceRegex: list[str] = Field(default_factory=list)
+    brokerName: str = Field(description="Broker id, host:webServicePort")
+    policyName: str | None = Field(default=None, description="The isolation policy naming it")
+    primary: bool = Field(default=False, alias="primary", description="Primary (else secondary)")
+    namespaceRegex: list[str] = Field(
+        default_factory=list, description="Namespaces the policy pins to the broker"
+    )
