@@ -4,13 +4,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8080
 APT_UPDATED := /tmp/.pulsar-isolation-apt-updated
+OPENAPI_CLIENT := $(VENV)/openapi-client/bin/openapi-python-client
 
 .PHONY: run test lint bench openapi system-deps clean
 
 run: system-deps $(VENV)/.installed
 	$(PY) -m api --port $(PORT) --data-dir data
 
-test: system-deps $(VENV)/.installed-test
+test: system-deps $(VENV)/.installed-test $(OPENAPI_CLIENT)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
@@ -32,6 +33,7 @@ openapi: $(VENV)/.installed
 system-deps:
 	@command -v etcd >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; }
 	@command -v java >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jre-headless; }
+	@command -v chromium >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
 apt-update:
 	@[ -f $(APT_UPDATED) ] || { apt-get update && touch $(APT_UPDATED); }
@@ -48,6 +50,12 @@ $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[spark,test]'
 	touch $@ $(VENV)/.installed
+
+# openapi-python-client, for the generated-client test, in a venv of its own: it pins typer
+# below the version the CLI is built and tested with.
+$(OPENAPI_CLIENT): $(VENV)/bin/python
+	python3 -m venv $(VENV)/openapi-client
+	$(VENV)/openapi-client/bin/pip install -q 'openapi-python-client>=0.29,<0.30'
 
 clean:
 	rm -rf $(VENV) data .mypy_cache .ruff_cache

@@ -12,9 +12,11 @@ from starlette.types import ASGIApp
 
 from api.deadline import RequestDeadline
 from api.deps import authorize_request
+from api.docs_ui import install_docs_ui
 from api.encoded_slash import EncodedSlashes
 from api.errors import install_error_handlers
 from api.hot_path import RackWriteHotPath
+from api.openapi_doc import OpenApiApp
 from api.routes import ROUTERS
 from api.settings import Settings
 from api.state import AppState
@@ -54,7 +56,7 @@ def create_app(settings: Settings) -> FastAPI:
         finally:
             await state.stop()
 
-    app = FastAPI(
+    app = OpenApiApp(
         title="Pulsar Admin REST API",
         version="v2",
         description=DESCRIPTION,
@@ -64,7 +66,10 @@ def create_app(settings: Settings) -> FastAPI:
         },
         lifespan=lifespan,
         dependencies=[Depends(authorize_request)],
+        docs_url=None,
+        redoc_url=None,
     )
+    install_docs_ui(app)
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -12,6 +12,7 @@ import json
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.config import JsonDict
 
 from metastore.codec import dump_json
 
@@ -44,6 +45,57 @@ def _java_strings(value: Any) -> Any:
     return value
 
 
+# -- examples in the OpenAPI document (the JSON Pulsar writes for each shape) -------------------
+
+EXAMPLE_BOOKIES: JsonDict = {
+    "bookies": [{"bookieId": "127.0.0.1:3181"}, {"bookieId": "127.0.0.2:3181"}]
+}
+EXAMPLE_CLUSTER: JsonDict = {
+    "serviceUrl": "http://pulsar.example.com:8080",
+    "brokerServiceUrl": "pulsar://pulsar.example.com:6650",
+    "brokerClientTlsEnabled": False,
+    "tlsAllowInsecureConnection": False,
+    "brokerClientTlsEnabledWithKeyStore": False,
+    "brokerClientTlsTrustStoreType": "JKS",
+    "brokerClientTlsKeyStoreType": "JKS",
+}
+EXAMPLE_PERSISTENCE: JsonDict = {
+    "bookkeeperEnsemble": 3,
+    "bookkeeperWriteQuorum": 2,
+    "bookkeeperAckQuorum": 2,
+    "managedLedgerMaxMarkDeleteRate": 0.0,
+}
+EXAMPLE_AFFINITY: JsonDict = {
+    "bookkeeperAffinityGroupPrimary": "group-ssd",
+    "bookkeeperAffinityGroupSecondary": "default",
+    "bookkeeperAffinityGroupStrict": True,
+}
+EXAMPLE_POLICIES: JsonDict = {
+    "replication_clusters": ["standalone"],
+    "bundles": {
+        "boundaries": ["0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"],
+        "numBundles": 4,
+    },
+    "persistence": EXAMPLE_PERSISTENCE,
+}
+EXAMPLE_FAILOVER: JsonDict = {
+    "policy_type": "min_available",
+    "parameters": {"min_limit": "1", "usage_threshold": "80"},
+}
+EXAMPLE_ISOLATION: JsonDict = {
+    "namespaces": ["public/ssd-.*"],
+    "primary": ["broker-[12].example.com:8080"],
+    "secondary": ["broker-3.example.com:8080"],
+    "auto_failover_policy": EXAMPLE_FAILOVER,
+}
+EXAMPLE_BROKER_ISOLATION: JsonDict = {
+    "brokerName": "broker-1.example.com:8080",
+    "policyName": "policy-ssd",
+    "primary": True,
+    "namespaceRegex": ["public/ssd-.*"],
+}
+
+
 class PulsarModel(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
@@ -68,15 +120,23 @@ class OpenPulsarModel(PulsarModel):
 
 
 class BookieInfo(PulsarModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"rack": "/rack1", "hostname": "bk-1.example.com"}]}
+    )
+
     rack: str | None = Field(default=None, description="Rack path, e.g. /rack1 or /region1/rack1")
     hostname: str | None = Field(default=None, description="Bookie hostname (optional)")
 
 
 class RawBookieInfo(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"bookieId": "127.0.0.1:3181"}]})
+
     bookieId: str = Field(description="Bookie id in host:port form")
 
 
 class BookiesClusterInfo(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_BOOKIES]})
+
     bookies: list[RawBookieInfo]
 
 
@@ -88,30 +148,75 @@ BookiesRackConfiguration = dict[str, dict[str, BookieInfo]]
 
 
 class ClusterData(PulsarModel):
-    serviceUrl: str | None = None
-    serviceUrlTls: str | None = None
-    brokerServiceUrl: str | None = None
-    brokerServiceUrlTls: str | None = None
-    proxyServiceUrl: str | None = None
-    authenticationPlugin: str | None = None
-    authenticationParameters: str | None = None
-    proxyProtocol: Literal["SNI"] | None = None
-    peerClusterNames: list[str] | None = None
-    brokerClientTlsEnabled: bool = False
-    tlsAllowInsecureConnection: bool = False
-    brokerClientTlsEnabledWithKeyStore: bool = False
-    brokerClientTlsTrustStoreType: str | None = "JKS"
-    brokerClientTlsTrustStore: str | None = None
-    brokerClientTlsTrustStorePassword: str | None = None
-    brokerClientTlsKeyStoreType: str | None = "JKS"
-    brokerClientTlsKeyStore: str | None = None
-    brokerClientTlsKeyStorePassword: str | None = None
-    brokerClientTrustCertsFilePath: str | None = None
-    brokerClientKeyFilePath: str | None = None
-    brokerClientCertificateFilePath: str | None = None
-    brokerClientSslFactoryPlugin: str | None = None
-    brokerClientSslFactoryPluginParams: str | None = None
-    listenerName: str | None = None
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_CLUSTER]})
+
+    serviceUrl: str | None = Field(
+        default=None, description="HTTP admin URL of the cluster (scheme http)"
+    )
+    serviceUrlTls: str | None = Field(default=None, description="HTTPS admin URL (scheme https)")
+    brokerServiceUrl: str | None = Field(
+        default=None, description="Binary protocol URL (scheme pulsar)"
+    )
+    brokerServiceUrlTls: str | None = Field(
+        default=None, description="Binary protocol URL over TLS (scheme pulsar+ssl)"
+    )
+    proxyServiceUrl: str | None = Field(
+        default=None, description="URL of a proxy in front of the cluster (pulsar or pulsar+ssl)"
+    )
+    authenticationPlugin: str | None = Field(
+        default=None, description="Client auth plugin class brokers use towards this cluster"
+    )
+    authenticationParameters: str | None = Field(
+        default=None, description="Parameters of the authentication plugin"
+    )
+    proxyProtocol: Literal["SNI"] | None = Field(
+        default=None, description="How to reach brokers through the proxy: only SNI"
+    )
+    peerClusterNames: list[str] | None = Field(
+        default=None,
+        description="Clusters lookups are redirected to for namespaces not replicated here",
+    )
+    brokerClientTlsEnabled: bool = Field(
+        default=False, description="Brokers use TLS towards this cluster"
+    )
+    tlsAllowInsecureConnection: bool = Field(
+        default=False, description="Accept untrusted TLS certificates from this cluster"
+    )
+    brokerClientTlsEnabledWithKeyStore: bool = Field(
+        default=False, description="TLS with key stores instead of PEM files"
+    )
+    brokerClientTlsTrustStoreType: str | None = Field(
+        default="JKS", description="Trust store type (JKS or PKCS12)"
+    )
+    brokerClientTlsTrustStore: str | None = Field(default=None, description="Trust store path")
+    brokerClientTlsTrustStorePassword: str | None = Field(
+        default=None, description="Trust store password"
+    )
+    brokerClientTlsKeyStoreType: str | None = Field(
+        default="JKS", description="Key store type (JKS or PKCS12)"
+    )
+    brokerClientTlsKeyStore: str | None = Field(default=None, description="Key store path")
+    brokerClientTlsKeyStorePassword: str | None = Field(
+        default=None, description="Key store password"
+    )
+    brokerClientTrustCertsFilePath: str | None = Field(
+        default=None, description="Trusted CA certificates (PEM) path"
+    )
+    brokerClientKeyFilePath: str | None = Field(
+        default=None, description="Client private key (PEM) path"
+    )
+    brokerClientCertificateFilePath: str | None = Field(
+        default=None, description="Client certificate (PEM) path"
+    )
+    brokerClientSslFactoryPlugin: str | None = Field(
+        default=None, description="SSL factory plugin class (Pulsar 3.x/4.x)"
+    )
+    brokerClientSslFactoryPluginParams: str | None = Field(
+        default=None, description="Parameters of the SSL factory plugin"
+    )
+    listenerName: str | None = Field(
+        default=None, description="Advertised listener to use when connecting to this cluster"
+    )
 
     _proxy_protocol = field_validator("proxyProtocol", mode="before")(
         _unknown_enum_as_null(("SNI",))
@@ -119,6 +224,12 @@ class ClusterData(PulsarModel):
 
 
 class FailureDomain(PulsarModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"brokers": ["broker-1.example.com:8080", "broker-2.example.com:8080"]}]
+        }
+    )
+
     brokers: list[str] | None = Field(default=None, description="Broker ids, host:webServicePort")
 
 
@@ -126,8 +237,16 @@ class FailureDomain(PulsarModel):
 
 
 class TenantInfo(PulsarModel):
-    adminRoles: list[str] = Field(default_factory=list)
-    allowedClusters: list[str] = Field(default_factory=list)
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"adminRoles": ["ops"], "allowedClusters": ["standalone"]}]}
+    )
+
+    adminRoles: list[str] = Field(
+        default_factory=list, description="Roles that administer the tenant's namespaces"
+    )
+    allowedClusters: list[str] = Field(
+        default_factory=list, description="Clusters the tenant's namespaces may use"
+    )
 
 
 class PersistencePolicies(PulsarModel):
@@ -137,8 +256,12 @@ class PersistencePolicies(PulsarModel):
     managedLedgerMaxMarkDeleteRate: float = 0.0
     managedLedgerStorageClassName: str | None = None
 
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_PERSISTENCE]})
+
 
 class BookieAffinityGroupData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_AFFINITY]})
+
     bookkeeperAffinityGroupPrimary: str | None = Field(
         default=None, description="Comma-separated primary bookie groups"
     )
@@ -178,6 +301,8 @@ class AuthPolicies(OpenPulsarModel):
 
 class Policies(OpenPulsarModel):
     """The namespace's global policies (the subset we interpret; the rest is kept as is)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_POLICIES]})
 
     auth_policies: AuthPolicies = Field(default_factory=AuthPolicies)
     replication_clusters: list[str] = Field(default_factory=list)
@@ -223,6 +348,8 @@ class LocalPolicies(OpenPulsarModel):
 
 
 class AutoFailoverPolicyData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_FAILOVER]})
+
     policy_type: str | None = Field(default=None, description="Only min_available exists")
     parameters: dict[str, str] | None = Field(
         default=None, description="min_limit and usage_threshold, as strings of integers"
@@ -232,11 +359,17 @@ class AutoFailoverPolicyData(PulsarModel):
 
 
 class NamespaceIsolationData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_ISOLATION]})
+
     namespaces: list[str] | None = Field(default=None, description="Regexes of tenant/namespace")
     primary: list[str] | None = Field(default=None, description="Regexes of primary brokers")
     secondary: list[str] | None = Field(default=None, description="Regexes of secondary brokers")
-    auto_failover_policy: AutoFailoverPolicyData | None = None
-    unload_scope: Literal["all_matching", "none", "changed"] | None = None
+    auto_failover_policy: AutoFailoverPolicyData | None = Field(
+        default=None, description="When to fall back to the secondary brokers"
+    )
+    unload_scope: Literal["all_matching", "none", "changed"] | None = Field(
+        default=None, description="Which namespaces a policy change unloads (Pulsar 3.x)"
+    )
 
     _strings = field_validator("namespaces", "primary", "secondary", mode="before")(_java_strings)
     _unload_scope = field_validator("unload_scope", mode="before")(
@@ -245,7 +378,11 @@ class NamespaceIsolationData(PulsarModel):
 
 
 class BrokerNamespaceIsolationData(PulsarModel):
-    brokerName: str
-    policyName: str | None = None
-    primary: bool = Field(default=False, alias="primary")
-    namespaceRegex: list[str] = Field(default_factory=list)
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_BROKER_ISOLATION]})
+
+    brokerName: str = Field(description="Broker id, host:webServicePort")
+    policyName: str | None = Field(default=None, description="The isolation policy naming it")
+    primary: bool = Field(default=False, alias="primary", description="Primary (else secondary)")
+    namespaceRegex: list[str] = Field(
+        default_factory=list, description="Namespaces the policy pins to the broker"
+    )

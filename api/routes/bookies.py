@@ -6,6 +6,8 @@ from fastapi import APIRouter, Body, Query, Response
 
 from api.deps import MetastoreDep, RacksDep
 from api.models import BookieInfo, BookiesClusterInfo, RawBookieInfo
+from api.params import BookieId
+from api.response_shapes import RackMap
 from api.services.racks import registered_bookies
 
 router = APIRouter(prefix="/admin/v2/bookies", tags=["bookies"])
@@ -15,9 +17,14 @@ router = APIRouter(prefix="/admin/v2/bookies", tags=["bookies"])
     "/racks-info",
     operation_id="getBookiesRackInfo",
     summary="Gets the rack placement information for all the bookies in the cluster",
-    response_model=dict[str, dict[str, BookieInfo]],
+    response_model=RackMap,
 )
 async def get_bookies_rack_info(racks: RacksDep) -> Response:
+    """The whole rack map: bookie group -> bookie id -> rack info, both levels sorted by key.
+
+    `{}` when no rack information was ever stored. Placement reads the same document
+    (`/bookies` in the metadata store), so this is the topology new ledgers are placed on.
+    """
     return Response(await racks.racks_info_json(), media_type="application/json")
 
 
@@ -29,7 +36,11 @@ async def get_bookies_rack_info(racks: RacksDep) -> Response:
     response_model_exclude_none=True,
     responses={404: {"description": "Bookie rack placement configuration not found"}},
 )
-async def get_bookie_rack_info(bookie: str, racks: RacksDep) -> BookieInfo:
+async def get_bookie_rack_info(bookie: BookieId, racks: RacksDep) -> BookieInfo:
+    """The rack and hostname recorded for one bookie, whichever group it is in.
+
+    404 when the bookie has no entry in the rack map (registration alone does not create one).
+    """
     return await racks.get_bookie(bookie)
 
 
@@ -41,11 +52,19 @@ async def get_bookie_rack_info(bookie: str, racks: RacksDep) -> BookieInfo:
     responses={412: {"description": "Missing group, or a rack name invalid for the mode"}},
 )
 async def update_bookie_rack_info(
-    bookie: str,
+    bookie: BookieId,
     racks: RacksDep,
     info: BookieInfo | None = Body(default=None),
     group: str | None = Query(default=None, description="Bookie group the bookie belongs to"),
 ) -> Response:
+    """Put a bookie in a rack and a group (create or replace its entry).
+
+    `group` is required: a bookie belongs to exactly one group, so an update first removes it from
+    the group that held it, and a group left empty disappears. The bookie need not be registered.
+    With `bookkeeperClientRackawarePolicyEnabled` (the default) the rack must be one path level
+    (`/rack1`), with `bookkeeperClientRegionawarePolicyEnabled` two (`/region1/rack1`); leading and
+    trailing slashes do not count. Takes effect for the next placement, without a restart.
+    """
     await racks.set_bookie(bookie, group, info or BookieInfo())
     return Response(status_code=204)
 
@@ -57,7 +76,11 @@ async def update_bookie_rack_info(
     status_code=204,
     responses={404: {"description": "Bookie rack placement configuration not found"}},
 )
-async def delete_bookie_rack_info(bookie: str, racks: RacksDep) -> Response:
+async def delete_bookie_rack_info(bookie: BookieId, racks: RacksDep) -> Response:
+    """Remove a bookie's rack entry; a group left empty disappears.
+
+    The bookie then counts as ungrouped and falls back to the default rack for placement.
+    """
     await racks.delete_bookie(bookie)
     return Response(status_code=204)
 
@@ -69,5 +92,10 @@ async def delete_bookie_rack_info(bookie: str, racks: RacksDep) -> Response:
     response_model=BookiesClusterInfo,
 )
 async def get_all_bookies(store: MetastoreDep) -> BookiesClusterInfo:
+    """Every bookie registered in the metadata store, writable and read-only alike.
+
+    Independent of rack information: a bookie shows here once it registers under
+    `/ledgers/available`, whether or not it has a rack entry.
+    """
     bookies = await registered_bookies(store)
     return BookiesClusterInfo(bookies=[RawBookieInfo(bookieId=b) for b in bookies])

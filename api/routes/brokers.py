@@ -5,6 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from api.deps import MetastoreDep, SettingsDep
+from api.params import ClusterName
+from api.response_shapes import BrokerIds, RuntimeConfiguration
 from api.services.brokers import Redirect, active_brokers
 
 router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"])
@@ -14,9 +16,13 @@ router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"])
     "/configuration/runtime",
     operation_id="getRuntimeConfiguration",
     summary="Get all runtime configurations (pulsar-admin clusters list reads clusterName)",
-    response_model=dict[str, str],
+    response_model=RuntimeConfiguration,
 )
 async def get_runtime_configuration(settings: SettingsDep) -> dict[str, str]:
+    """The broker's effective settings, as `name -> value` strings.
+
+    `pulsar-admin clusters list` reads `clusterName` from here to mark the current cluster.
+    """
     return settings.runtime_configuration()
 
 
@@ -27,7 +33,7 @@ async def get_runtime_configuration(settings: SettingsDep) -> dict[str, str]:
         "Get the list of active brokers (web service addresses) in the cluster. "
         "If authorization is not enabled, any cluster name is valid."
     ),
-    response_model=list[str],
+    response_model=BrokerIds,
     responses={
         307: {"description": "Current broker doesn't serve this cluster"},
         404: {"description": "Cluster does not exist: cluster={clustername}"},
@@ -35,8 +41,13 @@ async def get_runtime_configuration(settings: SettingsDep) -> dict[str, str]:
     },
 )
 async def get_active_brokers(
-    cluster: str, request: Request, store: MetastoreDep, settings: SettingsDep
+    cluster: ClusterName, request: Request, store: MetastoreDep, settings: SettingsDep
 ) -> list[str] | Response:
+    """The brokers registered for a cluster, as `host:webServicePort` strings.
+
+    Brokers register under `/loadbalance/brokers` on a lease, so a stopped broker drops out when its
+    session ends. For another cluster the answer is a 307 to that cluster's service URL.
+    """
     found = await active_brokers(store, settings, cluster)
     if isinstance(found, Redirect):
         location = str(request.url.replace(netloc=found.netloc))

@@ -8,6 +8,8 @@ from fastapi import APIRouter, Body, Response
 
 from api.deps import ClustersDep
 from api.models import ClusterData, FailureDomain
+from api.params import ClusterName, FailureDomainName
+from api.response_shapes import ClusterNames, FailureDomains
 
 router = APIRouter(prefix="/admin/v2/clusters", tags=["clusters"])
 
@@ -20,9 +22,10 @@ NO_CLUSTER_412: dict[int | str, dict[str, Any]] = {
     "",
     operation_id="getClusters",
     summary="Get the list of all the Pulsar clusters.",
-    response_model=list[str],
+    response_model=ClusterNames,
 )
 async def get_clusters(clusters: ClustersDep) -> list[str]:
+    """Names of all clusters, without the reserved `global`."""
     return await clusters.list_clusters()
 
 
@@ -34,7 +37,8 @@ async def get_clusters(clusters: ClustersDep) -> list[str]:
     response_model_exclude_none=True,
     responses={404: {"description": "Cluster does not exist"}},
 )
-async def get_cluster(cluster: str, clusters: ClustersDep) -> ClusterData:
+async def get_cluster(cluster: ClusterName, clusters: ClustersDep) -> ClusterData:
+    """A cluster's service URLs and TLS settings (null fields omitted)."""
     return await clusters.get_cluster(cluster)
 
 
@@ -52,8 +56,14 @@ async def get_cluster(cluster: str, clusters: ClustersDep) -> ClusterData:
     },
 )
 async def create_cluster(
-    cluster: str, clusters: ClustersDep, data: ClusterData | None = Body(default=None)
+    cluster: ClusterName, clusters: ClustersDep, data: ClusterData | None = Body(default=None)
 ) -> Response:
+    """Register a cluster with its service URLs.
+
+    The name may hold letters, digits and `-=:._` (no `/`), else 412. Every URL given must parse
+    and use its scheme (`http`, `https`, `pulsar`, `pulsar+ssl`), else 400. Answers 200 with an
+    empty body, as Pulsar does.
+    """
     await clusters.create_cluster(cluster, data)
     return Response(status_code=200)
 
@@ -71,8 +81,9 @@ async def create_cluster(
     },
 )
 async def update_cluster(
-    cluster: str, clusters: ClustersDep, data: ClusterData | None = Body(default=None)
+    cluster: ClusterName, clusters: ClustersDep, data: ClusterData | None = Body(default=None)
 ) -> Response:
+    """Replace a cluster's data (a full replace, not a merge). 200 with an empty body."""
     await clusters.update_cluster(cluster, data)
     return Response(status_code=200)
 
@@ -88,7 +99,12 @@ async def update_cluster(
         412: {"description": "Cluster not empty"},
     },
 )
-async def delete_cluster(cluster: str, clusters: ClustersDep) -> Response:
+async def delete_cluster(cluster: ClusterName, clusters: ClustersDep) -> Response:
+    """Remove a cluster, its failure domains and its isolation-policy record.
+
+    Refused with 412 while a namespace still lists the cluster or its isolation policies are not
+    empty.
+    """
     await clusters.delete_cluster(cluster)
     return Response(status_code=204)
 
@@ -97,10 +113,17 @@ async def delete_cluster(cluster: str, clusters: ClustersDep) -> Response:
     "/{cluster}/failureDomains",
     operation_id="getFailureDomains",
     summary="Get the cluster failure domains.",
-    response_model=dict[str, FailureDomain],
+    response_model=FailureDomains,
     response_model_exclude_none=True,
 )
-async def get_failure_domains(cluster: str, clusters: ClustersDep) -> dict[str, FailureDomain]:
+async def get_failure_domains(
+    cluster: ClusterName, clusters: ClustersDep
+) -> dict[str, FailureDomain]:
+    """Every failure domain of the cluster, by name (`{}` when none).
+
+    A failure domain is a set of brokers that can fail together; with `failureDomainsEnabled`,
+    namespaces of one anti-affinity group are spread across domains.
+    """
     return await clusters.failure_domains(cluster)
 
 
@@ -115,7 +138,10 @@ async def get_failure_domains(cluster: str, clusters: ClustersDep) -> dict[str, 
         404: {"description": "Domain <domain> for cluster <cluster> does not exist"},
     },
 )
-async def get_domain(cluster: str, domainName: str, clusters: ClustersDep) -> FailureDomain:
+async def get_domain(
+    cluster: ClusterName, domainName: FailureDomainName, clusters: ClustersDep
+) -> FailureDomain:
+    """One failure domain: the brokers in it."""
     return await clusters.get_failure_domain(cluster, domainName)
 
 
@@ -131,11 +157,16 @@ async def get_domain(cluster: str, domainName: str, clusters: ClustersDep) -> Fa
     },
 )
 async def set_failure_domain(
-    cluster: str,
-    domainName: str,
+    cluster: ClusterName,
+    domainName: FailureDomainName,
     clusters: ClustersDep,
     domain: FailureDomain | None = Body(default=None),
 ) -> Response:
+    """Create or replace a failure domain.
+
+    A broker belongs to at most one domain of the cluster: a broker already in another domain is a
+    409 naming it and that domain.
+    """
     await clusters.set_failure_domain(cluster, domainName, domain or FailureDomain())
     return Response(status_code=204)
 
@@ -153,9 +184,10 @@ async def set_failure_domain(
     },
 )
 async def delete_failure_domain(
-    cluster: str,
-    domainName: str,
+    cluster: ClusterName,
+    domainName: FailureDomainName,
     clusters: ClustersDep,
 ) -> Response:
+    """Remove a failure domain. 200 with an empty body, as Pulsar does."""
     await clusters.delete_failure_domain(cluster, domainName)
     return Response(status_code=200)

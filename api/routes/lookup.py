@@ -4,15 +4,29 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from api.deps import LookupDep
+from api.params import NamespaceName, TenantName, TopicDomain, TopicName
 
 router = APIRouter()
 
 
 class LookupData(BaseModel):
     """Pulsar's LookupData as its Jackson writes it (null fields omitted)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "brokerUrl": "pulsar://broker-1.example.com:6650",
+                    "httpUrl": "http://broker-1.example.com:8080",
+                    "nativeUrl": "pulsar://broker-1.example.com:6650",
+                    "brokerUrlSsl": "",
+                }
+            ]
+        }
+    )
 
     brokerUrl: str | None = None
     brokerUrlTls: str | None = None
@@ -45,10 +59,10 @@ class LookupData(BaseModel):
     },
 )
 async def lookup_topic(
-    topic_domain: str,
-    tenant: str,
-    namespace: str,
-    topic: str,
+    topic_domain: TopicDomain,
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
     lookup: LookupDep,
     authoritative: bool = Query(default=False, description="Accepted for compatibility"),
     listenerName: str | None = Query(default=None, description="Accepted for compatibility"),
@@ -68,6 +82,8 @@ async def lookup_topic(
     status_code=204,
     responses={404: {"description": "Namespace does not exist"}},
 )
-async def unload_namespace(tenant: str, namespace: str, lookup: LookupDep) -> Response:
+async def unload_namespace(
+    tenant: TenantName, namespace: NamespaceName, lookup: LookupDep
+) -> Response:
     await lookup.unload(tenant, namespace)
     return Response(status_code=204)

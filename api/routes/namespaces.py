@@ -6,20 +6,37 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi.responses import PlainTextResponse
 
 from api.deps import NamespacePoliciesDep, NamespacesDep
 from api.models import BookieAffinityGroupData, PersistencePolicies, Policies, PulsarModel
+from api.params import AntiAffinityGroupName, ClusterName, NamespaceName, TenantName
+from api.response_shapes import NamespaceNames
 
 router = APIRouter(prefix="/admin/v2/namespaces", tags=["namespaces"])
 
 NOT_FOUND = "Namespace does not exist"
 INVALID_NAME = "Namespace name is not valid"
-BARE_STRING: dict[str, Any] = {"application/json": {"schema": {"type": "string"}}}
+# The anti-affinity group travels as bare text both ways. Pulsar labels it application/json
+# although it is not JSON (Jersey reads and writes a String parameter verbatim); we document it
+# as text/plain so generated clients send and read `grp1`, never `"grp1"`. The body is taken
+# verbatim whatever the Content-Type, as Jersey does: a JSON-quoted `"grp1"` is stored with its
+# quotes (Pulsar does the same), so send the bare name.
+BARE_STRING: dict[str, Any] = {"text/plain": {"schema": {"type": "string"}, "example": "grp1"}}
 BARE_STRING_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
-        "description": "The group name as the raw body, not JSON-quoted (as Pulsar's client sends)",
-        "content": BARE_STRING,
+        "description": (
+            "The anti-affinity group name as the raw body, not JSON-quoted: `grp1`, not "
+            '`"grp1"`. Taken verbatim whatever the Content-Type (Pulsar\'s own client sends it '
+            "labelled `application/json`); a quoted body is stored with its quotes, as Pulsar "
+            "stores it. `application/octet-stream` is listed for generators that cannot send "
+            "`text/plain` bodies (openapi-python-client)."
+        ),
+        "content": {
+            **BARE_STRING,
+            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        },
     }
 }
 LOCAL_CLUSTER_412 = (
@@ -51,10 +68,11 @@ def no_content() -> Response:
     "/{tenant}",
     operation_id="getTenantNamespaces",
     summary="Get the list of all the namespaces for a certain tenant.",
-    response_model=list[str],
+    response_model=NamespaceNames,
     responses=errors({404: "Tenant not found", 412: "Tenant name is not valid"}),
 )
-async def get_tenant_namespaces(tenant: str, namespaces: NamespacesDep) -> list[str]:
+async def get_tenant_namespaces(tenant: TenantName, namespaces: NamespacesDep) -> list[str]:
+    """The tenant's namespaces, as `tenant/namespace` names."""
     return await namespaces.list(tenant)
 
 
@@ -65,7 +83,10 @@ async def get_tenant_namespaces(tenant: str, namespaces: NamespacesDep) -> list[
     response_model=Policies,
     responses=errors({404: NOT_FOUND, 412: INVALID_NAME}),
 )
-async def get_policies(tenant: str, namespace: str, namespaces: NamespacesDep) -> Response:
+async def get_policies(
+    tenant: TenantName, namespace: NamespaceName, namespaces: NamespacesDep
+) -> Response:
+    """The namespace's policies document, as stored (fields we do not interpret included)."""
     return json_body(await namespaces.policies(tenant, namespace))
 
 
@@ -95,8 +116,8 @@ async def get_policies(tenant: str, namespace: str, namespaces: NamespacesDep) -
     ),
 )
 async def create_namespace(
-    tenant: str,
-    namespace: str,
+    tenant: TenantName,
+    namespace: NamespaceName,
     namespaces: NamespacesDep,
     policies: Policies | None = Body(default=None),
 ) -> Response:
@@ -120,8 +141,8 @@ async def create_namespace(
     ),
 )
 async def delete_namespace(
-    tenant: str,
-    namespace: str,
+    tenant: TenantName,
+    namespace: NamespaceName,
     namespaces: NamespacesDep,
     force: bool = Query(default=False, description="Delete the namespace's topics too"),
     authoritative: bool = Query(default=False, description="Accepted for compatibility"),
@@ -137,7 +158,12 @@ async def delete_namespace(
     "/{tenant}/{namespace}/antiAffinity",
     operation_id="getNamespaceAntiAffinityGroup",
     summary="Get anti-affinity group of a namespace.",
-    description="The group is the bare response body (not JSON-quoted); 204 when none is set.",
+    description=(
+        "The group is the bare response body, not JSON-quoted; 204 when none is set. Like "
+        "Pulsar, the answer is labelled `Content-Type: application/json` although it is plain "
+        "text: read the body as text."
+    ),
+    response_class=PlainTextResponse,
     responses={
         200: {"description": "The group name", "content": BARE_STRING},
         204: {"description": "No anti-affinity group set"},
@@ -145,7 +171,7 @@ async def delete_namespace(
     },
 )
 async def get_namespace_anti_affinity_group(
-    tenant: str, namespace: str, policies: NamespacePoliciesDep
+    tenant: TenantName, namespace: NamespaceName, policies: NamespacePoliciesDep
 ) -> Response:
     group = await policies.anti_affinity_group(tenant, namespace)
     if group is None:
@@ -163,7 +189,7 @@ async def get_namespace_anti_affinity_group(
     responses=errors({404: NOT_FOUND, 412: "antiAffinityGroup can't be empty"}),
 )
 async def set_namespace_anti_affinity_group(
-    tenant: str, namespace: str, request: Request, policies: NamespacePoliciesDep
+    tenant: TenantName, namespace: NamespaceName, request: Request, policies: NamespacePoliciesDep
 ) -> Response:
     group = (await request.body()).decode("utf-8", errors="replace")
     await policies.set_anti_affinity_group(tenant, namespace, group)
@@ -178,8 +204,9 @@ async def set_namespace_anti_affinity_group(
     responses=errors({404: NOT_FOUND, 412: INVALID_NAME}),
 )
 async def remove_namespace_anti_affinity_group(
-    tenant: str, namespace: str, policies: NamespacePoliciesDep
+    tenant: TenantName, namespace: NamespaceName, policies: NamespacePoliciesDep
 ) -> Response:
+    """Clear the namespace's anti-affinity group (204 also when none was set)."""
     await policies.remove_anti_affinity_group(tenant, namespace)
     return no_content()
 
@@ -194,7 +221,13 @@ async def remove_namespace_anti_affinity_group(
     response_model=PersistencePolicies,
     responses={204: {"description": "No persistence policies set"}, **errors({404: NOT_FOUND})},
 )
-async def get_persistence(tenant: str, namespace: str, policies: NamespacePoliciesDep) -> Response:
+async def get_persistence(
+    tenant: TenantName, namespace: NamespaceName, policies: NamespacePoliciesDep
+) -> Response:
+    """The namespace's ensemble size, write and ack quorums and mark-delete rate.
+
+    204 when none is set: new ledgers then use the broker's `managedLedgerDefault*` sizes.
+    """
     return json_body(await policies.persistence(tenant, namespace))
 
 
@@ -213,8 +246,8 @@ async def get_persistence(tenant: str, namespace: str, policies: NamespacePolici
     ),
 )
 async def set_persistence(
-    tenant: str,
-    namespace: str,
+    tenant: TenantName,
+    namespace: NamespaceName,
     policies: NamespacePoliciesDep,
     persistence: PersistencePolicies | None = Body(default=None),
 ) -> Response:
@@ -230,8 +263,9 @@ async def set_persistence(
     responses=errors({404: NOT_FOUND, 409: "Concurrent modification"}),
 )
 async def delete_persistence(
-    tenant: str, namespace: str, policies: NamespacePoliciesDep
+    tenant: TenantName, namespace: NamespaceName, policies: NamespacePoliciesDep
 ) -> Response:
+    """Remove the namespace's persistence policy; the broker defaults apply again."""
     await policies.delete_persistence(tenant, namespace)
     return no_content()
 
@@ -251,7 +285,7 @@ STRICT_DESCRIPTION = (
 
 
 @router.get(
-    "/{property}/{namespace}/persistence/bookieAffinity",
+    "/{tenant}/{namespace}/persistence/bookieAffinity",
     operation_id="getBookieAffinityGroup",
     summary="Get the bookie-affinity-group from namespace-local policy.",
     description="204 when the namespace has local policies but no group. " + STRICT_DESCRIPTION,
@@ -267,9 +301,9 @@ STRICT_DESCRIPTION = (
     },
 )
 async def get_bookie_affinity_group(
-    property: str, namespace: str, policies: NamespacePoliciesDep
+    tenant: TenantName, namespace: NamespaceName, policies: NamespacePoliciesDep
 ) -> Response:
-    return json_body(await policies.bookie_affinity_group(property, namespace))
+    return json_body(await policies.bookie_affinity_group(tenant, namespace))
 
 
 @router.post(
@@ -288,8 +322,8 @@ async def get_bookie_affinity_group(
     ),
 )
 async def set_bookie_affinity_group(
-    tenant: str,
-    namespace: str,
+    tenant: TenantName,
+    namespace: NamespaceName,
     policies: NamespacePoliciesDep,
     data: BookieAffinityGroupData | None = Body(default=None),
 ) -> Response:
@@ -298,7 +332,7 @@ async def set_bookie_affinity_group(
 
 
 @router.delete(
-    "/{property}/{namespace}/persistence/bookieAffinity",
+    "/{tenant}/{namespace}/persistence/bookieAffinity",
     operation_id="deleteBookieAffinityGroup",
     summary="Delete the bookie-affinity-group from namespace-local policy.",
     description="204 also when no group was set (nothing is written then).",
@@ -306,9 +340,9 @@ async def set_bookie_affinity_group(
     responses=errors({404: NOT_FOUND, 409: "Concurrent modification", 412: LOCAL_CLUSTER_412}),
 )
 async def delete_bookie_affinity_group(
-    property: str, namespace: str, policies: NamespacePoliciesDep
+    tenant: TenantName, namespace: NamespaceName, policies: NamespacePoliciesDep
 ) -> Response:
-    await policies.delete_bookie_affinity_group(property, namespace)
+    await policies.delete_bookie_affinity_group(tenant, namespace)
     return no_content()
 
 
@@ -326,7 +360,7 @@ async def delete_bookie_affinity_group(
         "Namespaces of `tenant` whose anti-affinity group equals `group` ignoring case; the "
         "cluster is only checked for existence."
     ),
-    response_model=list[str],
+    response_model=NamespaceNames,
     responses=errors(
         {
             400: "Tenant should not be null",
@@ -335,8 +369,8 @@ async def delete_bookie_affinity_group(
     ),
 )
 async def get_anti_affinity_namespaces(
-    cluster: str,
-    group: str,
+    cluster: ClusterName,
+    group: AntiAffinityGroupName,
     policies: NamespacePoliciesDep,
     tenant: str | None = Query(default=None, description="The tenant whose namespaces to list"),
 ) -> list[str]:

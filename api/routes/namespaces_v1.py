@@ -5,6 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from api.deps import NamespacePoliciesDep
+from api.params import AntiAffinityGroupName, ClusterName
+from api.response_shapes import NamespaceNames
 from api.routes.namespaces import errors
 
 router = APIRouter(prefix="/admin/namespaces", tags=["namespaces"])
@@ -21,7 +23,7 @@ router = APIRouter(prefix="/admin/namespaces", tags=["namespaces"])
         "What `pulsar-admin namespaces get-anti-affinity-namespaces` calls. Same answer as "
         "`GET /admin/v2/namespaces/{cluster}/antiAffinity/{group}?tenant=`."
     ),
-    response_model=list[str],
+    response_model=NamespaceNames,
     responses=errors(
         {
             400: "Tenant should not be null",
@@ -30,8 +32,8 @@ router = APIRouter(prefix="/admin/namespaces", tags=["namespaces"])
     ),
 )
 async def get_anti_affinity_namespaces_v1(
-    cluster: str,
-    group: str,
+    cluster: ClusterName,
+    group: AntiAffinityGroupName,
     policies: NamespacePoliciesDep,
     property: str | None = Query(default=None, description="The tenant whose namespaces to list"),
 ) -> list[str]:

@@ -12,6 +12,8 @@ from fastapi import APIRouter, Body, Query, Response
 
 from api.deps import IsolationDep
 from api.models import BrokerNamespaceIsolationData, NamespaceIsolationData
+from api.params import BrokerId, ClusterName, IsolationPolicyName
+from api.response_shapes import BrokersIsolation, IsolationPolicies
 
 router = APIRouter(prefix="/admin/v2/clusters", tags=["clusters"])
 
@@ -28,7 +30,7 @@ NO_RECORD_404: dict[int | str, dict[str, Any]] = {
     POLICIES,
     operation_id="getNamespaceIsolationPolicies",
     summary="Get the namespace isolation policies assigned to the cluster.",
-    response_model=dict[str, NamespaceIsolationData],
+    response_model=IsolationPolicies,
     response_model_exclude_none=True,
     responses={
         404: {
@@ -38,8 +40,13 @@ NO_RECORD_404: dict[int | str, dict[str, Any]] = {
     },
 )
 async def get_namespace_isolation_policies(
-    cluster: str, isolation: IsolationDep
+    cluster: ClusterName, isolation: IsolationDep
 ) -> dict[str, NamespaceIsolationData]:
+    """Every namespace isolation policy of the cluster, by policy name.
+
+    A policy pins namespaces (regexes of `tenant/namespace`) to primary brokers, with secondary
+    brokers as the fallback when fewer primaries than the auto-failover policy demands are up.
+    """
     return await isolation.policies(cluster, status_404=True)
 
 
@@ -47,13 +54,19 @@ async def get_namespace_isolation_policies(
     POLICIES + "/brokers",
     operation_id="getBrokersWithNamespaceIsolationPolicy",
     summary="Get list of brokers with namespace-isolation policies attached to them.",
-    response_model=list[BrokerNamespaceIsolationData],
+    response_model=BrokersIsolation,
     response_model_exclude_none=True,
     responses={**NO_CLUSTER_412, **NO_RECORD_404},
 )
 async def get_brokers_with_namespace_isolation_policy(
-    cluster: str, isolation: IsolationDep
+    cluster: ClusterName, isolation: IsolationDep
 ) -> list[BrokerNamespaceIsolationData]:
+    """Every registered broker with the isolation policies that name it.
+
+    A broker named by a policy (its `primary` or `secondary` regexes match the broker id) gets
+    that policy's namespace regexes; when several do, the last by name gives `policyName` and
+    `primary`. Brokers no policy names are listed with no policy and no regexes.
+    """
     return await isolation.brokers(cluster)
 
 
@@ -66,8 +79,9 @@ async def get_brokers_with_namespace_isolation_policy(
     responses={**NO_CLUSTER_412, **NO_RECORD_404},
 )
 async def get_broker_with_namespace_isolation_policy(
-    cluster: str, broker: str, isolation: IsolationDep
+    cluster: ClusterName, broker: BrokerId, isolation: IsolationDep
 ) -> BrokerNamespaceIsolationData:
+    """One broker with the isolation policy that names it (primary or secondary)."""
     return await isolation.broker(cluster, broker)
 
 
@@ -86,10 +100,11 @@ async def get_broker_with_namespace_isolation_policy(
     },
 )
 async def get_namespace_isolation_policy(
-    cluster: str,
-    policyName: str,
+    cluster: ClusterName,
+    policyName: IsolationPolicyName,
     isolation: IsolationDep,
 ) -> NamespaceIsolationData:
+    """One namespace isolation policy of the cluster."""
     return await isolation.policy(cluster, policyName)
 
 
@@ -105,8 +120,8 @@ async def get_namespace_isolation_policy(
     },
 )
 async def set_namespace_isolation_policy(
-    cluster: str,
-    policyName: str,
+    cluster: ClusterName,
+    policyName: IsolationPolicyName,
     isolation: IsolationDep,
     data: NamespaceIsolationData | None = Body(default=None),
     unloadBundles: bool = Query(
@@ -114,6 +129,14 @@ async def set_namespace_isolation_policy(
         description="Unload the matching namespaces (no bundles are served here: accepted only)",
     ),
 ) -> Response:
+    """Create or replace a namespace isolation policy.
+
+    `namespaces` holds regexes over `tenant/namespace`, `primary` and `secondary` regexes over
+    broker ids (Java regex syntax). `namespaces`, `primary`, `secondary` (may be empty) and an
+    `auto_failover_policy` of type `min_available` with integer `min_limit` and
+    `usage_threshold` are required, else 400. All policies of a cluster live in one document,
+    updated with compare-and-set.
+    """
     await isolation.set_policy(cluster, policyName, data)
     return Response(status_code=204)
 
@@ -127,9 +150,10 @@ async def set_namespace_isolation_policy(
     responses=NO_CLUSTER_412,
 )
 async def delete_namespace_isolation_policy(
-    cluster: str,
-    policyName: str,
+    cluster: ClusterName,
+    policyName: IsolationPolicyName,
     isolation: IsolationDep,
 ) -> Response:
+    """Remove one namespace isolation policy; an unknown name is not an error."""
     await isolation.delete_policy(cluster, policyName)
     return Response(status_code=204)

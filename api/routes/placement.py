@@ -7,14 +7,60 @@ Mounted after the namespaces router, so no upstream `/admin/v2/namespaces/...` p
 from __future__ import annotations
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 from api.deps import LintDep, PlacementDep
+from api.params import NamespaceName, TenantName
 from api.services.placement import Sizes
 from placement import Explanation, PlacementConfig
 from placement import lint as lint_rules
 
 router = APIRouter(prefix="/admin/v2", tags=["extensions"])
+
+
+# What the server answers for three registered bookies (two in `group-ssd`, one ungrouped), a
+# rack entry for an unregistered one, and a namespace with strict affinity to `group-ssd`.
+EXAMPLE_PREVIEW: JsonDict = {
+    "ensemble": [
+        {"bookieId": "10.0.0.8:3181", "group": "group-ssd", "rack": "/rack3", "source": "primary"},
+        {"bookieId": "10.0.0.7:3181", "group": "group-ssd", "rack": "/rack2", "source": "primary"},
+    ],
+    "adherence": "MEETS_STRICT",
+    "reasons": ["every write quorum spans >= 2 racks"],
+    "excluded": [
+        {"bookieId": "10.0.0.5:3181", "reason": "not registered (listed in the rack map only)"},
+        {"bookieId": "10.0.0.9:3181", "reason": "ungrouped, not allowed under strict isolation"},
+        {"bookieId": "127.0.0.1:3181", "reason": "other group 'default'"},
+    ],
+    "policy": {
+        "mode": "rack-aware",
+        "ensembleSize": 2,
+        "writeQuorum": 2,
+        "ackQuorum": 2,
+        "minNumRacksPerWriteQuorum": 2,
+        "enforceMinNumRacksPerWriteQuorum": False,
+        "diskWeightBasedPlacementEnabled": False,
+        "isolation": {"primary": ["group-ssd"], "secondary": [], "strict": True},
+    },
+}
+EXAMPLE_LINT: JsonDict = {
+    "warnings": [
+        {
+            "kind": "unracked-bookie",
+            "bookieId": "10.0.0.9:3181",
+            "message": "Bookie 10.0.0.9:3181 is registered but has no rack information; it is "
+            "placed on /default-rack",
+        },
+        {
+            "kind": "unregistered-rack-entry",
+            "bookieId": "10.0.0.5:3181",
+            "group": "default",
+            "message": "Rack map lists bookie 10.0.0.5:3181 (group 'default') but it is not "
+            "registered",
+        },
+    ]
+}
 
 
 class PreviewBookie(BaseModel):
@@ -47,6 +93,8 @@ class PreviewPolicy(BaseModel):
 
 
 class PlacementPreview(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_PREVIEW]})
+
     ensemble: list[PreviewBookie]
     adherence: str = Field(description="MEETS_STRICT, MEETS_SOFT or FAIL (a best effort)")
     reasons: list[str] = Field(description="Why the ensemble is graded as it is")
@@ -95,6 +143,8 @@ class LintWarning(BaseModel):
 
 
 class LintReport(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_LINT]})
+
     warnings: list[LintWarning]
 
 
@@ -130,8 +180,8 @@ LINT_DESCRIPTION = (
     },
 )
 async def get_placement_preview(
-    tenant: str,
-    namespace: str,
+    tenant: TenantName,
+    namespace: NamespaceName,
     placement: PlacementDep,
     ensembleSize: int | None = Query(default=None, description=SIZE_HELP.format("EnsembleSize")),
     writeQuorum: int | None = Query(default=None, description=SIZE_HELP.format("WriteQuorum")),

@@ -8,6 +8,8 @@ from fastapi import APIRouter, Body, Query, Response
 
 from api.deps import TenantsDep
 from api.models import TenantInfo
+from api.params import TenantName
+from api.response_shapes import TenantNames
 
 router = APIRouter(prefix="/admin/v2/tenants", tags=["tenants"])
 
@@ -21,9 +23,10 @@ def errors(reasons: dict[int, str]) -> dict[int | str, dict[str, Any]]:
     "",
     operation_id="getTenants",
     summary="Get the list of existing tenants.",
-    response_model=list[str],
+    response_model=TenantNames,
 )
 async def get_tenants(tenants: TenantsDep) -> list[str]:
+    """Names of all tenants."""
     return await tenants.list()
 
 
@@ -34,7 +37,8 @@ async def get_tenants(tenants: TenantsDep) -> list[str]:
     response_model=TenantInfo,
     responses=errors({404: "Tenant does not exist"}),
 )
-async def get_tenant_admin(tenant: str, tenants: TenantsDep) -> Response:
+async def get_tenant_admin(tenant: TenantName, tenants: TenantsDep) -> Response:
+    """A tenant's admin roles and the clusters its namespaces may use."""
     info = await tenants.get(tenant)
     return Response(info.to_bytes(), media_type="application/json")
 
@@ -57,8 +61,13 @@ async def get_tenant_admin(tenant: str, tenants: TenantsDep) -> Response:
     ),
 )
 async def create_tenant(
-    tenant: str, tenants: TenantsDep, info: TenantInfo | None = Body(default=None)
+    tenant: TenantName, tenants: TenantsDep, info: TenantInfo | None = Body(default=None)
 ) -> Response:
+    """Create a tenant with its admin roles and allowed clusters.
+
+    `allowedClusters` must be non-empty, without blank names, and name existing clusters; admin
+    roles may not start or end with whitespace (412 otherwise).
+    """
     await tenants.create(tenant, info)
     return Response(status_code=204)
 
@@ -82,7 +91,7 @@ async def create_tenant(
     ),
 )
 async def update_tenant(
-    tenant: str, tenants: TenantsDep, info: TenantInfo | None = Body(default=None)
+    tenant: TenantName, tenants: TenantsDep, info: TenantInfo | None = Body(default=None)
 ) -> Response:
     await tenants.update(tenant, info)
     return Response(status_code=204)
@@ -105,9 +114,12 @@ async def update_tenant(
     ),
 )
 async def delete_tenant(
-    tenant: str,
+    tenant: TenantName,
     tenants: TenantsDep,
     force: bool = Query(default=False, description="Delete the tenant's namespaces too"),
 ) -> Response:
+    """Remove a tenant. It must have no namespaces, unless `force` (allowed only with
+    the broker's `forceDeleteTenantAllowed`) deletes them too.
+    """
     await tenants.delete(tenant, force)
     return Response(status_code=204)
