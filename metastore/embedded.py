@@ -116,13 +116,12 @@ class EmbeddedEtcd:
                 raise RuntimeError(
                     f"etcd exited with {self.process.returncode}; see {self.data_dir}/etcd.log"
                 )
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.client_port), timeout=0.2),
-            ):
+            # Listening is not enough: until etcd has elected itself leader, calls fail with
+            # ConnectionFailedError (each cache's first load then logs a spurious "watch lost").
+            if self._healthy():
                 return
             time.sleep(0.05)
-        raise RuntimeError(f"etcd did not listen on {self.client_port} within {timeout}s")
+        raise RuntimeError(f"etcd did not become healthy on {self.client_port} within {timeout}s")
 
     def _healthy(self) -> bool:
         """etcd's own /health: listening is not enough, it must have a leader and serve."""
