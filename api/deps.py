@@ -17,6 +17,7 @@ from api.services.namespace_policies import NamespacePolicyService
 from api.services.namespaces import NamespaceService
 from api.services.placement import PlacementService
 from api.services.racks import RackService
+from api.services.replication import ReplicationService
 from api.services.tenants import TenantService
 from api.settings import Settings
 from api.state import AppState
@@ -59,6 +60,11 @@ async def get_namespace_policies(request: Request) -> NamespacePolicyService:
     return NamespacePolicyService(state.store, state.settings)
 
 
+async def get_replication(request: Request) -> ReplicationService:
+    state = app_state(request)
+    return ReplicationService(state.store, state.settings)
+
+
 async def get_clusters(request: Request) -> ClusterService:
     return ClusterService(app_state(request).store)
 
@@ -90,6 +96,7 @@ RacksDep = Annotated[RackService, Depends(get_racks)]
 TenantsDep = Annotated[TenantService, Depends(get_tenants)]
 NamespacesDep = Annotated[NamespaceService, Depends(get_namespaces)]
 NamespacePoliciesDep = Annotated[NamespacePolicyService, Depends(get_namespace_policies)]
+ReplicationDep = Annotated[ReplicationService, Depends(get_replication)]
 ClustersDep = Annotated[ClusterService, Depends(get_clusters)]
 IsolationDep = Annotated[IsolationService, Depends(get_isolation)]
 PlacementDep = Annotated[PlacementService, Depends(get_placement)]

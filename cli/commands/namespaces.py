@@ -1,6 +1,6 @@
-"""`pulsar-admin namespaces`: create/list/delete, anti-affinity, bookie affinity (with the
-`--strict` extension) and persistence (`/admin/v2/namespaces`, plus the one v1 path the Java
-CLI uses for `get-anti-affinity-namespaces`)."""
+"""`pulsar-admin namespaces`: create/list/delete, replication clusters, anti-affinity, bookie
+affinity (with the `--strict` extension) and persistence (`/admin/v2/namespaces`, plus the one
+v1 path the Java CLI uses for `get-anti-affinity-namespaces`)."""
 
 from __future__ import annotations
 
@@ -111,6 +111,38 @@ def delete_namespace(
 def get_policies(ctx: typer.Context, namespace: Namespace, output: Output = None) -> JsonResult:
     """Get the configuration policies of a namespace, as JSON (Policies)."""
     return JsonResult(as_read_policies(admin(ctx).get_json(ns_path(namespace))))
+
+
+# -- replication clusters -----------------------------------------------------------------------
+
+
+def java_split(text: str, separator: str) -> list[str]:
+    """`String.split`: empty strings at the end are dropped, inner ones kept."""
+    parts = text.split(separator)
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
+@command(app, "set-clusters")
+def set_clusters(
+    ctx: typer.Context,
+    namespace: Namespace,
+    clusters: Annotated[str, typer.Option(
+        "-c", "--clusters", show_default=False,
+        help="Replication Cluster Ids list (comma separated values)")],
+    output: Output = None,
+) -> None:  # fmt: skip
+    """Set replication clusters for a namespace."""
+    body = hash_set_order(java_split(clusters, ","), copied=True)
+    admin(ctx).post(ns_path(namespace, "replication"), body)
+
+
+@command(app, "get-clusters")
+def get_clusters(ctx: typer.Context, namespace: Namespace, output: Output = None) -> LinesResult:
+    """Get replication clusters for a namespace, one per line."""
+    found = admin(ctx).get_json(ns_path(namespace, "replication")) or []
+    return LinesResult(hash_set_order(found))
 
 
 # -- anti-affinity ------------------------------------------------------------------------------

@@ -114,7 +114,10 @@ def test_usage_errors_exit_1(tmp_path: Path) -> None:
 
 
 def test_no_admin_url(tmp_path: Path) -> None:
-    assert failed(run_cli("bookies", "list-bookies", cwd=tmp_path)) == (
+    conf = tmp_path / "client.conf"
+    conf.write_text("webServiceUrl=\nserviceUrl=\n")
+    env = clean_env(PULSAR_CLIENT_CONF=str(conf))
+    assert failed(run_cli("bookies", "list-bookies", env=env, cwd=tmp_path)) == (
         "Can't find any admin url to use\n"
     )
 
