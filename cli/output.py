@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TextIO
 
-import yaml
-
 from cli.javafmt import JavaType, java_double
 
 
@@ -211,6 +209,8 @@ def render(result: Result, fmt: OutputFormat) -> str:
     if fmt is OutputFormat.json:
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     if fmt is OutputFormat.yaml:
+        import yaml
+
         return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True,
                                   default_flow_style=False))  # fmt: skip
     if isinstance(result, MapResult) and result.table_rows is not None:
