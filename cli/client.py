@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
 from cli.auth import auth_headers
@@ -47,12 +46,11 @@ def path(*segments: str) -> str:
     return "/" + "/".join(segment(s) for s in segments)
 
 
-@dataclass(frozen=True)
-class Response:
+class Response(NamedTuple):
     status_code: int
     reason_phrase: str
     content: bytes
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str]
 
     @property
     def text(self) -> str:

@@ -17,8 +17,8 @@ over the file.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from cli.errors import ConfigError
 
@@ -30,8 +30,7 @@ DEFAULT_ADMIN_URL = "http://localhost:8080/"
 DEFAULT_REQUEST_TIMEOUT_SECONDS = 300  # PulsarAdminImpl.DEFAULT_REQUEST_TIMEOUT_SECONDS
 
 
-@dataclass(frozen=True)
-class ClientConfig:
+class ClientConfig(NamedTuple):
     admin_url: str | None = None
     auth_plugin: str | None = None
     auth_params: str | None = None
@@ -42,8 +41,7 @@ class ClientConfig:
     request_timeout: int = DEFAULT_REQUEST_TIMEOUT_SECONDS
 
 
-@dataclass(frozen=True)
-class GlobalFlags:
+class GlobalFlags(NamedTuple):
     """The global options as typed; None means "not given" (so the file's value stays)."""
 
     admin_url: str | None = None

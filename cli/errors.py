@@ -17,7 +17,6 @@ and every failure exits with status 1 (the Java tool maps any non-zero result to
 
 from __future__ import annotations
 
-import traceback
 from typing import TextIO
 
 FAILURE = 1
@@ -68,7 +67,9 @@ def report(exc: BaseException, err: TextIO) -> int:
             err.write(exc.usage if exc.usage.endswith("\n") else exc.usage + "\n")
     elif isinstance(exc, CliError):
         err.write(f"{exc.message}\n")
-    elif not _click_error(exc, err):
+    elif not _click_error(exc, err):  # upstream prints the stack trace of anything unexpected
+        import traceback
+
         err.write("".join(traceback.format_exception(exc)))
     return FAILURE
 

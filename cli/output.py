@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from cli.javafmt import JavaType, java_double
 
@@ -37,26 +36,26 @@ class OutputFormat(StrEnum):
 Rows = list[dict[str, Any]]
 
 
-@dataclass(frozen=True)
-class JsonResult:
+# Immutable records as NamedTuples, not dataclasses: building a dataclass at import costs
+# more than the rest of this module (pulsar-admin's start-up is mostly imports).
+
+
+class JsonResult(NamedTuple):
     value: Any
 
 
-@dataclass(frozen=True)
-class TextResult:
+class TextResult(NamedTuple):
     text: str | None
 
 
-@dataclass(frozen=True)
-class LinesResult:
+class LinesResult(NamedTuple):
     items: Sequence[Any]
 
 
-@dataclass(frozen=True)
-class MapResult:
+class MapResult(NamedTuple):
     entries: Mapping[str, Any]
     value_type: JavaType
-    table_rows: Callable[[Mapping[str, Any]], Rows] | None = field(default=None, compare=False)
+    table_rows: Callable[[Mapping[str, Any]], Rows] | None = None
 
 
 Result = JsonResult | TextResult | LinesResult | MapResult | None
