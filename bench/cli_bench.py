@@ -2,10 +2,11 @@
 
 Each round runs, in turn, `python -c pass` (the baseline: the same interpreter with the same
 site-packages, so the project's editable-install hook is in both), `pulsar-admin --version`
-and a few GET commands (the fast path's, and one that needs the Typer app) against a real server (an embedded etcd and `python -m api` on free
-ports). The rounds interleave the commands so that load from elsewhere on the machine falls on
-all of them alike; the report gives each command's median and its ratio to the baseline's
-median. Run it alone: `python -m bench.cli_bench [--rounds 30]`.
+and a few GET commands (the fast path's, and one that needs the Typer app) against a real
+server (an embedded etcd and `python -m api` on free ports). The rounds interleave the
+commands so that load from elsewhere on the machine falls on all of them alike; the report
+gives each command's median and its ratio to the baseline's median. Run it alone:
+`python -m bench.cli_bench [--rounds 30]`.
 """
 
 from __future__ import annotations
