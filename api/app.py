@@ -5,6 +5,7 @@ import."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -67,6 +68,8 @@ def create_app(settings: Settings) -> FastAPI:
         finally:
             if initializing is not None:
                 initializing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await initializing
             await state.stop()
 
     app = FastAPI(

@@ -107,6 +107,9 @@ async def keep_initializing(
             log.warning("cluster metadata not initialised yet (%s); retrying in %.1fs", exc, delay)
             await asyncio.sleep(delay)
             continue
+        except Exception:  # e.g. an unreadable tenant document: say so, serve anyway
+            log.exception("cluster metadata not initialised")
+            return Initialised(())
         if done.created:
             log.info("initialised cluster metadata: created %s", ", ".join(done.created))
         return done
