@@ -29,9 +29,10 @@ bench: system-deps $(VENV)/.installed-test
 openapi: $(VENV)/.installed
 	$(PY) -m api.openapi_export > openapi.yaml
 
-# etcd (the metadata store) and Java 17 (for the Spark pipeline) from Debian when missing.
+# etcd (the metadata store), etcdctl (the README's examples) and Java 17 (for the Spark pipeline) from Debian when missing.
 system-deps:
 	@command -v etcd >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; }
+	@command -v etcdctl >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-client; }
 	@command -v java >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jre-headless; }
 	@command -v chromium >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 

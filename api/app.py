@@ -4,6 +4,8 @@ import."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -18,6 +20,7 @@ from api.errors import install_error_handlers
 from api.hot_path import RackWriteHotPath
 from api.openapi_doc import OpenApiApp
 from api.routes import ROUTERS
+from api.services.cluster_metadata import Initialised, keep_initializing
 from api.settings import Settings
 from api.state import AppState
 from metastore.store import MetadataStore, parse_metadata_store_url
@@ -40,6 +43,15 @@ def request_timeout(settings: Settings) -> float:
     return float(settings.metadataStoreOperationTimeoutSeconds)
 
 
+def start_cluster_metadata(
+    store: MetadataStore, settings: Settings
+) -> asyncio.Task[Initialised] | None:
+    """The first-start metadata of `pulsar standalone` (off with initializeClusterMetadata)."""
+    if not settings.initializeClusterMetadata:
+        return None
+    return asyncio.create_task(keep_initializing(store, settings), name="cluster metadata")
+
+
 def create_app(settings: Settings) -> FastAPI:
     if not settings.metadataStoreUrl:
         raise ValueError("create_app needs settings.metadataStoreUrl (python -m api starts etcd)")
@@ -51,9 +63,16 @@ def create_app(settings: Settings) -> FastAPI:
         state = AppState.build(settings, store)
         await state.start()
         app.state.pulsar = state
+        initializing = start_cluster_metadata(store, settings)
+        if initializing is not None:  # normally done at once; else it goes on in the background
+            await asyncio.wait({initializing}, timeout=timeout)
         try:
             yield
         finally:
+            if initializing is not None:
+                initializing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await initializing
             await state.stop()
 
     app = OpenApiApp(

@@ -18,6 +18,7 @@ from api.services.namespace_policies import NamespacePolicyService
 from api.services.namespaces import NamespaceService
 from api.services.placement import PlacementService
 from api.services.racks import RackService
+from api.services.replication import ReplicationService
 from api.services.tenants import TenantService
 from api.settings import Settings
 from api.state import AppState
@@ -60,6 +61,11 @@ async def get_namespace_policies(request: Request) -> NamespacePolicyService:
     return app_state(request).services.namespace_policies
 
 
+async def get_replication(request: Request) -> ReplicationService:
+    state = app_state(request)
+    return ReplicationService(state.store, state.settings)
+
+
 async def get_clusters(request: Request) -> ClusterService:
     return app_state(request).services.clusters
 
@@ -86,6 +92,7 @@ RacksDep = Annotated[RackService, Depends(get_racks)]
 TenantsDep = Annotated[TenantService, Depends(get_tenants)]
 NamespacesDep = Annotated[NamespaceService, Depends(get_namespaces)]
 NamespacePoliciesDep = Annotated[NamespacePolicyService, Depends(get_namespace_policies)]
+ReplicationDep = Annotated[ReplicationService, Depends(get_replication)]
 ClustersDep = Annotated[ClusterService, Depends(get_clusters)]
 IsolationDep = Annotated[IsolationService, Depends(get_isolation)]
 PlacementDep = Annotated[PlacementService, Depends(get_placement)]

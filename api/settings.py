@@ -28,7 +28,13 @@ class Settings:
     webServicePort: int = 8080
     bindAddress: str = "0.0.0.0"
     advertisedAddress: str = "localhost"
+    brokerServicePort: int = 6650
     dataDir: str = "data"
+    # Ours (Pulsar has no such keys): see README "Configuration".
+    initializeClusterMetadata: bool = True
+    accessLogEnabled: bool = True
+    embeddedEtcdClientPort: int = 2379
+    embeddedEtcdPeerPort: int = 2380
 
     authenticationEnabled: bool = False
     authorizationEnabled: bool = False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import api_bench, placement_bench
+from bench import api_bench, cli_bench, placement_bench
 
 
 def main() -> None:
@@ -11,6 +11,9 @@ def main() -> None:
     print()
     print("## Placement")
     placement_bench.main([])
+    print()
+    print("## pulsar-admin start-up (whole process, against python -c pass)")
+    print(cli_bench.report(cli_bench.run()))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ with a `token` key, or the bare token) sends `Authorization: Bearer <jwt>`.
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -68,6 +67,7 @@ def auth_headers(plugin: str | None, params: str | None) -> dict[str, str]:
     if _plugin_is(plugin, BASIC_PLUGIN):
         values = _key_values(params or "")
         credentials = f"{values.get('userId', '')}:{values.get('password', '')}"
+        import base64
         return {"Authorization": "Basic " + base64.b64encode(credentials.encode()).decode()}
     raise ConfigError(f"Unsupported authentication plugin: {plugin}")
 

@@ -1,30 +1,40 @@
-"""The admin REST client: httpx underneath, Pulsar's error semantics on top.
+"""The admin REST client: HTTP/1.1 over a plain socket underneath, Pulsar's error semantics
+on top.
 
 Every call goes to `<admin-url>/admin/v2/...` (or `/admin/...` for the one v1 path) with the
 authentication headers of the configured plugin. An error status raises
 `AdminError(status, reason)` with the server's `{"reason": ...}` (or `HTTP <code> <text>` when
 the body is something else, as the Java client falls back to the JAX-RS message); no response
-at all raises `ConnectError`. A 204 or empty body reads as `None`.
+at all raises `ConnectError`. A 204 or empty body reads as `None`. Redirects are not followed.
+
+Why not httpx, or even `http.client`: importing httpx costs more than twice the start-up of
+the interpreter itself, `http.client` (with the `email` parser and `ssl` it pulls in) half of
+it, and a `pulsar-admin` call is one or two requests, each on its own connection
+(`Connection: close`): a request line, headers and a body out, a status line, headers and a
+body (`Content-Length`, chunked or until close) back. `ssl` is imported only for an https
+admin URL.
 """
 
 from __future__ import annotations
 
 import json
-import ssl
 from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Any
-from urllib.parse import quote
-
-import httpx
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import quote, urlencode, urlsplit
 
 from cli.auth import auth_headers
 from cli.config import ClientConfig
 from cli.errors import AdminError, ConfigError, ConnectError
 
+if TYPE_CHECKING:
+    import socket
+    import ssl
+
 V2 = "/admin/v2"
 NO_ADMIN_URL = "Can't find any admin url to use"
 Params = Mapping[str, str | int | bool]
+USER_AGENT = "pulsar-admin (pulsar-isolation)"
 
 
 def segment(value: str) -> str:
@@ -36,7 +46,21 @@ def path(*segments: str) -> str:
     return "/" + "/".join(segment(s) for s in segments)
 
 
-def reason_of(response: httpx.Response) -> str:
+class Response(NamedTuple):
+    status_code: int
+    reason_phrase: str
+    content: bytes
+    headers: Mapping[str, str]
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+def reason_of(response: Response) -> str:
     try:
         body = response.json()
     except ValueError:
@@ -52,6 +76,8 @@ def reason_of(response: httpx.Response) -> str:
 
 def tls_verification(config: ClientConfig) -> ssl.SSLContext:
     """The Java client's defaults: verify the chain, hostname check only when enabled."""
+    import ssl
+
     context = ssl.create_default_context(cafile=config.tls_trust_cert_path)
     context.check_hostname = config.tls_enable_hostname_verification
     if config.tls_allow_insecure:
@@ -60,26 +86,90 @@ def tls_verification(config: ClientConfig) -> ssl.SSLContext:
     return context
 
 
+def _read_all(sock: socket.socket) -> bytes:
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _dechunk(body: bytes) -> bytes:
+    out: list[bytes] = []
+    index = 0
+    while True:
+        end = body.index(b"\r\n", index)
+        size = int(body[index:end].split(b";")[0], 16)
+        if size == 0:
+            return b"".join(out)
+        out.append(body[end + 2 : end + 2 + size])
+        index = end + 2 + size + 2
+
+
+def parse_response(raw: bytes, method: str) -> Response:
+    """An HTTP/1.1 response read until the server closed the connection."""
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status_line = lines[0].split(" ", 2)
+    if not sep or len(status_line) < 2 or not status_line[0].startswith("HTTP/"):
+        raise ConnectError(f"Malformed response from the admin service: {lines[0][:80]!r}")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    try:
+        status = int(status_line[1])
+        if method == "HEAD" or status in (204, 304):
+            body = b""
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
+            body = _dechunk(body)
+        elif "content-length" in headers:
+            body = body[: int(headers["content-length"])]
+    except ValueError as exc:
+        raise ConnectError(f"Malformed response from the admin service: {exc}") from exc
+    reason = status_line[2] if len(status_line) > 2 else ""
+    return Response(status, reason, body, headers)
+
+
+def query(params: Params) -> str:
+    """`?a=b&...`, booleans as `true`/`false` (as the Java client sends them)."""
+    pairs = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items()]
+    return "?" + urlencode(pairs)
+
+
 class AdminClient:
-    def __init__(self, config: ClientConfig, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, config: ClientConfig) -> None:
         if not config.admin_url:
             raise ConfigError(NO_ADMIN_URL)
+        self.config = config
         self.base_url = config.admin_url.rstrip("/")
-        headers = {"Accept": "application/json", **auth_headers(config.auth_plugin,
-                                                                 config.auth_params)}  # fmt: skip
-        verify: ssl.SSLContext | bool = (
-            tls_verification(config) if self.base_url.startswith("https:") else True
-        )
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(config.request_timeout),
-            verify=verify,
-            transport=transport,
-        )
+        self.headers = {
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+            **auth_headers(config.auth_plugin, config.auth_params),
+        }
 
     def close(self) -> None:
-        self._http.close()
+        """Nothing to release: every request uses its own connection."""
+
+    def _target(self) -> tuple[str, str, int, bool]:
+        """(path prefix, host, port, tls) of the admin URL."""
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConnectError(f"Unsupported admin URL: {self.config.admin_url}")
+        tls = parts.scheme == "https"
+        try:
+            port = parts.port or (443 if tls else 80)
+        except ValueError as exc:
+            raise ConnectError(f"Unsupported admin URL: {self.config.admin_url}") from exc
+        return parts.path.rstrip("/"), parts.hostname, port, tls
+
+    def _open(self, host: str, port: int, tls: bool) -> socket.socket:
+        import socket
+
+        sock = socket.create_connection((host, port), timeout=float(self.config.request_timeout))
+        if tls:
+            return tls_verification(self.config).wrap_socket(sock, server_hostname=host)
+        return sock
 
     def request(
         self,
@@ -89,25 +179,35 @@ class AdminClient:
         params: Params | None = None,
         json_body: Any = None,
         text_body: str | None = None,
-    ) -> httpx.Response:
+    ) -> Response:
         """Send; raise AdminError for an error status and ConnectError for no response."""
-        content: bytes | None = None
-        headers: dict[str, str] = {}
+        content = b""
+        headers = dict(self.headers)
         if text_body is not None:
             content = text_body.encode()
             headers["Content-Type"] = "application/json"
         elif json_body is not None:
             content = json.dumps(json_body, separators=(",", ":"), ensure_ascii=False).encode()
             headers["Content-Type"] = "application/json"
+        prefix, host, port, tls = self._target()
+        default_port = 443 if tls else 80
+        headers["Host"] = host if port == default_port else f"{host}:{port}"
+        headers["Connection"] = "close"
+        if content or method in ("POST", "PUT", "PATCH"):
+            headers["Content-Length"] = str(len(content))
+        target = prefix + url + (query(params) if params else "")
+        head = f"{method} {target} HTTP/1.1\r\n" + "".join(
+            f"{name}: {value}\r\n" for name, value in headers.items()
+        )
         try:
-            response = self._http.request(
-                method, url, params=dict(params) if params else None, content=content,
-                headers=headers,
-            )  # fmt: skip
-        except httpx.TimeoutException as exc:
+            with self._open(host, port, tls) as sock:
+                sock.sendall(head.encode("latin-1") + b"\r\n" + content)
+                raw = _read_all(sock)
+        except TimeoutError as exc:
             raise ConnectError(f"Request to {self.base_url}{url} timed out: {exc}") from exc
-        except httpx.TransportError as exc:
+        except OSError as exc:
             raise ConnectError(f"{type(exc).__name__}: {exc}") from exc
+        response = parse_response(raw, method)
         if response.status_code >= 400:
             raise AdminError(response.status_code, reason_of(response))
         return response
@@ -137,4 +237,15 @@ class AdminClient:
         self.request("DELETE", url, params=params)
 
 
-__all__ = ["NO_ADMIN_URL", "V2", "AdminClient", "path", "reason_of", "segment", "tls_verification"]
+__all__ = [
+    "NO_ADMIN_URL",
+    "V2",
+    "AdminClient",
+    "Response",
+    "parse_response",
+    "path",
+    "query",
+    "reason_of",
+    "segment",
+    "tls_verification",
+]

@@ -1,27 +1,36 @@
 """Client settings: `client.conf` (a Java properties file) overlaid by global flags.
 
-The file is `$PULSAR_CLIENT_CONF` when set, else `conf/client.conf` if it exists (what
-`bin/pulsar-admin` passes to the Java tool). Keys are Pulsar's: `webServiceUrl` (falling
-back to the legacy `serviceUrl` when blank), `authPlugin`, `authParams`,
-`tlsAllowInsecureConnection`, `tlsTrustCertsFilePath`, `tlsEnableHostnameVerification`,
-`webserviceTlsProvider`. A flag given on the command line wins over the file.
+Which file: the Java tool gets `$PULSAR_CLIENT_CONF`, else `$PULSAR_HOME/conf/client.conf`,
+from its launcher script (`bin/pulsar-admin`, with PULSAR_HOME defaulting to the
+installation). Without a launcher we look, in order, for the first file that exists of
+`$PULSAR_CLIENT_CONF` (given but missing is an error, as in Java), `$PULSAR_HOME/conf/client.conf`,
+`./conf/client.conf` (running from an installation directory) and the installation's own
+`conf/client.conf` (next to the `cli` package: the repository's `conf/`). With no file at all
+the admin URL is `http://localhost:8080/`, what a Pulsar installation's client.conf says.
+
+Keys are Pulsar's: `webServiceUrl` (falling back to the legacy `serviceUrl` when blank),
+`authPlugin`, `authParams`, `tlsAllowInsecureConnection`, `tlsTrustCertsFilePath`,
+`tlsEnableHostnameVerification`, `webserviceTlsProvider`. A flag given on the command line wins
+over the file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from cli.errors import ConfigError
 
 CONF_ENV = "PULSAR_CLIENT_CONF"
+HOME_ENV = "PULSAR_HOME"
 DEFAULT_CONF = Path("conf/client.conf")
+INSTALL_CONF = Path(__file__).resolve().parent.parent / DEFAULT_CONF
+DEFAULT_ADMIN_URL = "http://localhost:8080/"
 DEFAULT_REQUEST_TIMEOUT_SECONDS = 300  # PulsarAdminImpl.DEFAULT_REQUEST_TIMEOUT_SECONDS
 
 
-@dataclass(frozen=True)
-class ClientConfig:
+class ClientConfig(NamedTuple):
     admin_url: str | None = None
     auth_plugin: str | None = None
     auth_params: str | None = None
@@ -32,8 +41,7 @@ class ClientConfig:
     request_timeout: int = DEFAULT_REQUEST_TIMEOUT_SECONDS
 
 
-@dataclass(frozen=True)
-class GlobalFlags:
+class GlobalFlags(NamedTuple):
     """The global options as typed; None means "not given" (so the file's value stays)."""
 
     admin_url: str | None = None
@@ -111,13 +119,19 @@ def parse_properties(text: str) -> dict[str, str]:
     return properties
 
 
-def conf_path(env: Mapping[str, str], cwd: Path) -> Path | None:
-    """The client.conf to read: `$PULSAR_CLIENT_CONF` (must exist), else `conf/client.conf`."""
+def conf_path(
+    env: Mapping[str, str], cwd: Path, install_conf: Path | None = INSTALL_CONF
+) -> Path | None:
+    """The client.conf to read (see the module docstring); None when there is none."""
     configured = env.get(CONF_ENV)
     if configured:
         return Path(configured)
-    default = cwd / DEFAULT_CONF
-    return default if default.is_file() else None
+    home = env.get(HOME_ENV)
+    candidates = [Path(home) / DEFAULT_CONF] if home else []
+    candidates.append(cwd / DEFAULT_CONF)
+    if install_conf is not None:
+        candidates.append(install_conf)
+    return next((path for path in candidates if path.is_file()), None)
 
 
 def read_conf(path: Path | None) -> dict[str, str]:
@@ -167,13 +181,20 @@ def resolve(flags: GlobalFlags, properties: Mapping[str, str]) -> ClientConfig:
     )
 
 
-def load(flags: GlobalFlags, env: Mapping[str, str], cwd: Path) -> ClientConfig:
-    return resolve(flags, read_conf(conf_path(env, cwd)))
+def load(
+    flags: GlobalFlags, env: Mapping[str, str], cwd: Path, install_conf: Path | None = INSTALL_CONF
+) -> ClientConfig:
+    path = conf_path(env, cwd, install_conf)
+    properties = {"webServiceUrl": DEFAULT_ADMIN_URL} if path is None else read_conf(path)
+    return resolve(flags, properties)
 
 
 __all__ = [
     "CONF_ENV",
+    "DEFAULT_ADMIN_URL",
     "DEFAULT_REQUEST_TIMEOUT_SECONDS",
+    "HOME_ENV",
+    "INSTALL_CONF",
     "ClientConfig",
     "GlobalFlags",
     "conf_path",

@@ -17,10 +17,7 @@ and every failure exits with status 1 (the Java tool maps any non-zero result to
 
 from __future__ import annotations
 
-import traceback
 from typing import TextIO
-
-from cli.clickcompat import ClickException, UsageError
 
 FAILURE = 1
 
@@ -68,17 +65,29 @@ def report(exc: BaseException, err: TextIO) -> int:
         err.write(f"{exc.message}\n")
         if exc.usage:
             err.write(exc.usage if exc.usage.endswith("\n") else exc.usage + "\n")
-    elif isinstance(exc, UsageError):
+    elif isinstance(exc, CliError):
+        err.write(f"{exc.message}\n")
+    elif not _click_error(exc, err):  # upstream prints the stack trace of anything unexpected
+        import traceback
+
+        err.write("".join(traceback.format_exception(exc)))
+    return FAILURE
+
+
+def _click_error(exc: BaseException, err: TextIO) -> bool:
+    """Click's own errors (usage, bad parameters): imported only when one is possible, as
+    a command that never reaches Typer has none."""
+    from cli.clickcompat import ClickException, UsageError
+
+    if isinstance(exc, UsageError):
         err.write(f"{exc.format_message()}\n")
         if exc.ctx is not None:
             err.write(exc.ctx.get_help() + "\n")
-    elif isinstance(exc, CliError):
-        err.write(f"{exc.message}\n")
-    elif isinstance(exc, ClickException):
+        return True
+    if isinstance(exc, ClickException):
         err.write(f"{exc.format_message()}\n")
-    else:  # upstream prints the stack trace of anything unexpected
-        err.write("".join(traceback.format_exception(exc)))
-    return FAILURE
+        return True
+    return False
 
 
 __all__ = [

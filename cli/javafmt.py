@@ -16,9 +16,7 @@ from) and the Java rules the output depends on:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 # -- Java collections and numbers -------------------------------------------------------------
 
@@ -74,6 +72,8 @@ def java_double(value: float) -> str:
         return "Infinity" if value > 0 else "-Infinity"
     if value == 0:
         return "-0.0" if str(value).startswith("-") else "0.0"
+    from decimal import Decimal  # only doubles need it
+
     sign, digit_tuple, exponent = Decimal(repr(value)).normalize().as_tuple()
     digits = "".join(map(str, digit_tuple))
     assert isinstance(exponent, int)
@@ -106,15 +106,13 @@ def java_to_string(value: Any) -> str:
 # -- the client-side classes whose toString pulsar-admin prints --------------------------------
 
 
-@dataclass(frozen=True)
-class JavaField:
+class JavaField(NamedTuple):
     java_name: str
     json_name: str
     kind: JavaClass | str = "value"  # "value", "set" (a HashSet<String>) or a nested class
 
 
-@dataclass(frozen=True)
-class JavaClass:
+class JavaClass(NamedTuple):
     """A Lombok `toString`: `Name(field=value, other=value)`, fields in declaration order."""
 
     name: str
@@ -136,8 +134,7 @@ class JavaClass:
         return f"{self.name}({', '.join(parts)})"
 
 
-@dataclass(frozen=True)
-class JavaMapOf:
+class JavaMapOf(NamedTuple):
     """A `Map<String, V>` value (Jackson's LinkedHashMap): `{k=V.toString(), ...}`."""
 
     value_class: JavaClass

@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TextIO
-
-import yaml
+from typing import Any, NamedTuple, TextIO
 
 from cli.javafmt import JavaType, java_double
 
@@ -39,26 +36,26 @@ class OutputFormat(StrEnum):
 Rows = list[dict[str, Any]]
 
 
-@dataclass(frozen=True)
-class JsonResult:
+# Immutable records as NamedTuples, not dataclasses: building a dataclass at import costs
+# more than the rest of this module (pulsar-admin's start-up is mostly imports).
+
+
+class JsonResult(NamedTuple):
     value: Any
 
 
-@dataclass(frozen=True)
-class TextResult:
+class TextResult(NamedTuple):
     text: str | None
 
 
-@dataclass(frozen=True)
-class LinesResult:
+class LinesResult(NamedTuple):
     items: Sequence[Any]
 
 
-@dataclass(frozen=True)
-class MapResult:
+class MapResult(NamedTuple):
     entries: Mapping[str, Any]
     value_type: JavaType
-    table_rows: Callable[[Mapping[str, Any]], Rows] | None = field(default=None, compare=False)
+    table_rows: Callable[[Mapping[str, Any]], Rows] | None = None
 
 
 Result = JsonResult | TextResult | LinesResult | MapResult | None
@@ -211,6 +208,8 @@ def render(result: Result, fmt: OutputFormat) -> str:
     if fmt is OutputFormat.json:
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     if fmt is OutputFormat.yaml:
+        import yaml
+
         return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True,
                                   default_flow_style=False))  # fmt: skip
     if isinstance(result, MapResult) and result.table_rows is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import logging
 import os
 import shutil
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 from metastore.store import Endpoint
@@ -114,13 +116,21 @@ class EmbeddedEtcd:
                 raise RuntimeError(
                     f"etcd exited with {self.process.returncode}; see {self.data_dir}/etcd.log"
                 )
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.client_port), timeout=0.2),
-            ):
+            # Listening is not enough: until etcd has elected itself leader, calls fail with
+            # ConnectionFailedError (each cache's first load then logs a spurious "watch lost").
+            if self._healthy():
                 return
             time.sleep(0.05)
-        raise RuntimeError(f"etcd did not listen on {self.client_port} within {timeout}s")
+        raise RuntimeError(f"etcd did not become healthy on {self.client_port} within {timeout}s")
+
+    def _healthy(self) -> bool:
+        """etcd's own /health: listening is not enough, it must have a leader and serve."""
+        url = f"http://127.0.0.1:{self.client_port}/health"
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                return bool(json.load(response).get("health") == "true")
+        except (OSError, ValueError):
+            return False
 
     def kill(self) -> None:
         """SIGKILL, as a crash would."""

@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
-from api.deps import NamespacePoliciesDep, NamespacesDep
+from api.deps import NamespacePoliciesDep, NamespacesDep, ReplicationDep
 from api.models import BookieAffinityGroupData, PersistencePolicies, Policies, PulsarModel
 from api.params import AntiAffinityGroupName, ClusterName, NamespaceName, TenantName
-from api.response_shapes import NamespaceNames
+from api.response_shapes import ClusterNames, NamespaceNames
 
 router = APIRouter(prefix="/admin/v2/namespaces", tags=["namespaces"])
 
@@ -343,6 +343,57 @@ async def delete_bookie_affinity_group(
     tenant: TenantName, namespace: NamespaceName, policies: NamespacePoliciesDep
 ) -> Response:
     await policies.delete_bookie_affinity_group(tenant, namespace)
+    return no_content()
+
+
+# -- replication clusters -------------------------------------------------------------------------
+
+
+@router.get(
+    "/{tenant}/{namespace}/replication",
+    operation_id="getNamespaceReplicationClusters",
+    summary="Get the replication clusters for a namespace.",
+    response_model=ClusterNames,
+    responses=errors({404: NOT_FOUND, 412: INVALID_NAME}),
+)
+async def get_namespace_replication_clusters(
+    tenant: TenantName, namespace: NamespaceName, replication: ReplicationDep
+) -> list[str]:
+    """The clusters the namespace's data is replicated to (`replication_clusters` of its
+    policies), as Pulsar answers them: a JSON list of cluster names."""
+    return await replication.clusters(tenant, namespace)
+
+
+@router.post(
+    "/{tenant}/{namespace}/replication",
+    operation_id="setNamespaceReplicationClusters",
+    summary="Set the replication clusters for a namespace.",
+    description=(
+        "The body is the JSON list of cluster names. Each must exist, must not be a peer "
+        "cluster of another listed cluster, and must be allowed by the namespace's "
+        "`allowed_clusters` when set, else by the tenant's `allowedClusters`."
+    ),
+    status_code=204,
+    responses=errors(
+        {
+            403: "Invalid cluster id: <c> / Cluster [<c>] is not in the list of allowed "
+            "clusters list for tenant [<t>]",
+            404: f"{NOT_FOUND} / Tenant does not exist",
+            409: "<c>'s peer-clusters [...] can't be part of replication-clusters [...]",
+            412: "ClusterIds should not be null or empty / Cannot specify global in the list "
+            "of replication clusters / Invalid replication cluster <c>",
+        }
+    ),
+)
+async def set_namespace_replication_clusters(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    replication: ReplicationDep,
+    cluster_ids: list[str] | None = Body(default=None, examples=[["standalone"]]),
+) -> Response:
+    """Replace the namespace's replication clusters with the listed ones (Pulsar's
+    `setNamespaceReplicationClusters`); 204 when stored."""
+    await replication.set_clusters(tenant, namespace, cluster_ids)
     return no_content()
 
 

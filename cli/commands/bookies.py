@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from cli import reads
 from cli.client import V2, path
 from cli.context import admin
 from cli.errors import CliError, ParameterError
 from cli.framework import Output, command, new_group
-from cli.javafmt import BOOKIE_GROUP
-from cli.output import JsonResult, MapResult, Rows, jackson_pretty
+from cli.output import JsonResult, MapResult, jackson_pretty
 
 app = new_group("bookies", "Operations about bookies rack placement")
 
@@ -56,35 +55,25 @@ Hostname = Annotated[
 ]
 
 
-def rack_rows(config: Mapping[str, Any]) -> Rows:
-    """`-o table` for racks-placement: one row per bookie."""
-    return [
-        {"group": group, "bookie": bookie, "rack": info.get("rack"),
-         "hostname": info.get("hostname")}
-        for group, bookies in config.items()
-        for bookie, info in bookies.items()
-    ]  # fmt: skip
-
-
 @command(app, "racks-placement")
 def racks_placement(ctx: typer.Context, output: Output = None) -> MapResult:
     """Gets the rack placement information for all the bookies in the cluster: one line per
     group, `<group>    {<bookie>=BookieInfoImpl(rack=..., hostname=...)}`."""
-    return MapResult(admin(ctx).get_json(RACKS) or {}, BOOKIE_GROUP, table_rows=rack_rows)
+    return reads.racks_placement(admin(ctx))
 
 
 @command(app, "list-bookies")
 def list_bookies(ctx: typer.Context, output: Output = None) -> JsonResult:
     """List bookies: every bookie registered with the metadata store (writable and
     read-only), as JSON `{"bookies" : [ {"bookieId" : "host:port"} ]}`."""
-    return JsonResult(admin(ctx).get_json(f"{V2}/bookies/all"))
+    return reads.list_bookies(admin(ctx))
 
 
 @command(app, "get-bookie-rack")
 def get_bookie_rack(ctx: typer.Context, bookie: Bookie, output: Output = None) -> JsonResult:
     """Gets the rack placement information for a specific bookie in the cluster, as JSON
     `{"rack" : ..., "hostname" : ...}`."""
-    return JsonResult(admin(ctx).get_json(RACKS + path(bookie)))
+    return reads.get_bookie_rack(admin(ctx), bookie)
 
 
 @command(app, "delete-bookie-rack")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from cli.client import V2, path
+from cli import reads
 from cli.context import admin
 from cli.framework import Output, command, new_group, positional
 from cli.output import LinesResult
@@ -19,4 +19,4 @@ Cluster = Annotated[str, positional("cluster-name")]
 @command(app, "list")
 def list_brokers(ctx: typer.Context, cluster: Cluster, output: Output = None) -> LinesResult:
     """List active brokers of the cluster, one `host:port` web-service address per line."""
-    return LinesResult(admin(ctx).get_json(f"{V2}/brokers{path(cluster)}") or [])
+    return reads.list_brokers(admin(ctx), cluster)

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 
+from cli import reads
 from cli.client import V2, AdminClient, path
 from cli.context import admin
 from cli.errors import ParameterError
@@ -99,6 +99,8 @@ ConfigFile = Annotated[Path | None, _text(
 def load_config_file(config_file: Path | None) -> dict[str, Any]:
     if config_file is None:
         return {}
+    import yaml  # only this option needs it (a tenth of pulsar-admin's start-up otherwise)
+
     try:
         loaded = yaml.safe_load(config_file.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -141,17 +143,13 @@ def list_clusters(
     output: Output = None,
 ) -> LinesResult:  # fmt: skip
     """List the existing clusters, one per line (the `global` pseudo-cluster excluded)."""
-    client = admin(ctx)
-    clusters = client.get_json(CLUSTERS) or []
-    runtime = client.get_json(f"{V2}/brokers/configuration/runtime") or {}
-    here = runtime.get("clusterName")
-    return LinesResult([f"{c}(*)" if current and c == here else c for c in clusters])
+    return reads.list_clusters(admin(ctx), current)
 
 
 @command(app, "get")
 def get_cluster(ctx: typer.Context, cluster: Cluster, output: Output = None) -> JsonResult:
     """Get the configuration data for the specified cluster, as JSON (ClusterData)."""
-    return JsonResult(admin(ctx).get_json(CLUSTERS + path(cluster)))
+    return reads.get_cluster(admin(ctx), cluster)
 
 
 def _cluster_command(name: str, method: str, doc: str) -> None:

@@ -1,6 +1,6 @@
-"""`pulsar-admin namespaces`: create/list/delete, anti-affinity, bookie affinity (with the
-`--strict` extension) and persistence (`/admin/v2/namespaces`, plus the one v1 path the Java
-CLI uses for `get-anti-affinity-namespaces`)."""
+"""`pulsar-admin namespaces`: create/list/delete, replication clusters, anti-affinity, bookie
+affinity (with the `--strict` extension) and persistence (`/admin/v2/namespaces`, plus the one
+v1 path the Java CLI uses for `get-anti-affinity-namespaces`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.client import V2, path
+from cli import reads
+from cli.client import path
 from cli.context import admin
 from cli.errors import ParameterError
 from cli.framework import Output, command, new_group, positional
@@ -34,20 +35,8 @@ Namespace = Annotated[
 ]
 
 
-def ns_path(namespace: str, *rest: str) -> str:
-    """`/admin/v2/namespaces/{tenant}/{ns}/...` after checking the `tenant/namespace` form."""
-    parts = namespace.split("/")
-    if len(parts) != 2 or not all(parts):
-        raise ParameterError(f"Invalid namespace name format: {namespace}, "
-                             "expected <tenant>/<namespace>")  # fmt: skip
-    return f"{V2}/namespaces{path(*parts, *rest)}"
-
-
-def as_read_policies(policies: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Policies as the Java client holds them: `replication_clusters` is a HashSet."""
-    if policies is None or not isinstance(policies.get("replication_clusters"), list):
-        return policies
-    return {**policies, "replication_clusters": hash_set_order(policies["replication_clusters"])}
+ns_path = reads.ns_path
+as_read_policies = reads.as_read_policies
 
 
 def as_read_persistence(persistence: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -64,7 +53,7 @@ def as_read_persistence(persistence: dict[str, Any] | None) -> dict[str, Any] | 
 @command(app, "list")
 def list_namespaces(ctx: typer.Context, tenant: Tenant, output: Output = None) -> LinesResult:
     """Get the namespaces for a tenant, one `tenant/namespace` per line."""
-    return LinesResult(admin(ctx).get_json(f"{V2}/namespaces{path(tenant)}") or [])
+    return reads.list_namespaces(admin(ctx), tenant)
 
 
 @command(app, "create")
@@ -110,7 +99,38 @@ def delete_namespace(
 @command(app, "policies")
 def get_policies(ctx: typer.Context, namespace: Namespace, output: Output = None) -> JsonResult:
     """Get the configuration policies of a namespace, as JSON (Policies)."""
-    return JsonResult(as_read_policies(admin(ctx).get_json(ns_path(namespace))))
+    return reads.namespace_policies(admin(ctx), namespace)
+
+
+# -- replication clusters -----------------------------------------------------------------------
+
+
+def java_split(text: str, separator: str) -> list[str]:
+    """`String.split`: empty strings at the end are dropped, inner ones kept."""
+    parts = text.split(separator)
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
+@command(app, "set-clusters")
+def set_clusters(
+    ctx: typer.Context,
+    namespace: Namespace,
+    clusters: Annotated[str, typer.Option(
+        "-c", "--clusters", show_default=False,
+        help="Replication Cluster Ids list (comma separated values)")],
+    output: Output = None,
+) -> None:  # fmt: skip
+    """Set replication clusters for a namespace."""
+    body = hash_set_order(java_split(clusters, ","), copied=True)
+    admin(ctx).post(ns_path(namespace, "replication"), body)
+
+
+@command(app, "get-clusters")
+def get_clusters(ctx: typer.Context, namespace: Namespace, output: Output = None) -> LinesResult:
+    """Get replication clusters for a namespace, one per line."""
+    return reads.namespace_clusters(admin(ctx), namespace)
 
 
 # -- anti-affinity ------------------------------------------------------------------------------

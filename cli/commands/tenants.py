@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli import reads
 from cli.client import V2, path
 from cli.context import admin
 from cli.framework import Output, command, new_group, positional
@@ -52,27 +53,19 @@ def tenant_info(admin_roles: list[str], allowed_clusters: list[str]) -> dict[str
     }
 
 
-def as_read(info: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A TenantInfo as the Java client holds it: both sets in HashSet order."""
-    if info is None:
-        return None
-    shown = dict(info)
-    for key in ("adminRoles", "allowedClusters"):
-        if isinstance(shown.get(key), list):
-            shown[key] = hash_set_order(shown[key])
-    return shown
+as_read = reads.as_read_tenant
 
 
 @command(app, "list")
 def list_tenants(ctx: typer.Context, output: Output = None) -> LinesResult:
     """List the existing tenants, one per line."""
-    return LinesResult(admin(ctx).get_json(f"{V2}/tenants") or [])
+    return reads.list_tenants(admin(ctx))
 
 
 @command(app, "get")
 def get_tenant(ctx: typer.Context, tenant: Tenant, output: Output = None) -> JsonResult:
     """Gets the configuration of a tenant, as JSON (adminRoles, allowedClusters)."""
-    return JsonResult(as_read(admin(ctx).get_json(f"{V2}/tenants{path(tenant)}")))
+    return reads.get_tenant(admin(ctx), tenant)
 
 
 @command(app, "create")

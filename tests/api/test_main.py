@@ -37,7 +37,8 @@ def etcd_pids(data_dir: Path) -> list[int]:
 def start(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PULSAR_")}
     command = [sys.executable, "-m", "api", "--host", "127.0.0.1", "--port", str(port),
-               "--data-dir", str(data_dir)]  # fmt: skip
+               "--data-dir", str(data_dir), "--etcd-client-port", "0",
+               "--etcd-peer-port", "0"]  # fmt: skip
     process = subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/admin/v2/bookies/racks-info"
     wait_until(lambda: httpx.get(url, timeout=1).status_code == 200, timeout=30)

@@ -50,7 +50,7 @@ CliRunner = Callable[..., Run]
 @pytest.fixture
 def cli(server: ServerProcess, clean_store: RawEtcd, tmp_path: Path) -> CliRunner:
     """`cli("bookies", "list-bookies")` runs pulsar-admin --admin-url <server> on an empty
-    store, from an empty directory (so no conf/client.conf is picked up)."""
+    store, from an empty directory (the flag wins over any client.conf)."""
 
     def run(*args: str, env: dict[str, str] | None = None) -> Run:
         return run_cli("--admin-url", server.url, *args, env=env, cwd=tmp_path)

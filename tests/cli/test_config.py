@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from cli.auth import auth_headers
-from cli.config import ClientConfig, GlobalFlags, conf_path, load, parse_properties, resolve
+from cli.config import (
+    INSTALL_CONF,
+    ClientConfig,
+    GlobalFlags,
+    conf_path,
+    load,
+    parse_properties,
+    resolve,
+)
 from cli.errors import ConfigError
 
 TOKEN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
@@ -66,16 +74,32 @@ def test_legacy_service_url_fallback_and_defaults() -> None:
 
 
 def test_conf_location(tmp_path: Path) -> None:
-    assert conf_path({}, tmp_path) is None
+    """$PULSAR_CLIENT_CONF, $PULSAR_HOME/conf, ./conf, the installation's conf; else the
+    default URL."""
+    install = tmp_path / "install.conf"
+    assert conf_path({}, tmp_path, install) is None
+    assert load(GlobalFlags(), {}, tmp_path, install).admin_url == "http://localhost:8080/"
+    install.write_text("webServiceUrl=http://install-conf/\n")
+    assert load(GlobalFlags(), {}, tmp_path, install).admin_url == "http://install-conf/"
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "client.conf").write_text("webServiceUrl=http://default-conf/\n")
-    assert load(GlobalFlags(), {}, tmp_path).admin_url == "http://default-conf/"
+    assert load(GlobalFlags(), {}, tmp_path, install).admin_url == "http://default-conf/"
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "client.conf").write_text("webServiceUrl=http://home-conf/\n")
+    env = {"PULSAR_HOME": str(home)}
+    assert load(GlobalFlags(), env, tmp_path, install).admin_url == "http://home-conf/"
     other = tmp_path / "other.conf"
     other.write_text("webServiceUrl=http://env-conf/\n")
-    env = {"PULSAR_CLIENT_CONF": str(other)}
-    assert load(GlobalFlags(), env, tmp_path).admin_url == "http://env-conf/"
+    env["PULSAR_CLIENT_CONF"] = str(other)
+    assert load(GlobalFlags(), env, tmp_path, install).admin_url == "http://env-conf/"
     with pytest.raises(ConfigError, match=r"missing\.conf"):
         load(GlobalFlags(), {"PULSAR_CLIENT_CONF": str(tmp_path / "missing.conf")}, tmp_path)
+
+
+def test_the_shipped_client_conf_points_at_make_run() -> None:
+    assert INSTALL_CONF.is_file()
+    assert load(GlobalFlags(), {}, INSTALL_CONF.parent).admin_url == "http://localhost:8080/"
 
 
 def test_token_auth_headers(tmp_path: Path) -> None:

@@ -170,3 +170,21 @@ def test_persistence_errors(cli: CliRunner) -> None:
     assert failed(cli("namespaces", "get-persistence", "t1/nope")) == admin_error(
         "Namespace does not exist"
     )
+
+
+def test_set_and_get_clusters(cli: CliRunner, clean_store: RawEtcd) -> None:
+    clean_store.put("/admin/clusters/us-west", {"serviceUrl": "http://w:8080"})
+    ok(cli("clusters", "create", "test", "--url", "http://localhost:8080"))
+    ok(cli("tenants", "create", "t1", "-c", "test,us-west"))
+    ok(cli("namespaces", "create", "t1/ns1", "-c", "us-west"))
+    assert ok(cli("namespaces", "get-clusters", "t1/ns1")) == "us-west\n"
+    assert ok(cli("namespaces", "set-clusters", "t1/ns1", "--clusters", "us-west,test")) == ""
+    # A java.util.HashSet of the two names: "test" hashes before "us-west".
+    assert clean_store.get_json("/admin/policies/t1/ns1")["replication_clusters"] == [
+        "test",
+        "us-west",
+    ]
+    assert ok(cli("namespaces", "get-clusters", "t1/ns1")) == "test\nus-west\n"
+    assert failed(cli("namespaces", "set-clusters", "t1/ns1", "-c", "nope")) == admin_error(
+        "Invalid cluster id: nope"
+    )

@@ -1,0 +1,126 @@
+"""First-start cluster metadata, as `pulsar standalone` creates it (`PulsarStandalone.start` /
+`createNameSpace`): the local cluster with its service URLs, tenant `public` with namespace
+`public/default`, and tenant `pulsar` with the system namespace `pulsar/system`, each tenant
+allowed on the local cluster.
+
+Every document is created only when absent (an etcd create-if-absent transaction), never
+overwritten: a second start, or two servers starting at once against one etcd, leave whatever
+is there. As upstream, a namespace whose tenant exists but does not allow the local cluster is
+skipped with a warning. `initializeClusterMetadata=false` turns all of it off (for an etcd
+shared with other clusters, where an operator creates the metadata).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from api.errors import Forbidden
+from api.models import ClusterData, Policies, TenantInfo
+from api.services.namespaces import NamespaceService
+from api.settings import Settings
+from metastore import errors as store_errors
+from metastore import paths
+from metastore.store import MetadataStore
+
+log = logging.getLogger(__name__)
+
+PUBLIC_TENANT = "public"
+DEFAULT_NAMESPACE = "default"
+SYSTEM_TENANT = "pulsar"
+SYSTEM_NAMESPACE = "system"
+# (tenant, namespace) in the order PulsarStandalone creates them.
+STANDALONE_NAMESPACES = ((PUBLIC_TENANT, DEFAULT_NAMESPACE), (SYSTEM_TENANT, SYSTEM_NAMESPACE))
+
+
+def web_service_url(settings: Settings) -> str:
+    """`PulsarService.getWebServiceAddress()`: http://advertisedAddress:webServicePort."""
+    return f"http://{settings.advertisedAddress}:{settings.webServicePort}"
+
+
+def broker_service_url(settings: Settings) -> str:
+    """`PulsarService.getBrokerServiceUrl()`: pulsar://advertisedAddress:brokerServicePort."""
+    return f"pulsar://{settings.advertisedAddress}:{settings.brokerServicePort}"
+
+
+def local_cluster_data(settings: Settings) -> ClusterData:
+    return ClusterData(
+        serviceUrl=web_service_url(settings), brokerServiceUrl=broker_service_url(settings)
+    )
+
+
+@dataclass(frozen=True)
+class Initialised:
+    """What one run created (paths), for the start-up log."""
+
+    created: tuple[str, ...]
+
+
+async def _create_if_absent(store: MetadataStore, path: str, value: bytes) -> bool:
+    try:
+        await store.create(path, value)
+    except store_errors.AlreadyExists:
+        return False
+    return True
+
+
+async def initialize_cluster_metadata(store: MetadataStore, settings: Settings) -> Initialised:
+    """Create what is missing of the standalone metadata; `Unavailable` when etcd is away."""
+    cluster = settings.clusterName
+    created: list[str] = []
+    if await _create_if_absent(
+        store, paths.cluster(cluster), local_cluster_data(settings).to_bytes()
+    ):
+        created.append(paths.cluster(cluster))
+    namespaces = NamespaceService(store, settings)
+    tenant_info = TenantInfo(adminRoles=list(settings.superUserRoles), allowedClusters=[cluster])
+    for tenant, namespace in STANDALONE_NAMESPACES:
+        if await _create_if_absent(store, paths.tenant(tenant), tenant_info.to_bytes()):
+            created.append(paths.tenant(tenant))
+        stored = await namespaces.tenant_info(tenant)
+        if stored is None:  # deleted between the two calls: leave it to the next start
+            continue
+        try:
+            policies = namespaces.with_defaults(tenant, stored, Policies())
+        except Forbidden as exc:
+            log.warning("not creating namespace %s/%s: %s", tenant, namespace, exc)
+            continue
+        path = paths.namespace(tenant, namespace)
+        if await _create_if_absent(store, path, policies.to_bytes()):
+            created.append(path)
+    return Initialised(tuple(created))
+
+
+async def keep_initializing(
+    store: MetadataStore, settings: Settings, backoff: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0)
+) -> Initialised:
+    """`initialize_cluster_metadata`, retried while etcd is unavailable (a start against an
+    etcd that is not up yet still initialises once it is)."""
+    attempt = 0
+    while True:
+        try:
+            done = await initialize_cluster_metadata(store, settings)
+        except store_errors.Unavailable as exc:
+            delay = backoff[min(attempt, len(backoff) - 1)]
+            attempt += 1
+            log.warning("cluster metadata not initialised yet (%s); retrying in %.1fs", exc, delay)
+            await asyncio.sleep(delay)
+            continue
+        except Exception:  # e.g. an unreadable tenant document: say so, serve anyway
+            log.exception("cluster metadata not initialised")
+            return Initialised(())
+        if done.created:
+            log.info("initialised cluster metadata: created %s", ", ".join(done.created))
+        return done
+
+
+__all__ = [
+    "STANDALONE_NAMESPACES",
+    "Initialised",
+    "broker_service_url",
+    "initialize_cluster_metadata",
+    "keep_initializing",
+    "local_cluster_data",
+    "web_service_url",
+]

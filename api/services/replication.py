@@ -1,0 +1,96 @@
+"""A namespace's replication clusters (`replication_clusters` of its `Policies`), as Pulsar's
+`NamespacesBase.internal{Get,Set}NamespaceReplicationClusters` read and write them.
+
+Setting checks, in upstream's order: a non-empty list (412), no `global` (412); then for each
+cluster: it exists (403 `Invalid cluster id`), its record is readable (412), none of its peer
+clusters is in the list (409), and it is allowed: by the namespace's own `allowed_clusters`
+when that is set, else by the tenant's `allowedClusters` (403). The namespace must exist (404).
+The write is a compare-and-swap of the policies document that keeps every other field.
+"""
+
+from __future__ import annotations
+
+from api.errors import Conflict, Forbidden, NotFound, PreconditionFailed
+from api.models import ClusterData, Policies
+from api.services.namespaces import (
+    GLOBAL_CLUSTER,
+    NAMESPACE_NOT_FOUND,
+    NamespaceService,
+    require_valid_namespace_name,
+)
+from api.services.naming import java_set
+from api.settings import Settings
+from metastore import paths
+from metastore.store import MetadataStore
+
+EMPTY_CLUSTER_IDS = "ClusterIds should not be null or empty"
+GLOBAL_NOT_ALLOWED = "Cannot specify global in the list of replication clusters"
+
+
+class ReplicationService:
+    def __init__(self, store: MetadataStore, settings: Settings) -> None:
+        self.store = store
+        self.namespaces = NamespaceService(store, settings)
+
+    async def clusters(self, tenant: str, namespace: str) -> list[str]:
+        return (await self.namespaces.policies(tenant, namespace)).replication_clusters
+
+    async def set_clusters(
+        self, tenant: str, namespace: str, cluster_ids: list[str] | None
+    ) -> None:
+        require_valid_namespace_name(tenant, namespace)
+        if not cluster_ids:
+            raise PreconditionFailed(EMPTY_CLUSTER_IDS)
+        wanted = list(dict.fromkeys(cluster_ids))
+        if GLOBAL_CLUSTER in wanted:
+            raise PreconditionFailed(GLOBAL_NOT_ALLOWED)
+        existing = set(await self.store.children(paths.CLUSTERS))
+        for cluster in wanted:
+            if cluster not in existing:
+                raise Forbidden(f"Invalid cluster id: {cluster}")
+            await self._check_peers(cluster, wanted)
+            await self._check_allowed(tenant, namespace, cluster)
+
+        def change(raw: bytes | None) -> bytes:
+            if raw is None:
+                raise NotFound(NAMESPACE_NOT_FOUND)
+            policies = Policies.from_bytes(raw)
+            policies.replication_clusters = wanted
+            return policies.to_bytes()
+
+        await self.store.update(paths.namespace(tenant, namespace), change)
+
+    async def _check_peers(self, cluster: str, wanted: list[str]) -> None:
+        """`validatePeerClusterConflictAsync`."""
+        found = await self.store.get(paths.cluster(cluster))
+        if found is None:
+            raise PreconditionFailed(f"Invalid replication cluster {cluster}")
+        peers = ClusterData.from_bytes(found.value).peerClusterNames or []
+        conflict = [peer for peer in peers if peer in wanted]
+        if conflict:
+            raise Conflict(
+                f"{cluster}'s peer-clusters {java_set(conflict)} can't be part of "
+                f"replication-clusters {java_set(wanted)}"
+            )
+
+    async def _check_allowed(self, tenant: str, namespace: str, cluster: str) -> None:
+        policies = await self.namespaces.policies(tenant, namespace)
+        allowed = (policies.model_extra or {}).get("allowed_clusters") or []
+        if allowed:
+            if cluster not in allowed:
+                raise Forbidden(
+                    f"Cluster [{cluster}] is not in the list of allowed clusters list for "
+                    f"namespace [{tenant}/{namespace}]"
+                )
+            return
+        info = await self.namespaces.tenant_info(tenant)
+        if info is None:
+            raise NotFound("Tenant does not exist")
+        if cluster not in info.allowedClusters:
+            raise Forbidden(
+                f"Cluster [{cluster}] is not in the list of allowed clusters list for tenant "
+                f"[{tenant}]"
+            )
+
+
+__all__ = ["EMPTY_CLUSTER_IDS", "GLOBAL_NOT_ALLOWED", "ReplicationService"]
