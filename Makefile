@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8080
 APT_UPDATED := /tmp/.pulsar-isolation-apt-updated
 
-.PHONY: run test lint bench openapi system-deps clean
+.PHONY: run test lint bench openapi proto system-deps clean
 
 run: system-deps $(VENV)/.installed
 	$(PY) -m api --port $(PORT) --data-dir data
@@ -49,3 +49,12 @@ $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 
 clean:
 	rm -rf $(VENV) data .mypy_cache .ruff_cache
+
+# Python modules and mypy stubs for metastore/proto/*.proto (checked in; run after editing a
+# .proto). The generator is a development tool only: `protobuf` is the runtime dependency, and
+# the generated code requires a runtime at least as new as the protoc that wrote it.
+PROTO_TOOLS := grpcio-tools==1.85.1 mypy-protobuf==5.1.0
+
+proto: $(VENV)/.installed-test
+	@$(PY) -c 'import grpc_tools, mypy_protobuf' 2>/dev/null || $(PY) -m pip install -q $(PROTO_TOOLS)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I. --python_out=. --mypy_out=. metastore/proto/*.proto
