@@ -10,6 +10,8 @@ from tests.support import REPO
 PURE_MODULES = [
     "metastore.bookie_service_info",
     "metastore.errors",
+    "metastore.ledger_metadata",
+    "metastore.managed_ledger_info",
     "metastore.paths",
     "metastore.proto",
 ]
