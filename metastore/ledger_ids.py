@@ -20,9 +20,9 @@ from __future__ import annotations
 import contextlib
 import time
 
-from metastore import paths, pulsar_versions
+from metastore import paths
 from metastore.errors import AlreadyExists, BadVersion, MetastoreError, NotFound
-from metastore.store import MetadataStore
+from metastore.versioned_keys import VersionedKeys
 
 _HOB_PREFIX = "HOB-"
 _ID_PREFIX = "ID-"
@@ -35,13 +35,13 @@ class LedgerIdGenerator:
 
     def __init__(
         self,
-        store: MetadataStore,
+        keys: VersionedKeys,
         *,
         session_ttl: int = 30,
         id_limit: int = paths.SHORT_LEDGER_ID_LIMIT,
     ) -> None:
         """`id_limit` is 2^31-1 as in Pulsar; tests lower it to reach the 63-bit layout."""
-        self.store = store
+        self.keys = keys
         self.session_ttl = session_ttl
         self.id_limit = id_limit
         self._lease: int | None = None
@@ -49,9 +49,9 @@ class LedgerIdGenerator:
 
     async def generate(self) -> int:
         """A new ledger id, unique in the cluster."""
-        if await pulsar_versions.exists(self.store, paths.LEDGER_ID_GEN_LONG):
+        if await self.keys.exists(paths.LEDGER_ID_GEN_LONG):
             return await self._long_id()
-        if not await pulsar_versions.exists(self.store, paths.LEDGER_ID_GEN):
+        if not await self.keys.exists(paths.LEDGER_ID_GEN):
             await self._create_empty(paths.LEDGER_ID_GEN)
         n = await self._sequential(paths.LEDGER_ID_GEN)
         if 0 <= n < self.id_limit:
@@ -63,11 +63,11 @@ class LedgerIdGenerator:
         lease, self._lease = self._lease, None
         if lease is not None:
             with contextlib.suppress(MetastoreError):
-                await self.store.call(lambda c: c.revoke_lease(lease))
+                await self.keys.revoke_lease(lease)
 
     async def _long_id(self) -> int:
         while True:
-            children = await self.store.children(paths.LEDGER_ID_GEN_LONG)
+            children = await self.keys.children(paths.LEDGER_ID_GEN_LONG)
             highs = sorted(h for h in map(_hob_number, children) if h is not None)
             if not highs:
                 await self._create_empty(_hob_path(1))
@@ -83,33 +83,31 @@ class LedgerIdGenerator:
         """Create a counter key if absent. (Pulsar writes it unconditionally; when several
         generators race that only skips numbers, which create-if-absent avoids.)"""
         with contextlib.suppress(AlreadyExists):
-            await pulsar_versions.create(self.store, path, b"")
+            await self.keys.create(path, b"")
 
     async def _sequential(self, parent: str) -> int:
         """Create and delete the ephemeral-sequential key `parent/ID-<n>`; returns `n`."""
-        n = await pulsar_versions.put(self.store, parent, b"")
+        n = await self.keys.put(parent, b"")
         key = f"{parent}/{_ID_PREFIX}{n}"
-        await pulsar_versions.create(self.store, key, b"", lease=await self._session_lease())
+        await self.keys.create(key, b"", lease=await self._session_lease())
         with contextlib.suppress(NotFound):
-            await pulsar_versions.delete(self.store, key)
+            await self.keys.delete(key)
         return n
 
     async def _forget_old_hob_keys(self, highs: list[int]) -> None:
         # As Pulsar: only a HOB key never written since its creation (version 0) goes.
         for high in highs[:-_KEPT_HOB_KEYS]:
             with contextlib.suppress(NotFound, BadVersion):
-                await pulsar_versions.delete(self.store, _hob_path(high), expected=0)
+                await self.keys.delete(_hob_path(high), expected=0)
 
     async def _session_lease(self) -> int:
         now = time.monotonic()
         if self._lease is not None and now - self._lease_refreshed > self.session_ttl / 3:
-            lease = self._lease
-            reply = await self.store.call(lambda c: c.refresh_lease(lease))
-            if reply is None or reply.TTL <= 0:  # expired while unused: take a new one
+            if not await self.keys.refresh_lease(self._lease):  # expired while unused
                 self._lease = None
             self._lease_refreshed = now
         if self._lease is None:
-            self._lease = await self.store.grant_lease(self.session_ttl)
+            self._lease = await self.keys.grant_lease(self.session_ttl)
             self._lease_refreshed = now
         return self._lease
 

@@ -26,9 +26,9 @@ import contextlib
 import uuid
 from dataclasses import dataclass
 
-from metastore import paths, pulsar_versions
+from metastore import paths
 from metastore.errors import AlreadyExists, MetadataFormatError
-from metastore.store import MetadataStore
+from metastore.versioned_keys import VersionedKeys
 
 LAYOUT_FORMAT_VERSION = 2
 HIERARCHICAL_FACTORY = "org.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory"
@@ -59,29 +59,27 @@ class LedgerLayout:
             raise MetadataFormatError("ledger layout", repr(raw[:80])) from exc
 
 
-async def set_up_ledgers_root(store: MetadataStore, layout: LedgerLayout | None = None) -> str:
+async def set_up_ledgers_root(keys: VersionedKeys, layout: LedgerLayout | None = None) -> str:
     """Create what a formatted BookKeeper cluster has under /ledgers, where absent; returns
     the cluster's instance id (the existing one when already set up)."""
     for path in (paths.LEDGERS, paths.BOOKIES_AVAILABLE, paths.BOOKIES_READONLY):
         with contextlib.suppress(AlreadyExists):
-            await pulsar_versions.create(store, path, b"")
+            await keys.create(path, b"")
     with contextlib.suppress(AlreadyExists):
-        await pulsar_versions.create(
-            store, paths.LEDGERS_LAYOUT, (layout or LedgerLayout()).encode()
-        )
+        await keys.create(paths.LEDGERS_LAYOUT, (layout or LedgerLayout()).encode())
     with contextlib.suppress(AlreadyExists):
-        await pulsar_versions.create(store, paths.LEDGERS_INSTANCE_ID, str(uuid.uuid4()).encode())
-    instance_id = await read_instance_id(store)
+        await keys.create(paths.LEDGERS_INSTANCE_ID, str(uuid.uuid4()).encode())
+    instance_id = await read_instance_id(keys)
     if instance_id is None:  # deleted between our create and read
         raise MetadataFormatError("instance id", f"{paths.LEDGERS_INSTANCE_ID} vanished")
     return instance_id
 
 
-async def read_instance_id(store: MetadataStore) -> str | None:
-    found = await store.get(paths.LEDGERS_INSTANCE_ID)
+async def read_instance_id(keys: VersionedKeys) -> str | None:
+    found = await keys.read(paths.LEDGERS_INSTANCE_ID)
     return None if found is None else found.value.decode()
 
 
-async def read_layout(store: MetadataStore) -> LedgerLayout | None:
-    found = await store.get(paths.LEDGERS_LAYOUT)
+async def read_layout(keys: VersionedKeys) -> LedgerLayout | None:
+    found = await keys.read(paths.LEDGERS_LAYOUT)
     return None if found is None else LedgerLayout.decode(found.value)

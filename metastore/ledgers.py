@@ -20,10 +20,10 @@ import random
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from metastore import paths, pulsar_versions
+from metastore import paths
 from metastore.errors import BadVersion, NotFound
 from metastore.ledger_metadata import LedgerMetadata, decode_ledger_metadata, encode_ledger_metadata
-from metastore.store import MetadataStore
+from metastore.versioned_keys import Stored, VersionedKeys
 
 # Every ledger key is `/ledgers/<digits>/...`: digits sort before the upper-case and
 # lower-case names of the other children of /ledgers (LAYOUT, available, idgen, ...).
@@ -41,17 +41,17 @@ class VersionedLedger:
 
 
 class LedgerMetadataStore:
-    def __init__(self, store: MetadataStore) -> None:
-        self.store = store
+    def __init__(self, keys: VersionedKeys) -> None:
+        self.keys = keys
 
     async def create(self, metadata: LedgerMetadata) -> VersionedLedger:
         """Store a new ledger's metadata; `AlreadyExists` when its id is taken."""
         path = paths.ledger(metadata.ledger_id)
-        version = await pulsar_versions.create(self.store, path, encode_ledger_metadata(metadata))
+        version = await self.keys.create(path, encode_ledger_metadata(metadata))
         return VersionedLedger(metadata, version)
 
     async def get(self, ledger_id: int) -> VersionedLedger | None:
-        found = await pulsar_versions.read(self.store, paths.ledger(ledger_id))
+        found = await self.keys.read(paths.ledger(ledger_id))
         if found is None:
             return None
         return VersionedLedger(decode_ledger_metadata(ledger_id, found.value), found.version)
@@ -66,8 +66,8 @@ class LedgerMetadataStore:
     async def write(self, metadata: LedgerMetadata, expected_version: int) -> VersionedLedger:
         """Replace the metadata if it is still at `expected_version`."""
         path = paths.ledger(metadata.ledger_id)
-        version = await pulsar_versions.put_at_version(
-            self.store, path, encode_ledger_metadata(metadata), expected_version
+        version = await self.keys.put_at_version(
+            path, encode_ledger_metadata(metadata), expected_version
         )
         return VersionedLedger(metadata, version)
 
@@ -92,7 +92,7 @@ class LedgerMetadataStore:
 
     async def delete(self, ledger_id: int, expected_version: int | None = None) -> None:
         """Remove the ledger's metadata (only at `expected_version` when given)."""
-        await pulsar_versions.delete(self.store, paths.ledger(ledger_id), expected_version)
+        await self.keys.delete(paths.ledger(ledger_id), expected_version)
 
     async def ledger_ids(self, page_size: int = 1000) -> AsyncIterator[int]:
         """Every ledger id, increasing, read `page_size` keys at a time."""
@@ -106,23 +106,19 @@ class LedgerMetadataStore:
         async for ledger_id, stored in self._scan(page_size, keys_only=False):
             yield VersionedLedger(decode_ledger_metadata(ledger_id, stored.value), stored.version)
 
-    async def _scan(
-        self, page_size: int, *, keys_only: bool
-    ) -> AsyncIterator[tuple[int, pulsar_versions.Stored]]:
+    async def _scan(self, page_size: int, *, keys_only: bool) -> AsyncIterator[tuple[int, Stored]]:
         # Two passes over the same range: 2-4-4 keys, then 3-4-4-4-4 keys; each in
         # numeric order because every level has a fixed width.
         for long_layout in (False, True):
             start = _SCAN_START
             while True:
-                page = await pulsar_versions.scan(
-                    self.store, start, _SCAN_END, limit=page_size, keys_only=keys_only
-                )
+                page = await self.keys.scan(start, _SCAN_END, limit=page_size, keys_only=keys_only)
                 for key, value, version in page.items:
                     ledger_id = paths.ledger_id_of(key)
                     if ledger_id is None:
                         continue
                     if (ledger_id >= paths.SHORT_LEDGER_ID_LIMIT) == long_layout:
-                        yield ledger_id, pulsar_versions.Stored(value, version)
+                        yield ledger_id, Stored(value, version)
                 if not page.more or not page.items:
                     break
                 start = page.items[-1][0] + "\0"

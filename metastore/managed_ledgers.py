@@ -14,7 +14,7 @@ import contextlib
 from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
-from metastore import paths, pulsar_versions
+from metastore import paths
 from metastore.errors import AlreadyExists, NotFound
 from metastore.managed_ledger_info import (
     ManagedLedgerInfo,
@@ -24,7 +24,7 @@ from metastore.managed_ledger_info import (
     encode_managed_ledger_info,
 )
 from metastore.proto.managed_ledger_formats_pb2 import ManagedCursorInfo
-from metastore.store import MetadataStore
+from metastore.versioned_keys import VersionedKeys
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,8 @@ class VersionedCursor:
 
 
 class ManagedLedgerStore:
-    def __init__(self, store: MetadataStore) -> None:
-        self.store = store
+    def __init__(self, keys: VersionedKeys) -> None:
+        self.keys = keys
 
     async def open(self, ml: ManagedLedgerName) -> VersionedManagedLedger:
         """The topic's ledgers, creating its key with an empty value when missing (as a broker
@@ -71,12 +71,12 @@ class ManagedLedgerStore:
         if found is not None:
             return found
         with contextlib.suppress(AlreadyExists):
-            await pulsar_versions.create(self.store, ml.path, b"")
+            await self.keys.create(ml.path, b"")
             return VersionedManagedLedger(ManagedLedgerInfo(), 0)
         return await self.read(ml)
 
     async def get(self, ml: ManagedLedgerName) -> VersionedManagedLedger | None:
-        found = await pulsar_versions.read(self.store, ml.path)
+        found = await self.keys.read(ml.path)
         if found is None:
             return None
         return VersionedManagedLedger(decode_managed_ledger_info(found.value), found.version)
@@ -93,28 +93,28 @@ class ManagedLedgerStore:
     ) -> VersionedManagedLedger:
         """Replace the topic's ledger list if still at `expected_version` (`BadVersion`
         otherwise, `NotFound` when the topic was deleted)."""
-        version = await pulsar_versions.put_at_version(
-            self.store, ml.path, encode_managed_ledger_info(info), expected_version
+        version = await self.keys.put_at_version(
+            ml.path, encode_managed_ledger_info(info), expected_version
         )
         return VersionedManagedLedger(info, version)
 
     async def delete(self, ml: ManagedLedgerName) -> None:
         """Remove the topic's key and its cursors in one transaction; `NotFound` when absent."""
-        if not await pulsar_versions.exists(self.store, ml.path):
+        if not await self.keys.exists(ml.path):
             raise NotFound(ml.path)
-        await self.store.delete_tree(ml.path)
+        await self.keys.delete_tree(ml.path)
 
     async def topics(self, tenant: str, namespace: str) -> list[str]:
         """Local names of the namespace's persistent topics that have a managed ledger."""
         parent = paths.join(paths.MANAGED_LEDGERS, tenant, namespace, "persistent")
-        return [unquote_plus(child) for child in await self.store.children(parent)]
+        return [unquote_plus(child) for child in await self.keys.children(parent)]
 
     async def cursors(self, ml: ManagedLedgerName) -> list[str]:
         """Names of the topic's cursors (decoded), sorted by their keys."""
-        return [unquote_plus(child) for child in await self.store.children(ml.path)]
+        return [unquote_plus(child) for child in await self.keys.children(ml.path)]
 
     async def read_cursor(self, ml: ManagedLedgerName, cursor: str) -> VersionedCursor:
-        found = await pulsar_versions.read(self.store, ml.cursor_path(cursor))
+        found = await self.keys.read(ml.cursor_path(cursor))
         if found is None:
             raise NotFound(ml.cursor_path(cursor))
         return VersionedCursor(decode_cursor_info(found.value), found.version)
@@ -130,11 +130,10 @@ class ManagedLedgerStore:
         compare-and-swap it at `expected_version`."""
         path, raw = ml.cursor_path(cursor), encode_cursor_info(info)
         if expected_version is None:
-            version = await pulsar_versions.create(self.store, path, raw)
+            version = await self.keys.create(path, raw)
         else:
-            version = await pulsar_versions.put_at_version(self.store, path, raw, expected_version)
+            version = await self.keys.put_at_version(path, raw, expected_version)
         return VersionedCursor(info, version)
 
     async def delete_cursor(self, ml: ManagedLedgerName, cursor: str) -> None:
-        await pulsar_versions.delete(self.store, ml.cursor_path(cursor))
-
+        await self.keys.delete(ml.cursor_path(cursor))

@@ -18,16 +18,16 @@ from metastore.ledgers import LedgerMetadataStore
 from metastore.managed_ledger_info import LedgerInfo, ManagedLedgerInfo
 from metastore.managed_ledgers import ManagedLedgerName, ManagedLedgerStore
 from metastore.proto.managed_ledger_formats_pb2 import ManagedCursorInfo
-from metastore.store import MetadataStore
+from metastore.versioned_keys import VersionedKeys
 from tests.support import RawEtcd
 
 
 @pytest.fixture
-async def store(etcd: EmbeddedEtcd, raw_etcd: RawEtcd) -> AsyncIterator[MetadataStore]:
+async def keys(etcd: EmbeddedEtcd, raw_etcd: RawEtcd) -> AsyncIterator[VersionedKeys]:
     raw_etcd.wipe()
-    store = MetadataStore([etcd.endpoint], timeout=5)
-    yield store
-    await store.close()
+    keys = VersionedKeys([etcd.endpoint], timeout=5)
+    yield keys
+    await keys.close()
 
 
 def metadata(ledger_id: int, **changes: object) -> LedgerMetadata:
@@ -42,8 +42,8 @@ def metadata(ledger_id: int, **changes: object) -> LedgerMetadata:
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
-async def test_create_read_cas_delete(store: MetadataStore, raw_etcd: RawEtcd) -> None:
-    ledgers = LedgerMetadataStore(store)
+async def test_create_read_cas_delete(keys: VersionedKeys, raw_etcd: RawEtcd) -> None:
+    ledgers = LedgerMetadataStore(keys)
     created = await ledgers.create(metadata(1))
     assert created.version == 0
     assert raw_etcd.get("/ledgers/00/0000/L0001") == encode_ledger_metadata(metadata(1))
@@ -71,8 +71,8 @@ async def test_create_read_cas_delete(store: MetadataStore, raw_etcd: RawEtcd) -
         await ledgers.delete(1)
 
 
-async def test_update_loop_retries_on_conflict(store: MetadataStore) -> None:
-    ledgers = LedgerMetadataStore(store)
+async def test_update_loop_retries_on_conflict(keys: VersionedKeys) -> None:
+    ledgers = LedgerMetadataStore(keys)
     await ledgers.create(metadata(5))
 
     def add_ensemble(first: int, bookie: str) -> Callable[[LedgerMetadata], LedgerMetadata | None]:
@@ -95,12 +95,12 @@ async def test_update_loop_retries_on_conflict(store: MetadataStore) -> None:
     assert await ledgers.update(5, add_ensemble(10, "x:1")) == final
 
 
-async def test_listing_pages_in_id_order(store: MetadataStore, raw_etcd: RawEtcd) -> None:
-    ledgers = LedgerMetadataStore(store)
+async def test_listing_pages_in_id_order(keys: VersionedKeys, raw_etcd: RawEtcd) -> None:
+    ledgers = LedgerMetadataStore(keys)
     ids = [1, 2, 9999, 10000, 123456789, 2**31 - 2, 2**31 - 1, (1 << 32) | 1, 2**62]
     for ledger_id in reversed(ids):
         await ledgers.create(metadata(ledger_id))
-    await set_up_ledgers_root(store)  # other children of /ledgers are skipped
+    await set_up_ledgers_root(keys)  # other children of /ledgers are skipped
     raw_etcd.put("/ledgers/00/0000", b"")  # a parent key left by a ZooKeeper migration
     found = [i async for i in ledgers.ledger_ids(page_size=2)]
     assert found == ids
@@ -109,14 +109,14 @@ async def test_listing_pages_in_id_order(store: MetadataStore, raw_etcd: RawEtcd
     assert all(v.version == 0 and v.metadata == metadata(v.metadata.ledger_id) for v in full)
 
 
-async def test_a_corrupt_value_names_its_ledger(store: MetadataStore, raw_etcd: RawEtcd) -> None:
+async def test_a_corrupt_value_names_its_ledger(keys: VersionedKeys, raw_etcd: RawEtcd) -> None:
     raw_etcd.put("/ledgers/00/0000/L0003", b"not metadata")
     with pytest.raises(MetadataFormatError, match="ledger metadata"):
-        await LedgerMetadataStore(store).read(3)
+        await LedgerMetadataStore(keys).read(3)
 
 
-async def test_ledgers_root_as_a_formatted_cluster(store: MetadataStore, raw_etcd: RawEtcd) -> None:
-    instance_id = await set_up_ledgers_root(store)
+async def test_ledgers_root_as_a_formatted_cluster(keys: VersionedKeys, raw_etcd: RawEtcd) -> None:
+    instance_id = await set_up_ledgers_root(keys)
     assert raw_etcd.get("/ledgers") == b""
     assert raw_etcd.get("/ledgers/available") == b""
     assert raw_etcd.get("/ledgers/available/readonly") == b""
@@ -125,13 +125,13 @@ async def test_ledgers_root_as_a_formatted_cluster(store: MetadataStore, raw_etc
     assert raw_etcd.get("/ledgers/LAYOUT") == (
         b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"
     )
-    assert await read_layout(store) == LedgerLayout()
+    assert await read_layout(keys) == LedgerLayout()
     # twice, and from another process's point of view: the first instance id stays
-    assert await set_up_ledgers_root(store) == instance_id
+    assert await set_up_ledgers_root(keys) == instance_id
 
 
-async def test_managed_ledger_lifecycle(store: MetadataStore, raw_etcd: RawEtcd) -> None:
-    topics = ManagedLedgerStore(store)
+async def test_managed_ledger_lifecycle(keys: VersionedKeys, raw_etcd: RawEtcd) -> None:
+    topics = ManagedLedgerStore(keys)
     ml = ManagedLedgerName("public", "default", "my topic")
     assert ml.name == "public/default/persistent/my+topic"
     with pytest.raises(NotFound):
