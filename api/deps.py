@@ -18,6 +18,7 @@ from api.services.namespaces import NamespaceService
 from api.services.placement import PlacementService
 from api.services.racks import RackService
 from api.services.tenants import TenantService
+from api.services.topics import TopicService
 from api.settings import Settings
 from api.state import AppState
 from metastore.store import MetadataStore
@@ -83,6 +84,12 @@ async def get_lookup(request: Request) -> LookupService:
     return LookupService(state.store, state.settings, state.broker_watch, state.ownership_watch)
 
 
+async def get_topics(request: Request) -> TopicService:
+    state = app_state(request)
+    return TopicService(state.store, state.settings, state.placement_config,
+                        state.managed_ledgers)
+
+
 StateDep = Annotated[AppState, Depends(get_state)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetastoreDep = Annotated[MetadataStore, Depends(get_store)]
@@ -95,3 +102,4 @@ IsolationDep = Annotated[IsolationService, Depends(get_isolation)]
 PlacementDep = Annotated[PlacementService, Depends(get_placement)]
 LintDep = Annotated[LintService, Depends(get_lint)]
 LookupDep = Annotated[LookupService, Depends(get_lookup)]
+TopicsDep = Annotated[TopicService, Depends(get_topics)]

@@ -10,7 +10,11 @@ from api.settings import Settings
 from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.store import MetadataStore
-from placement import PlacementConfig
+from placement import PlacementConfig, Topology
+from storage.bookie.client import BookieClient
+from storage.engine import build_ledger_client, build_managed_ledger_factory
+from storage.ledger import BookiePool, LedgerClient
+from storage.managed_ledger import ManagedLedgerFactory
 
 
 def placement_config(settings: Settings) -> PlacementConfig:
@@ -30,12 +34,20 @@ class AppState:
     ownership_watch: WatchedRange
     placement_config: PlacementConfig
     topology: TopologySnapshot
+    ledgers: LedgerClient
+    managed_ledgers: ManagedLedgerFactory
 
     @classmethod
     def build(cls, settings: Settings, store: MetadataStore) -> AppState:
         rack_watch = WatchedRange(store, paths.BOOKIES_RACK_CONFIG)
         bookie_watch = WatchedRange(store, paths.BOOKIES_AVAILABLE, prefix=True)
         config = placement_config(settings)
+        snapshot = TopologySnapshot(rack_watch, bookie_watch, config)
+
+        async def topology() -> Topology:
+            return (await snapshot.current()).topology
+
+        ledgers = build_ledger_client(store, BookiePool(BookieClient.connect), topology, config)
         return cls(
             settings=settings,
             store=store,
@@ -45,7 +57,9 @@ class AppState:
             broker_watch=WatchedRange(store, paths.BROKERS, prefix=True),
             ownership_watch=WatchedRange(store, paths.NAMESPACE_OWNERSHIP, prefix=True),
             placement_config=config,
-            topology=TopologySnapshot(rack_watch, bookie_watch, config),
+            topology=snapshot,
+            ledgers=ledgers,
+            managed_ledgers=build_managed_ledger_factory(store, ledgers),
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:
@@ -56,6 +70,8 @@ class AppState:
             await watch.start()
 
     async def stop(self) -> None:
+        await self.managed_ledgers.close()
+        await self.ledgers.close()
         for watch in self.watches():
             await watch.stop()
         await self.store.close()

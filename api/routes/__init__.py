@@ -10,6 +10,7 @@ from api.routes import (
     ns_isolation_policies,
     placement,
     tenants,
+    topics,
 )
 
 ROUTERS = [
@@ -22,6 +23,7 @@ ROUTERS = [
     namespaces_v1.router,
     placement.router,
     lookup.router,
+    topics.router,
 ]
 
 __all__ = ["ROUTERS"]

@@ -1,24 +1,14 @@
-"""Topic names as Pulsar persists them (`TopicName.getPersistenceNamingEncoding`)."""
+"""Topic names as Pulsar persists them (`TopicName.getPersistenceNamingEncoding`): the
+managed ledger `tenant/ns/persistent/<URL-encoded local name>` (`metastore.paths.url_encode`,
+Java's URLEncoder) at `/managed-ledgers/<name>`."""
 
 from __future__ import annotations
 
 from urllib.parse import unquote_plus
 
-_UNRESERVED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-*_")
+from metastore import paths
 
-
-def codec_encode(text: str) -> str:
-    """Java's `URLEncoder.encode(text, UTF_8)` (Pulsar's `Codec.encode`): letters, digits and
-    `.-*_` kept, space as `+`, everything else as upper-case %XX of its UTF-8 bytes."""
-    out: list[str] = []
-    for char in text:
-        if char in _UNRESERVED:
-            out.append(char)
-        elif char == " ":
-            out.append("+")
-        else:
-            out.extend(f"%{byte:02X}" for byte in char.encode())
-    return "".join(out)
+codec_encode = paths.url_encode
 
 
 def codec_decode(text: str) -> str:
@@ -26,13 +16,16 @@ def codec_decode(text: str) -> str:
 
 
 def managed_ledger_name(tenant: str, namespace: str, topic: str) -> str:
-    """`tenant/ns/persistent/<encoded local name>`: the key under /managed-ledgers/."""
     return f"{tenant}/{namespace}/persistent/{codec_encode(topic)}"
 
 
+def split_managed_ledger_name(name: str) -> tuple[str, str, str]:
+    """(tenant, namespace, local topic name) of a managed-ledger name."""
+    tenant, namespace, domain, encoded = name.split("/", 3)
+    if domain != "persistent" or not (tenant and namespace and encoded):
+        raise ValueError(f"not a persistent topic's managed-ledger name: {name!r}")
+    return tenant, namespace, codec_decode(encoded)
+
+
 def managed_ledger_path(name: str) -> str:
-    return f"/managed-ledgers/{name}"
-
-
-def topic_url(tenant: str, namespace: str, topic: str) -> str:
-    return f"persistent://{tenant}/{namespace}/{topic}"
+    return f"{paths.MANAGED_LEDGERS}/{name}"
