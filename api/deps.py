@@ -29,10 +29,6 @@ def app_state(request: Request) -> AppState:
     return state
 
 
-async def get_state(request: Request) -> AppState:
-    return app_state(request)
-
-
 async def get_settings(request: Request) -> Settings:
     return app_state(request).settings
 
@@ -46,51 +42,41 @@ async def get_racks(request: Request) -> RackService:
 
 
 async def get_tenants(request: Request) -> TenantService:
-    state = app_state(request)
-    return TenantService(state.store, state.settings)
+    return app_state(request).services.tenants
 
 
 async def get_namespaces(request: Request) -> NamespaceService:
-    state = app_state(request)
-    return NamespaceService(state.store, state.settings)
+    return app_state(request).services.namespaces
 
 
 async def get_namespace_policies(request: Request) -> NamespacePolicyService:
-    state = app_state(request)
-    return NamespacePolicyService(state.store, state.settings)
+    return app_state(request).services.namespace_policies
 
 
 async def get_clusters(request: Request) -> ClusterService:
-    return ClusterService(app_state(request).store)
+    return app_state(request).services.clusters
 
 
 async def get_isolation(request: Request) -> IsolationService:
-    store = app_state(request).store
-    return IsolationService(store, ClusterService(store))
+    return app_state(request).services.isolation
 
 
 async def get_placement(request: Request) -> PlacementService:
-    state = app_state(request)
-    return PlacementService(state.store, state.settings, state.topology)
+    return app_state(request).services.placement
 
 
 async def get_lint(request: Request) -> LintService:
-    state = app_state(request)
-    return LintService(state.store, state.topology)
+    return app_state(request).services.lint
 
 
 async def get_lookup(request: Request) -> LookupService:
-    state = app_state(request)
-    return LookupService(state.store, state.settings, state.broker_watch, state.ownership_watch)
+    return app_state(request).services.lookup
 
 
 async def get_topics(request: Request) -> TopicService:
-    state = app_state(request)
-    return TopicService(state.store, state.settings, state.placement_config,
-                        state.managed_ledgers)
+    return app_state(request).services.topics
 
 
-StateDep = Annotated[AppState, Depends(get_state)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetastoreDep = Annotated[MetadataStore, Depends(get_store)]
 RacksDep = Annotated[RackService, Depends(get_racks)]

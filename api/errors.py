@@ -94,6 +94,7 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     store_errors.NotFound: 404,
     store_errors.ContentDeserializationError: 500,
     store_errors.MetadataFormatError: 500,
+    store_errors.InvalidValue: 400,
     store_errors.MetastoreError: 500,
     placement_errors.NotEnoughBookies: 412,
     placement_errors.InvalidPlacementRequest: 400,

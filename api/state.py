@@ -1,15 +1,27 @@
-"""What the app holds while it runs: the store, the caches and the services built on them."""
+"""What the app holds while it runs: the store, the caches and the services built on them.
+
+Every service is built once here, at start, and shared by all requests (they hold no
+per-request state)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from api.services.clusters import ClusterService
+from api.services.isolation import IsolationService
+from api.services.lint import LintService
+from api.services.lookup import LookupService
+from api.services.namespace_policies import NamespacePolicyService
+from api.services.namespaces import NamespaceService
+from api.services.placement import PlacementService
 from api.services.racks import RackService
-from api.services.topology import TopologySnapshot
+from api.services.tenants import TenantService
+from api.services.topics import TopicService
 from api.settings import Settings
 from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.store import MetadataStore
+from metastore.topology import TopologySnapshot
 from placement import PlacementConfig, Topology
 from storage.bookie.client import BookieClient
 from storage.engine import build_ledger_client, build_managed_ledger_factory
@@ -23,43 +35,79 @@ def placement_config(settings: Settings) -> PlacementConfig:
     return PlacementConfig.from_broker_conf(settings.runtime_configuration())
 
 
+@dataclass(frozen=True)
+class Services:
+    """The services routes call, one of each."""
+
+    racks: RackService
+    tenants: TenantService
+    namespaces: NamespaceService
+    namespace_policies: NamespacePolicyService
+    clusters: ClusterService
+    isolation: IsolationService
+    placement: PlacementService
+    lint: LintService
+    lookup: LookupService
+    topics: TopicService
+
+
 @dataclass
 class AppState:
     settings: Settings
     store: MetadataStore
     rack_watch: WatchedRange
-    racks: RackService
     bookie_watch: WatchedRange
     broker_watch: WatchedRange
     ownership_watch: WatchedRange
     placement_config: PlacementConfig
     topology: TopologySnapshot
+    services: Services
     ledgers: LedgerClient
     managed_ledgers: ManagedLedgerFactory
 
+    @property
+    def racks(self) -> RackService:
+        return self.services.racks
+
     @classmethod
     def build(cls, settings: Settings, store: MetadataStore) -> AppState:
-        rack_watch = WatchedRange(store, paths.BOOKIES_RACK_CONFIG)
-        bookie_watch = WatchedRange(store, paths.BOOKIES_AVAILABLE, prefix=True)
         config = placement_config(settings)
-        snapshot = TopologySnapshot(rack_watch, bookie_watch, config)
+        topology = TopologySnapshot.watching(store, config)
+        broker_watch = WatchedRange(store, paths.BROKERS, prefix=True)
+        ownership_watch = WatchedRange(store, paths.NAMESPACE_OWNERSHIP, prefix=True)
+        namespaces = NamespaceService(store, settings)
+        clusters = ClusterService(store)
 
-        async def topology() -> Topology:
-            return (await snapshot.current()).topology
+        async def current_topology() -> Topology:
+            return (await topology.current()).topology
 
-        ledgers = build_ledger_client(store, BookiePool(BookieClient.connect), topology, config)
+        ledgers = build_ledger_client(store, BookiePool(BookieClient.connect), current_topology,
+                                      config)
+        managed_ledgers = build_managed_ledger_factory(store, ledgers)
+        services = Services(
+            racks=RackService(store, settings, topology.racks),
+            tenants=TenantService(store, settings),
+            namespaces=namespaces,
+            namespace_policies=NamespacePolicyService(store, settings),
+            clusters=clusters,
+            isolation=IsolationService(store, clusters),
+            placement=PlacementService(store, namespaces, topology),
+            lint=LintService(store, topology),
+            lookup=LookupService(store, settings, broker_watch, ownership_watch),
+            topics=TopicService(store, settings, config, managed_ledgers),
+        )
         return cls(
             settings=settings,
             store=store,
-            rack_watch=rack_watch,
-            racks=RackService(store, settings, rack_watch),
-            bookie_watch=bookie_watch,
-            broker_watch=WatchedRange(store, paths.BROKERS, prefix=True),
-            ownership_watch=WatchedRange(store, paths.NAMESPACE_OWNERSHIP, prefix=True),
+            rack_watch=topology.racks,
+            bookie_watch=topology.bookies,
+            broker_watch=broker_watch,
+            ownership_watch=ownership_watch,
             placement_config=config,
-            topology=snapshot,
+            topology=topology,
+            services=services,
             ledgers=ledgers,
-            managed_ledgers=build_managed_ledger_factory(store, ledgers),
+            managed_ledgers=managed_ledgers,
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:

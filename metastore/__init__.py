@@ -1,8 +1,9 @@
-"""etcd at Pulsar's metadata paths: CAS updates, watch-fed caches, an embedded etcd.
+"""etcd at Pulsar's metadata paths: CAS updates, watch-fed caches, typed document readers, the
+live topology, an embedded etcd.
 
-The names below are loaded on first use, so that importing a pure submodule (the codecs of
-ledger metadata, ManagedLedgerInfo and bookie registrations, `paths`, `errors`) does not load
-the etcd client: Spark workers decode metadata with those modules alone.
+The names below are imported on first use (PEP 562), so the pure modules (`paths`, `codec`,
+`documents`, `errors`) load without the etcd client: a Spark worker imports
+`metastore.documents` alone.
 """
 
 from __future__ import annotations
@@ -13,44 +14,63 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from metastore.cache import CachedDocument, WatchedRange
     from metastore.embedded import EmbeddedEtcd, EtcdSupervisor
-    from metastore.errors import AlreadyExists, BadVersion, MetastoreError, NotFound, Unavailable
+    from metastore.errors import (
+        AlreadyExists,
+        BadVersion,
+        ContentDeserializationError,
+        InvalidValue,
+        MetastoreError,
+        NotFound,
+        Unavailable,
+    )
     from metastore.store import Endpoint, MetadataStore, Versioned, parse_metadata_store_url
+    from metastore.topology import ClusterView, TopologySnapshot, read_cluster_view
 
-_MODULE_OF = {
+_HOME = {
     "AlreadyExists": "metastore.errors",
     "BadVersion": "metastore.errors",
     "CachedDocument": "metastore.cache",
+    "ClusterView": "metastore.topology",
+    "ContentDeserializationError": "metastore.errors",
     "EmbeddedEtcd": "metastore.embedded",
     "Endpoint": "metastore.store",
     "EtcdSupervisor": "metastore.embedded",
+    "InvalidValue": "metastore.errors",
     "MetadataStore": "metastore.store",
     "MetastoreError": "metastore.errors",
     "NotFound": "metastore.errors",
+    "TopologySnapshot": "metastore.topology",
     "Unavailable": "metastore.errors",
     "Versioned": "metastore.store",
     "WatchedRange": "metastore.cache",
     "parse_metadata_store_url": "metastore.store",
+    "read_cluster_view": "metastore.topology",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module 'metastore' has no attribute {name!r}")
-    return getattr(importlib.import_module(_MODULE_OF[name]), name)
-
 
 __all__ = [
     "AlreadyExists",
     "BadVersion",
     "CachedDocument",
+    "ClusterView",
+    "ContentDeserializationError",
     "EmbeddedEtcd",
     "Endpoint",
     "EtcdSupervisor",
+    "InvalidValue",
     "MetadataStore",
     "MetastoreError",
     "NotFound",
+    "TopologySnapshot",
     "Unavailable",
     "Versioned",
     "WatchedRange",
     "parse_metadata_store_url",
+    "read_cluster_view",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'metastore' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

@@ -15,10 +15,9 @@ import logging
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-import aetcd
-
 from metastore.errors import Unavailable
-from metastore.store import NOT_CACHED, MetadataStore, NotCached, Versioned, child_range, to_key
+from metastore.store import MetadataStore
+from metastore.versioned import NOT_CACHED, NotCached, Versioned
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +107,7 @@ class WatchedRange:
         else:
             self._entries[path] = Versioned(value, revision)
         self._revision = max(self._revision, revision)
-        for listener in self._listeners:
-            listener()
+        self._notify()
 
     async def _run(self) -> None:
         failures = 0
@@ -128,43 +126,28 @@ class WatchedRange:
                 failures = 0
 
     async def _load(self) -> int:
-        if self.prefix:
-            start, _ = child_range(self.path)
-            result = await self.store.call(lambda c: c.get_prefix(start))
-            entries = {kv.key.decode(): Versioned(kv.value, kv.mod_revision) for kv in result}
-        else:
-            result = await self.store.call(lambda c: c.get_prefix(to_key(self.path)))
-            entries = {
-                kv.key.decode(): Versioned(kv.value, kv.mod_revision)
-                for kv in result
-                if kv.key == to_key(self.path)
-            }
-        self._entries = entries
-        self._revision = int(result.header.revision)
+        snapshot = await self.store.read_range(self.path, prefix=self.prefix)
+        self._entries = snapshot.entries
+        self._revision = snapshot.revision
+        self._notify()
+        return self._revision
+
+    def _notify(self) -> None:
         for listener in self._listeners:
             listener()
-        return self._revision
 
     async def _sync_and_watch(self) -> None:
         revision = await self._load()
-        if self.prefix:
-            start, end = child_range(self.path)
-            key, range_end = start, end
-        else:
-            key, range_end = to_key(self.path), None
-        watch = await self.store.call(
-            lambda c: c.watch(key, range_end=range_end, start_revision=revision + 1)
+        events = await self.store.watch(
+            self.path, prefix=self.prefix, start_revision=revision + 1
         )
         self._synced.set()
         try:
-            async for event in watch:
-                kv = event.kv
-                deleted = event.kind == aetcd.EventKind.DELETE
-                self.observe(kv.key.decode(), None if deleted else kv.value, kv.mod_revision)
+            async for event in events:
+                self.observe(event.path, event.value, event.revision)
         finally:
             self._synced.clear()
-            with contextlib.suppress(Exception):
-                await watch.cancel()
+            await events.cancel()
         raise Unavailable(f"watch on {self.path} ended")
 
 

@@ -6,7 +6,8 @@ MetastoreError
 │   └── AlreadyExists   a create found the key already there
 ├── Unavailable         etcd did not answer in time or refused the connection
 ├── ContentDeserializationError  a stored value an update must parse is not JSON
-└── MetadataFormatError  a stored binary/text record (ledger metadata, ...) cannot be decoded
+├── MetadataFormatError  a stored binary/text record (ledger metadata, ...) cannot be decoded
+└── InvalidValue        an update's new value cannot be encoded (fails that update only)
 """
 
 from __future__ import annotations
@@ -54,3 +55,13 @@ class MetadataFormatError(MetastoreError, ValueError):
         super().__init__(f"invalid {what}: {problem}")
         self.what = what
         self.problem = problem
+
+
+class InvalidValue(MetastoreError):
+    """A new value cannot be written (e.g. text with a lone UTF-16 surrogate cannot be encoded
+    as UTF-8); only the update that produced it fails."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"Cannot encode the new value of '{path}': {reason}")
+        self.path = path
+        self.reason = reason

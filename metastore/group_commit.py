@@ -21,22 +21,37 @@ writer also moved from 5 to 6) it is not.
 from __future__ import annotations
 
 import asyncio
-import random
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from metastore.codec import dump_json, load_stored
-from metastore.errors import BadVersion
+from metastore.errors import BadVersion, InvalidValue
+from metastore.guards import Guard
+from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff
 from metastore.versioned import NOT_CACHED, NotCached, Versioned
 
-if TYPE_CHECKING:
-    from metastore.store import MetadataStore
-
-MAX_CAS_ATTEMPTS = 64
+log = logging.getLogger(__name__)
 
 PendingUpdate = tuple[Callable[["Draft"], None], "asyncio.Future[Versioned | None]"]
+
+
+class KeyStore(Protocol):
+    """What group commit needs of the store (`metastore.store.MetadataStore` implements it)."""
+
+    async def get(self, path: str) -> Versioned | None:
+        """The key as etcd holds it now."""
+
+    def cached(self, path: str) -> Versioned | NotCached | None:
+        """The key as a watch-fed cache holds it, or `NOT_CACHED`."""
+
+    def write_through(self, path: str, value: bytes | None, revision: int) -> None:
+        """Tell the caches about a committed write (None: a delete)."""
+
+    async def swap(self, path: str, guard: Guard, value: bytes | None) -> int:
+        """Write `value` (None: delete) if `guard` holds: the new revision, else `BadVersion`."""
 
 
 class Draft:
@@ -103,9 +118,68 @@ class _Tip:
     doc: Any
 
 
+class GroupCommit:
+    """The queues of pending updates, one writer task per key with updates queued, and the
+    parsed form of this process's last write per key."""
+
+    def __init__(self, store: KeyStore, pipeline_depth: int = 1) -> None:
+        if pipeline_depth < 1:
+            raise ValueError("pipeline_depth must be at least 1")
+        self.store = store
+        self.pipeline_depth = pipeline_depth
+        self._queues: dict[str, list[PendingUpdate]] = {}
+        self._writers: dict[str, KeyWriter] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        # The parsed JSON of this process's last write per key, reused while etcd still holds
+        # that revision (saves parsing a large document, e.g. the rack map, on every batch).
+        self._parsed: dict[str, tuple[int, Any]] = {}
+
+    async def submit(self, path: str, apply: Callable[[Draft], None]) -> Versioned | None:
+        """Queue `apply` for `path` and wait until the batch holding it is answered."""
+        future: asyncio.Future[Versioned | None] = asyncio.get_running_loop().create_future()
+        self._queues.setdefault(path, []).append((apply, future))
+        writer = self._writers.get(path)
+        if writer is not None:
+            writer.wake()
+        else:
+            writer = self._writers[path] = KeyWriter(self, path)
+            task = asyncio.create_task(self._write(writer), name=f"update {path}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return await future
+
+    def has_queued(self, path: str) -> bool:
+        return bool(self._queues.get(path))
+
+    def take(self, path: str) -> list[PendingUpdate]:
+        """Every update queued for `path`; the caller must answer each one."""
+        return self._queues.pop(path, [])
+
+    def requeue(self, path: str, updates: list[PendingUpdate]) -> None:
+        """Put `updates` back in front of those queued since."""
+        self._queues[path] = updates + self._queues.get(path, [])
+
+    def remember_parsed(self, path: str, revision: int, doc: Any) -> None:
+        self._parsed[path] = (revision, doc)
+
+    def recall_parsed(self, path: str, revision: int) -> Any:
+        """The parsed document last written at `path` if it is still at `revision`, else None."""
+        held = self._parsed.pop(path, None)
+        return held[1] if held is not None and held[0] == revision else None
+
+    async def _write(self, writer: KeyWriter) -> None:
+        try:
+            await writer.run()
+        except BaseException as exc:
+            fail(self.take(writer.path), exc)
+            raise
+        finally:
+            self._writers.pop(writer.path, None)
+
+
 @dataclass
 class KeyWriter:
-    store: MetadataStore
+    owner: GroupCommit
     path: str
     in_flight: deque[_Batch] = field(default_factory=deque)
     tip: _Tip | None = None
@@ -113,19 +187,23 @@ class KeyWriter:
     conflicts: int = 0
     _wakeup: asyncio.Future[None] | None = None
 
+    @property
+    def store(self) -> KeyStore:
+        return self.owner.store
+
     def wake(self) -> None:
         """New updates are queued: stop waiting for the batch in flight to send them."""
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
 
     async def run(self) -> None:
+        depth = self.owner.pipeline_depth
         try:
             while True:
-                queued = self.store._pending.get(self.path)
-                if queued and len(self.in_flight) < self.store.pipeline_depth:
-                    await self._send(self.store._pending.pop(self.path))
+                if self.owner.has_queued(self.path) and len(self.in_flight) < depth:
+                    await self._send(self.owner.take(self.path))
                 elif self.in_flight:
-                    await self._wait(room_for_more=len(self.in_flight) < self.store.pipeline_depth)
+                    await self._wait(room_for_more=len(self.in_flight) < depth)
                     await self._settle()
                 else:
                     return
@@ -134,41 +212,65 @@ class KeyWriter:
             raise
 
     async def _send(self, updates: list[PendingUpdate]) -> None:
+        """Prepare and send one batch; a failure before it is sent fails these updates only
+        (the writer goes on with the others)."""
+        try:
+            await self._prepare(updates)
+        except Exception as exc:
+            log.warning("update of %s failed: %s", self.path, brief(exc))
+            fail(updates, exc)
+            if not self.in_flight:
+                self.tip = None  # start the next batch from a fresh read
+
+    async def _prepare(self, updates: list[PendingUpdate]) -> None:
         draft, guard = await self._start()
+        assert self.tip is not None
+        start = self.tip.value
         failures = apply_all(draft, [apply for apply, _ in updates])
+        value: bytes | None = None
+        changed = draft.changed
+        if changed:
+            try:
+                value = draft.raw()
+                parsed = draft.parsed_doc
+            except Exception:  # e.g. a lone surrogate: find the updates that cannot encode
+                value, changed = isolate(self.path, start, updates, failures)
+                parsed = None
+                self.tip = _Tip(value, None)  # the draft's document holds the failed changes
         batch = _Batch(updates, failures)
-        if not draft.changed:
+        if not changed:
             if not self.in_flight:  # nothing to wait for: the key is as it was read
                 resolve(batch, self.committed)
                 return
             self.in_flight.append(batch)
             return
-        batch.value = draft.raw()
-        batch.write = asyncio.create_task(self.store._swap_guarded(self.path, guard, batch.value))
-        self.tip = _Tip(batch.value, draft.parsed_doc)
+        batch.value = value
+        batch.write = asyncio.create_task(self.store.swap(self.path, guard, value))
+        self.tip = _Tip(value, parsed)
         self.in_flight.append(batch)
 
-    async def _start(self) -> tuple[Draft, SwapGuard]:
+    async def _start(self) -> tuple[Draft, Guard]:
         """A draft of the key as the next batch finds it, and the guard of that state."""
         if self.in_flight:
             assert self.tip is not None
-            return Draft(self.path, self.tip.value, self.tip.doc), ValueGuard(self.tip.value)
+            draft = Draft(self.path, self.tip.value, self.tip.doc)
+            return draft, Guard.holds(self.path, self.tip.value)
         if self.tip is None:
             await self._load()
             assert self.tip is not None
         revision = 0 if self.committed is None else self.committed.revision
-        return Draft(self.path, self.tip.value, self.tip.doc), RevisionGuard(revision)
+        return Draft(self.path, self.tip.value, self.tip.doc), Guard(self.path, revision)
 
     async def _load(self) -> None:
         """Start from the cache (first batch) or from etcd (after a failure)."""
-        known = self.store._cached(self.path) if self.conflicts == 0 else NOT_CACHED
+        known = self.store.cached(self.path) if self.conflicts == 0 else NOT_CACHED
         if isinstance(known, NotCached):
             known = await self.store.get(self.path)
         self.committed = known
-        parsed = self.store._parsed.pop(self.path, None)
-        current = self.committed
-        doc = parsed[1] if parsed and current and parsed[0] == current.revision else None
-        self.tip = _Tip(None if current is None else current.value, doc)
+        if known is None:
+            self.tip = _Tip(None, None)
+        else:
+            self.tip = _Tip(known.value, self.owner.recall_parsed(self.path, known.revision))
 
     async def _wait(self, room_for_more: bool) -> None:
         head = self.in_flight[0]
@@ -198,9 +300,9 @@ class KeyWriter:
     def _committed(self, value: bytes | None, revision: int) -> None:
         self.conflicts = 0
         self.committed = None if value is None else Versioned(value, revision)
-        self.store._write_through(self.path, value, revision)
+        self.store.write_through(self.path, value, revision)
         if not self.in_flight and self.tip is not None and self.tip.doc is not None:
-            self.store._parsed[self.path] = (revision, self.tip.doc)
+            self.owner.remember_parsed(self.path, revision, self.tip.doc)
 
     async def _settle_after_failure(self) -> None:
         """The head failed: wait for the batches behind it, answer those whose own write
@@ -218,6 +320,7 @@ class KeyWriter:
             elif batch.write is None or isinstance(error, BadVersion):
                 retry += batch.updates  # started from a state that did not commit
             else:
+                log.warning("write of %s failed: %s", self.path, brief(error))
                 fail(batch.updates, error or BadVersion(self.path))
         if retry:
             await self._requeue(retry)
@@ -228,7 +331,7 @@ class KeyWriter:
             fail(updates, BadVersion(self.path))
             self.conflicts = 0
             return
-        self.store._pending[self.path] = updates + self.store._pending.get(self.path, [])
+        self.owner.requeue(self.path, updates)
         await conflict_backoff(self.conflicts - 1)
 
     def _fail_in_flight(self, exc: BaseException) -> None:
@@ -239,21 +342,39 @@ class KeyWriter:
         self.in_flight.clear()
 
 
-@dataclass(frozen=True)
-class RevisionGuard:
-    """The key is still at this mod_revision (0: still absent)."""
+def isolate(
+    path: str, start: bytes | None, updates: list[PendingUpdate], failures: dict[int, Exception]
+) -> tuple[bytes | None, bool]:
+    """The batch's result could not be serialised: apply its updates again one at a time from
+    `start`, each on the last value that encoded; an update whose result does not encode
+    joins `failures` (InvalidValue) and leaves the value as it was. Costs a parse and a dump
+    per update, only when a batch fails to encode."""
+    value, changed = start, False
+    for index, (apply, _) in enumerate(updates):
+        if index in failures:
+            continue
+        trial = Draft(path, value)
+        try:
+            apply(trial)
+        except Exception as exc:
+            failures[index] = exc
+            continue
+        try:
+            encoded = trial.raw()
+        except Exception as exc:
+            failures[index] = InvalidValue(path, brief(exc))
+            log.warning("update of %s refused: %s", path, brief(exc))
+            continue
+        if trial.changed:
+            value, changed = encoded, True
+    return value, changed
 
-    revision: int
 
-
-@dataclass(frozen=True)
-class ValueGuard:
-    """The key holds exactly this value (None: is absent)."""
-
-    value: bytes | None
-
-
-SwapGuard = RevisionGuard | ValueGuard
+def brief(exc: BaseException | None, limit: int = 200) -> str:
+    """An error's type and message, cut short: logs name the key and reason, never a whole
+    document."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def resolve(batch: _Batch, state: Versioned | None) -> None:
@@ -281,8 +402,3 @@ def apply_all(draft: Draft, mutations: list[Callable[[Draft], None]]) -> dict[in
         except Exception as exc:
             failures[index] = exc
     return failures
-
-
-async def conflict_backoff(attempt: int) -> None:
-    """A short random pause after losing a CAS, growing with the attempt number."""
-    await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))

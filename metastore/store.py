@@ -9,8 +9,9 @@ seconds with `Unavailable` when etcd cannot be reached; a failed call writes not
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -18,16 +19,28 @@ import aetcd
 
 from metastore.codec import load_json
 from metastore.errors import AlreadyExists, BadVersion, NotFound, Unavailable
-from metastore.group_commit import (
-    MAX_CAS_ATTEMPTS,
-    Draft,
-    KeyWriter,
-    PendingUpdate,
-    RevisionGuard,
-    SwapGuard,
-    conflict_backoff,
-)
+from metastore.group_commit import Draft, GroupCommit
+from metastore.guards import Guard, GuardKind
+from metastore.retry import retry_on_conflict
 from metastore.versioned import NOT_CACHED, NotCached, Versioned
+
+__all__ = [
+    "UNCHANGED",
+    "Endpoint",
+    "Guard",
+    "KeyCache",
+    "MetadataStore",
+    "Mutation",
+    "RangeSnapshot",
+    "Unchanged",
+    "Versioned",
+    "WatchEvent",
+    "WatchStream",
+    "child_range",
+    "parse_metadata_store_url",
+    "retry_on_conflict",
+    "to_key",
+]
 
 log = logging.getLogger(__name__)
 
@@ -86,20 +99,37 @@ def child_range(path: str) -> tuple[bytes, bytes]:
 
 
 @dataclass(frozen=True)
-class Guard:
-    """A condition of `MetadataStore.commit`: the key `path` is still at mod_revision
-    `revision` (0: still absent); with `tree=True`, no key under `path + "/"` was written
-    after `revision` (keys deleted since do not fail it)."""
+class RangeSnapshot:
+    """Every key of a range (by full path) and the store revision the read was made at."""
+
+    entries: dict[str, Versioned]
+    revision: int
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """A change of one key: its new value (None: deleted) at `revision`."""
 
     path: str
+    value: bytes | None
     revision: int
-    tree: bool = False
 
-    def compare(self, tx: Any) -> Any:
-        if not self.tree:
-            return tx.mod(to_key(self.path)) == self.revision
-        start, end = child_range(self.path)
-        return tx.mod(start, range_end=end) < self.revision + 1
+
+class WatchStream:
+    """An established etcd watch as `WatchEvent`s (hides the client's event types)."""
+
+    def __init__(self, watch: Any) -> None:
+        self._watch = watch
+
+    async def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        async for event in self._watch:
+            kv = event.kv
+            deleted = event.kind == aetcd.EventKind.DELETE
+            yield WatchEvent(kv.key.decode(), None if deleted else kv.value, kv.mod_revision)
+
+    async def cancel(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._watch.cancel()
 
 
 class Unchanged:
@@ -121,44 +151,43 @@ class KeyCache(Protocol):
 
 
 class MetadataStore:
+    """etcd at Pulsar's paths. The etcd client is private: every operation a layer needs is
+    a method here. Implements `group_commit.KeyStore` for its group-commit writers."""
+
     def __init__(
         self, endpoints: Sequence[Endpoint], timeout: float = 5.0, pipeline_depth: int = 1
     ) -> None:
         """`pipeline_depth`: transactions of one key in flight at once (`group_commit`)."""
         if not endpoints:
             raise ValueError("at least one etcd endpoint is required")
-        if pipeline_depth < 1:
-            raise ValueError("pipeline_depth must be at least 1")
         self.endpoints = list(endpoints)
         self.timeout = timeout
-        self.pipeline_depth = pipeline_depth
         self._current = 0
-        self._client: aetcd.Client | None = None
-        self._pending: dict[str, list[PendingUpdate]] = {}
-        self._writers: dict[str, tuple[KeyWriter, asyncio.Task[None]]] = {}
+        self._etcd: aetcd.Client | None = None
         self._caches: list[KeyCache] = []
-        # The parsed JSON of this process's last write per key, reused while etcd still holds
-        # that revision (saves parsing a large document, e.g. the rack map, on every batch).
-        self._parsed: dict[str, tuple[int, Any]] = {}
+        self._group_commit = GroupCommit(self, pipeline_depth)
+
+    @property
+    def pipeline_depth(self) -> int:
+        return self._group_commit.pipeline_depth
 
     # -- connection -------------------------------------------------------------------------
 
-    @property
-    def client(self) -> aetcd.Client:
-        if self._client is None:
+    def _client(self) -> aetcd.Client:
+        if self._etcd is None:
             endpoint = self.endpoints[self._current]
-            self._client = aetcd.Client(
+            self._etcd = aetcd.Client(
                 host=endpoint.host,
                 port=endpoint.port,
                 timeout=self.timeout,
                 options=_CHANNEL_OPTIONS,
                 connect_wait_timeout=int(self.timeout),
             )
-        return self._client
+        return self._etcd
 
     async def close(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
+        if self._etcd is not None:
+            client, self._etcd = self._etcd, None
             await client.close()
 
     async def _failover(self) -> None:
@@ -167,19 +196,37 @@ class MetadataStore:
             self._current = (self._current + 1) % len(self.endpoints)
             await self.close()
 
-    async def call(self, make: Callable[[aetcd.Client], Awaitable[T]]) -> T:
+    async def _call(self, make: Callable[[aetcd.Client], Awaitable[T]]) -> T:
         """Run one etcd call within the timeout, mapping transport errors to `Unavailable`."""
         try:
             async with asyncio.timeout(self.timeout):  # unlike wait_for, no task per call
-                return await make(self.client)
+                return await make(self._client())
         except _UNAVAILABLE_ERRORS as exc:
             await self._failover()
             raise Unavailable(f"metadata store unavailable: {type(exc).__name__}") from exc
 
+    async def _transaction(
+        self, compare: list[Any], success: list[Any], failure: list[Any] | None = None
+    ) -> tuple[bool, list[Any]]:
+        ok, responses = await self._call(
+            lambda c: c.transaction(compare=compare, success=success, failure=failure or [])
+        )
+        return bool(ok), list(responses)
+
+    def _compare(self, guard: Guard) -> Any:
+        tx = self._client().transactions
+        key = to_key(guard.path)
+        if guard.kind is GuardKind.TREE:
+            start, end = child_range(guard.path)
+            return tx.mod(start, range_end=end) < guard.revision + 1
+        if guard.kind is GuardKind.VALUE:
+            return tx.version(key) == 0 if guard.value is None else tx.value(key) == guard.value
+        return tx.mod(key) == guard.revision
+
     # -- reads ------------------------------------------------------------------------------
 
     async def get(self, path: str) -> Versioned | None:
-        result = await self.call(lambda c: c.get(to_key(path)))
+        result = await self._call(lambda c: c.get(to_key(path)))
         if result is None:
             return None
         return Versioned(result.value, result.mod_revision)
@@ -191,109 +238,182 @@ class MetadataStore:
     async def exists(self, path: str) -> bool:
         return await self.get(path) is not None
 
+    async def read_range(self, path: str, *, prefix: bool) -> RangeSnapshot:
+        """The key `path` (`prefix=False`) or every key under `path + "/"`, with the store
+        revision of the read (a watch from `revision + 1` misses nothing)."""
+        if prefix:
+            start, _ = child_range(path)
+            result = await self._call(lambda c: c.get_prefix(start))
+            entries = {kv.key.decode(): Versioned(kv.value, kv.mod_revision) for kv in result}
+        else:
+            key = to_key(path)
+            result = await self._call(lambda c: c.get_prefix(key))
+            entries = {
+                kv.key.decode(): Versioned(kv.value, kv.mod_revision)
+                for kv in result
+                if kv.key == key
+            }
+        return RangeSnapshot(entries, int(result.header.revision))
+
     async def get_children_values(self, path: str) -> dict[str, Versioned]:
         """Every key under `path + "/"`, by full path."""
-        start, _ = child_range(path)
-        result = await self.call(lambda c: c.get_prefix(start))
-        return {kv.key.decode(): Versioned(kv.value, kv.mod_revision) for kv in result}
+        return (await self.read_range(path, prefix=True)).entries
 
     async def children(self, path: str) -> list[str]:
         """Names of the direct children of `path`, sorted (as Pulsar's etcd store lists them)."""
         start, _ = child_range(path)
-        result = await self.call(lambda c: c.get_prefix(start, keys_only=True))
+        result = await self._call(lambda c: c.get_prefix(start, keys_only=True))
         cut = len(start)
         return sorted({kv.key[cut:].decode().split("/", 1)[0] for kv in result})
+
+    async def lease_of(self, path: str) -> int | None:
+        """The lease the key is attached to (None: absent or not on a lease)."""
+        result = await self._call(lambda c: c.get(to_key(path)))
+        return int(result.lease) if result is not None and result.lease else None
+
+    async def watch(self, path: str, *, prefix: bool, start_revision: int) -> WatchStream:
+        """Changes of the key (or of every key under `path + "/"`) from `start_revision` on;
+        the watch is established when this returns. Iterate it until it breaks (the
+        iteration then ends or raises); `cancel()` it when done."""
+        if prefix:
+            key, range_end = child_range(path)
+        else:
+            key, range_end = to_key(path), None
+        watch = await self._call(
+            lambda c: c.watch(key, range_end=range_end, start_revision=start_revision)
+        )
+        return WatchStream(watch)
 
     # -- writes -----------------------------------------------------------------------------
 
     async def put(self, path: str, value: bytes, expected_revision: int | None = None) -> int:
         """Write `value`; with `expected_revision`, only if the key is still at that revision
         (0 means: only if the key does not exist). Returns the new revision."""
-        key = to_key(path)
         if expected_revision is None:
-            result = await self.call(lambda c: c.put(key, value))
+            result = await self._call(lambda c: c.put(to_key(path), value))
             return int(result.header.revision)
-        tx = self.client.transactions
-        ok, responses = await self.call(
-            lambda c: c.transaction(
-                compare=[tx.mod(key) == expected_revision],
-                success=[tx.put(key, value)],
-                failure=[],
-            )
-        )
-        if not ok:
-            raise AlreadyExists(path) if expected_revision == 0 else BadVersion(path)
-        return int(responses[0].response_put.header.revision)
+        try:
+            return await self.commit([Guard(path, expected_revision)], {path: value})
+        except BadVersion:
+            raise AlreadyExists(path) if expected_revision == 0 else BadVersion(path) from None
 
     async def create(self, path: str, value: bytes) -> int:
         return await self.put(path, value, expected_revision=0)
+
+    async def put_if_revision(
+        self, path: str, value: bytes, expected_revision: int, *, lease: int | None = None
+    ) -> tuple[bool, Versioned | None]:
+        """Write `value` (on `lease`, if given) if the key is still at `expected_revision`
+        (0: absent). Returns (True, what was written) or (False, what the key holds now, read
+        in the same transaction; None when absent)."""
+        tx = self._client().transactions
+        key = to_key(path)
+        ok, responses = await self._transaction(
+            [tx.mod(key) == expected_revision],
+            [tx.put(key, value, lease=lease)],
+            [tx.get(key)],
+        )
+        if ok:
+            return True, Versioned(value, int(responses[0].response_put.header.revision))
+        found = responses[0]  # a range response: [(value, metadata)] for the key, if present
+        if not found:
+            return False, None
+        current, meta = found[0]
+        return False, Versioned(current, int(meta.mod_revision))
 
     async def delete(self, path: str, expected_revision: int | None = None) -> int:
         """Delete the key and return the revision of the deletion; `NotFound` when it is
         absent, `BadVersion` when it changed since `expected_revision`."""
         key = to_key(path)
-        tx = self.client.transactions
+        tx = self._client().transactions
         compare = [tx.version(key) > 0]
         if expected_revision is not None:
             compare.append(tx.mod(key) == expected_revision)
-        ok, responses = await self.call(
-            lambda c: c.transaction(compare=compare, success=[tx.delete(key)], failure=[])
-        )
+        ok, responses = await self._transaction(compare, [tx.delete(key)])
         if not ok:
             if expected_revision is not None and await self.exists(path):
                 raise BadVersion(path)
             raise NotFound(path)
         return int(responses[0].response_delete_range.header.revision)
 
-    async def delete_tree(self, path: str) -> None:
-        """Delete `path` and everything under it, atomically."""
+    async def delete_tree(self, path: str) -> int:
+        """Delete `path` and everything under it, atomically; the revision after it."""
+        return await self.commit([], delete_trees=[path])
+
+    async def delete_children(self, path: str) -> int:
+        """Delete every key under `path + "/"` (not `path` itself); the revision after it."""
         start, end = child_range(path)
-        tx = self.client.transactions
-        await self.call(
-            lambda c: c.transaction(
-                compare=[],
-                success=[tx.delete(to_key(path)), tx.delete(start, range_end=end)],
-                failure=[],
-            )
-        )
+        tx = self._client().transactions
+        _, responses = await self._transaction([], [tx.delete(start, range_end=end)])
+        return int(responses[0].response_delete_range.header.revision)
 
     async def commit(
         self,
         guards: Sequence[Guard],
         puts: Mapping[str, bytes] | None = None,
         delete_trees: Sequence[str] = (),
-    ) -> None:
-        """One etcd transaction over several keys: when every guard holds, write `puts` and
-        delete each of `delete_trees` (the key and everything under it); otherwise nothing is
-        written and `BadVersion` is raised."""
-        tx = self.client.transactions
-        compare = [guard.compare(tx) for guard in guards]
+        deletes: Sequence[str] = (),
+    ) -> int:
+        """One etcd transaction over several keys: when every guard holds, write `puts`,
+        delete each of `deletes` and each of `delete_trees` (the key and everything under
+        it), and return the store revision after it; otherwise nothing is written and
+        `BadVersion` is raised."""
+        tx = self._client().transactions
+        compare = [self._compare(guard) for guard in guards]
         success = [tx.put(to_key(path), value) for path, value in (puts or {}).items()]
+        success += [tx.delete(to_key(path)) for path in deletes]
         for path in delete_trees:
             start, end = child_range(path)
             success += [tx.delete(to_key(path)), tx.delete(start, range_end=end)]
-        ok, _ = await self.call(
-            lambda c: c.transaction(compare=compare, success=success, failure=[])
-        )
+        ok, responses = await self._transaction(compare, success)
         if not ok:
             raise BadVersion(", ".join(guard.path for guard in guards))
+        if not responses:
+            return 0
+        first = responses[0]
+        kind = first.WhichOneof("response")
+        return int(getattr(first, kind).header.revision)
+
+    async def swap(self, path: str, guard: Guard, value: bytes | None) -> int:
+        """Write `value` (None: delete) if `guard` holds; the new revision, else `BadVersion`
+        (group commit's write)."""
+        if value is None:
+            return await self.commit([guard], deletes=[path])
+        return await self.commit([guard], {path: value})
 
     async def put_ephemeral(self, path: str, value: bytes, lease_id: int) -> None:
         """Write a key attached to a lease: it vanishes when the lease expires."""
-        await self.call(lambda c: c.put(to_key(path), value, lease=lease_id))
+        await self._call(lambda c: c.put(to_key(path), value, lease=lease_id))
 
     async def grant_lease(self, ttl: int) -> int:
-        lease = await self.call(lambda c: c.lease(ttl))
+        lease = await self._call(lambda c: c.lease(ttl))
         return int(lease.id)
 
     async def refresh_lease(self, lease_id: int) -> None:
-        await self.call(lambda c: c.refresh_lease(lease_id))
+        await self._call(lambda c: c.refresh_lease(lease_id))
+
+    async def revoke_lease(self, lease_id: int) -> None:
+        """End the lease now: every key on it is deleted."""
+        await self._call(lambda c: c.revoke_lease(lease_id))
 
     # -- read-modify-write --------------------------------------------------------------------
 
     def attach_cache(self, cache: KeyCache) -> None:
         """Let updates start from `cache` (saving a read) and write through to it."""
         self._caches.append(cache)
+
+    def cached(self, path: str) -> Versioned | NotCached | None:
+        """What an attached cache holds of `path` (None: known absent), or `NOT_CACHED`."""
+        for cache in self._caches:
+            known = cache.peek(path)
+            if not isinstance(known, NotCached):
+                return known
+        return NOT_CACHED
+
+    def write_through(self, path: str, value: bytes | None, revision: int) -> None:
+        """Tell the attached caches about a write this process made (None: a delete)."""
+        for cache in self._caches:
+            cache.observe(path, value, revision)
 
     async def update(self, path: str, mutate: Mutation) -> Versioned | None:
         """Compare-and-swap: `mutate(current)` returns the new value, None to delete the key,
@@ -309,7 +429,7 @@ class MetadataStore:
             if not isinstance(result, Unchanged):
                 draft.set_raw(result)
 
-        return await self._enqueue(path, apply)
+        return await self._group_commit.submit(path, apply)
 
     async def update_json(
         self,
@@ -320,72 +440,12 @@ class MetadataStore:
         """`update` on the parsed JSON document: `mutate(doc)` returns the new document (it
         may change `doc` in place, but only after its last check that can raise), None to
         delete, or UNCHANGED. A batch of JSON updates parses and serialises once;
-        `finalize(doc)` runs once before serialising (e.g. to sort keys)."""
+        `finalize(doc)` runs once before serialising (e.g. to sort keys). A new document that
+        cannot be encoded fails its own update with `InvalidValue`, not the batch."""
 
         def apply(draft: Draft) -> None:
             result = mutate(draft.doc())
             if not isinstance(result, Unchanged):
                 draft.set_doc(result, finalize)
 
-        return await self._enqueue(path, apply)
-
-    async def _enqueue(self, path: str, apply: Callable[[Draft], None]) -> Versioned | None:
-        future: asyncio.Future[Versioned | None] = asyncio.get_running_loop().create_future()
-        self._pending.setdefault(path, []).append((apply, future))
-        if path in self._writers:
-            self._writers[path][0].wake()
-        else:
-            writer = KeyWriter(self, path)
-            task = asyncio.create_task(self._write(writer), name=f"update {path}")
-            self._writers[path] = (writer, task)
-        return await future
-
-    async def _write(self, writer: KeyWriter) -> None:
-        try:
-            await writer.run()
-        finally:
-            self._writers.pop(writer.path, None)
-
-    def _cached(self, path: str) -> Versioned | NotCached | None:
-        for cache in self._caches:
-            known = cache.peek(path)
-            if not isinstance(known, NotCached):
-                return known
-        return NOT_CACHED
-
-    def _write_through(self, path: str, value: bytes | None, revision: int) -> None:
-        for cache in self._caches:
-            cache.observe(path, value, revision)
-
-    async def _swap_guarded(self, path: str, guard: SwapGuard, new_value: bytes | None) -> int:
-        """Write `new_value` (None: delete) if `guard` holds; the new revision, else
-        `BadVersion`."""
-        key = to_key(path)
-        tx = self.client.transactions
-        if isinstance(guard, RevisionGuard):
-            compare = [tx.mod(key) == guard.revision]
-        elif guard.value is None:
-            compare = [tx.version(key) == 0]
-        else:
-            compare = [tx.value(key) == guard.value]
-        change = tx.put(key, new_value) if new_value is not None else tx.delete(key)
-        ok, responses = await self.call(
-            lambda c: c.transaction(compare=compare, success=[change], failure=[])
-        )
-        if not ok:
-            raise BadVersion(path)
-        response = responses[0]
-        return int(
-            (response.response_put if new_value is not None else response.response_delete_range)
-            .header.revision
-        )
-
-
-async def retry_on_conflict(attempt: Callable[[], Awaitable[T]]) -> T:
-    """Run a read-then-`commit` attempt again while its guards lose to a concurrent writer."""
-    for number in range(MAX_CAS_ATTEMPTS):
-        try:
-            return await attempt()
-        except BadVersion:
-            await conflict_backoff(number)
-    raise BadVersion("too many concurrent modifications")
+        return await self._group_commit.submit(path, apply)

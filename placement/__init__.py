@@ -13,7 +13,7 @@ from placement.brokers import (
     select_broker,
     should_unload_anti_affinity,
 )
-from placement.check import acked_bookies_adhere, verdict
+from placement.check import acked_bookies_adhere
 from placement.config import PlacementConfig, PlacementMode
 from placement.engine import (
     Explanation,
@@ -24,6 +24,7 @@ from placement.engine import (
     replace_to_adhere,
 )
 from placement.errors import InvalidPlacementRequest, NotEnoughBookies, PlacementError
+from placement.inputs import default_request, with_sizes
 from placement.isolation import AffinityGroups, effective_groups
 from placement.model import (
     Adherence,
@@ -55,6 +56,7 @@ __all__ = [
     "Topology",
     "acked_bookies_adhere",
     "adherence",
+    "default_request",
     "effective_groups",
     "entries_striped_to_bookie",
     "explain",
@@ -67,6 +69,6 @@ __all__ = [
     "replace_to_adhere",
     "select_broker",
     "should_unload_anti_affinity",
-    "verdict",
+    "with_sizes",
     "write_set",
 ]

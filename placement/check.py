@@ -1,7 +1,9 @@
-"""The one adherence predicate: does an ensemble meet the placement policy?
+"""The fault-domain rules: does an ensemble meet the rack, region or zone policy?
 
-`new_ensemble` grades its own answer with `verdict`; the storage auditor and the Spark
-audit call the same functions on stored ensembles. Rules (placement.md §2.5, §3, §4.3):
+The policies grade their own answers with `fault_domain_verdict`. It ignores isolation
+groups: an auditor judging a namespace's ledger calls the isolation-aware check
+(`placement.adherence` with the namespace's affinity), never this module directly.
+Rules (placement.md §2.5, §3, §4.3):
 
 - rack-aware: each of the E cyclic write-quorum windows spans >= min(Qw, minRacks)
   racks, counting only known (writable) bookies; under enforcement no window holds a
@@ -134,14 +136,16 @@ def zone_verdict(
     return result
 
 
-def verdict(
+def fault_domain_verdict(
     topology: Topology,
     ensemble: Sequence[str],
     write_quorum: int,
     ack_quorum: int,
     config: PlacementConfig,
 ) -> Verdict:
-    """Adherence of `ensemble` under `topology.mode`, with the reason."""
+    """The rack/region/zone rules of `topology.mode` alone, with the reason. It knows
+    nothing of isolation groups: the adherence of a namespace's ensemble is
+    `placement.adherence(..., affinity=...)` (isolation-aware)."""
     if topology.mode is PlacementMode.ZONE:
         return zone_verdict(ensemble, write_quorum, topology.rack_of, topology.known,
                             config.min_num_zones_per_write_quorum,
@@ -164,8 +168,8 @@ def adherence(
     ack_quorum: int,
     config: PlacementConfig,
 ) -> Adherence:
-    """isEnsembleAdheringToPlacementPolicy for the topology's mode."""
-    return verdict(topology, ensemble, write_quorum, ack_quorum, config)[0]
+    """isEnsembleAdheringToPlacementPolicy for the topology's mode (no isolation groups)."""
+    return fault_domain_verdict(topology, ensemble, write_quorum, ack_quorum, config)[0]
 
 
 def acked_bookies_adhere(

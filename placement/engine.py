@@ -8,12 +8,11 @@ defaults) name bookie affinity groups, runs it inside the allowed bookies (isola
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 from placement import exclusions, isolation, policies
-from placement.config import PlacementConfig
+from placement.config import PlacementConfig, PlacementMode
 from placement.isolation import AffinityGroups, effective_groups
 from placement.model import Adherence, EnsembleRequest, ExcludedBookie, Placement
 from placement.topology import Topology
@@ -90,41 +89,14 @@ def adherence(
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
-    """A dry-run placement: the ensemble, and every bookie left out with the reason."""
+    """A dry-run placement: the ensemble, every bookie left out with the reason, and what it
+    ran under (the request, the topology's mode, the isolation groups in effect or None)."""
 
     placement: Placement
     excluded: tuple[ExcludedBookie, ...]
-    policy: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ensemble": [b.to_json() for b in self.placement.bookies],
-            "adherence": self.placement.adherence.name,
-            "reasons": list(self.placement.reasons),
-            "excluded": [e.to_json() for e in self.excluded],
-            "policy": dict(self.policy),
-        }
-
-
-def describe_policy(
-    topology: Topology, request: EnsembleRequest, config: PlacementConfig,
-    groups: AffinityGroups | None,
-) -> dict[str, Any]:
-    """The settings a placement ran under, as JSON."""
-    return {
-        "mode": topology.mode.value,
-        "ensembleSize": request.ensemble_size,
-        "writeQuorum": request.write_quorum,
-        "ackQuorum": request.ack_quorum,
-        "minNumRacksPerWriteQuorum": config.min_num_racks_per_write_quorum,
-        "enforceMinNumRacksPerWriteQuorum": config.enforce_min_num_racks_per_write_quorum,
-        "diskWeightBasedPlacementEnabled": config.disk_weight_based_placement_enabled,
-        "isolation": None if groups is None else {
-            "primary": list(groups.primary),
-            "secondary": list(groups.secondary),
-            "strict": groups.strict,
-        },
-    }
+    request: EnsembleRequest
+    mode: PlacementMode
+    groups: AffinityGroups | None
 
 
 def explain(
@@ -150,4 +122,4 @@ def explain(
         for b, r in exclusions.describe(view, exclude, config, chosen,
                                         lambda _: "eligible, not chosen")
     )
-    return Explanation(placement, excluded, describe_policy(topology, request, config, groups))
+    return Explanation(placement, excluded, request, topology.mode, groups)

@@ -213,7 +213,8 @@ def isolation_verdict(
     outside = [b for b in ensemble if b in view.filtered]
     if outside:
         return Adherence.FAIL, f"outside the allowed groups: {outside}"
-    return check.verdict(topology, ensemble, request.write_quorum, request.ack_quorum, config)
+    return check.fault_domain_verdict(
+        topology, ensemble, request.write_quorum, request.ack_quorum, config)
 
 
 def adherence(

@@ -60,14 +60,6 @@ class ChosenBookie:
     group: str | None
     source: Source
 
-    def to_json(self) -> dict[str, str | None]:
-        return {
-            "bookieId": self.bookie_id,
-            "group": self.group,
-            "rack": self.rack,
-            "source": self.source.value,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class ExcludedBookie:
@@ -75,9 +67,6 @@ class ExcludedBookie:
 
     bookie_id: str
     reason: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"bookieId": self.bookie_id, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)

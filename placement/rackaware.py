@@ -399,8 +399,8 @@ def unrepaired(
 ) -> Placement:
     """The ensemble unchanged and graded, for policies that cannot repair (as BookKeeper)."""
     current = tuple(ensemble)
-    grade, why = check.verdict(topology, current, request.write_quorum, request.ack_quorum,
-                               config)
+    grade, why = check.fault_domain_verdict(
+        topology, current, request.write_quorum, request.ack_quorum, config)
     return Placement(current, grade,
                      (why, f"{policy} placement does not repair ensembles (as BookKeeper)"),
                      describe_ensemble(topology, current))

@@ -74,7 +74,8 @@ def new_ensemble(
     except NotEnoughBookies as exc:
         raise _explained(topology, config, exclude, exc) from None
     chosen = tuple(ens.chosen)
-    grade, why = check.verdict(topology, chosen, request.write_quorum, request.ack_quorum, config)
+    grade, why = check.fault_domain_verdict(
+        topology, chosen, request.write_quorum, request.ack_quorum, config)
     return Placement(chosen, grade, (why, *notes), describe_ensemble(topology, chosen))
 
 
@@ -199,7 +200,8 @@ def replace_bookie(
             short_set="replacement candidates", needed=1, available=0,
             constraint="region durability" if enforce else ""))
     new = tuple(cand if b == bookie else b for b in ensemble) if ensemble else (cand,)
-    grade, why = check.verdict(topology, new, request.write_quorum, request.ack_quorum, config)
+    grade, why = check.fault_domain_verdict(
+        topology, new, request.write_quorum, request.ack_quorum, config)
     return Placement(new, grade, (why,), describe_ensemble(topology, new),
                      replaced=bookie, replacement=cand)
 

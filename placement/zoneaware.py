@@ -117,8 +117,8 @@ def _check_strict(request: EnsembleRequest, config: PlacementConfig) -> None:
 
 def _graded(topology: Topology, chosen: Sequence[str], request: EnsembleRequest,
             config: PlacementConfig, **extra: str) -> Placement:
-    grade, why = check.verdict(topology, chosen, request.write_quorum, request.ack_quorum,
-                               config)
+    grade, why = check.fault_domain_verdict(
+        topology, chosen, request.write_quorum, request.ack_quorum, config)
     return Placement(tuple(chosen), grade, (why,), describe_ensemble(topology, chosen),
                      replaced=extra.get("replaced"), replacement=extra.get("replacement"))
 

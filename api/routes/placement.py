@@ -6,15 +6,13 @@ Mounted after the namespaces router, so no upstream `/admin/v2/namespaces/...` p
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from api.deps import LintDep, PlacementDep
-from api.services.lint import KINDS
 from api.services.placement import Sizes
+from placement import Explanation, PlacementConfig
+from placement import lint as lint_rules
 
 router = APIRouter(prefix="/admin/v2", tags=["extensions"])
 
@@ -31,12 +29,56 @@ class PreviewExcluded(BaseModel):
     reason: str
 
 
+class PreviewIsolation(BaseModel):
+    primary: list[str]
+    secondary: list[str]
+    strict: bool
+
+
+class PreviewPolicy(BaseModel):
+    mode: str
+    ensembleSize: int
+    writeQuorum: int
+    ackQuorum: int
+    minNumRacksPerWriteQuorum: int
+    enforceMinNumRacksPerWriteQuorum: bool
+    diskWeightBasedPlacementEnabled: bool
+    isolation: PreviewIsolation | None = Field(description="The groups in effect; null: none")
+
+
 class PlacementPreview(BaseModel):
     ensemble: list[PreviewBookie]
     adherence: str = Field(description="MEETS_STRICT, MEETS_SOFT or FAIL (a best effort)")
     reasons: list[str] = Field(description="Why the ensemble is graded as it is")
     excluded: list[PreviewExcluded] = Field(description="Every other bookie, with the reason")
-    policy: dict[str, Any] = Field(description="Mode, sizes, rack rules and isolation groups")
+    policy: PreviewPolicy = Field(description="Mode, sizes, rack rules and isolation groups")
+
+    @classmethod
+    def of(cls, explanation: Explanation, config: PlacementConfig) -> PlacementPreview:
+        placement, request, groups = explanation.placement, explanation.request, explanation.groups
+        return cls(
+            ensemble=[
+                PreviewBookie(bookieId=b.bookie_id, group=b.group, rack=b.rack,
+                              source=b.source.value)
+                for b in placement.bookies
+            ],
+            adherence=placement.adherence.name,
+            reasons=list(placement.reasons),
+            excluded=[PreviewExcluded(bookieId=e.bookie_id, reason=e.reason)
+                      for e in explanation.excluded],
+            policy=PreviewPolicy(
+                mode=explanation.mode.value,
+                ensembleSize=request.ensemble_size,
+                writeQuorum=request.write_quorum,
+                ackQuorum=request.ack_quorum,
+                minNumRacksPerWriteQuorum=config.min_num_racks_per_write_quorum,
+                enforceMinNumRacksPerWriteQuorum=config.enforce_min_num_racks_per_write_quorum,
+                diskWeightBasedPlacementEnabled=config.disk_weight_based_placement_enabled,
+                isolation=None if groups is None else PreviewIsolation(
+                    primary=list(groups.primary), secondary=list(groups.secondary),
+                    strict=groups.strict),
+            ),
+        )  # fmt: skip
 
 
 class LintWarning(BaseModel):
@@ -45,6 +87,11 @@ class LintWarning(BaseModel):
     group: str | None = None
     namespace: str | None = None
     message: str
+
+    @classmethod
+    def of(cls, warning: lint_rules.LintWarning) -> LintWarning:
+        return cls(kind=warning.kind, bookieId=warning.bookie_id, group=warning.group,
+                   namespace=warning.namespace, message=warning.message)  # fmt: skip
 
 
 class LintReport(BaseModel):
@@ -66,7 +113,7 @@ LINT_DESCRIPTION = (
     "Warnings about rack and group configuration that silently weakens placement. Each warning "
     "has a stable `kind`, a `message`, and `bookieId`, `group` or `namespace` when it is about "
     "one (absent keys are omitted). Kinds:\n\n"
-    + "\n".join(f"- `{kind}`: {meaning}" for kind, meaning in KINDS.items())
+    + "\n".join(f"- `{kind}`: {meaning}" for kind, meaning in lint_rules.KINDS.items())
 )
 
 
@@ -75,9 +122,8 @@ LINT_DESCRIPTION = (
     operation_id="getPlacementPreview",
     summary="Preview where a new ledger of the namespace would be placed, and why",
     description=PREVIEW_DESCRIPTION,
-    response_model=None,
+    response_model=PlacementPreview,
     responses={
-        200: {"model": PlacementPreview},
         400: {"description": "Invalid sizes: non-positive, E < Qw or Qw < Qa"},
         404: {"description": "Namespace does not exist"},
         412: {"description": "Not enough bookies: the set that was short and by how many"},
@@ -90,9 +136,10 @@ async def get_placement_preview(
     ensembleSize: int | None = Query(default=None, description=SIZE_HELP.format("EnsembleSize")),
     writeQuorum: int | None = Query(default=None, description=SIZE_HELP.format("WriteQuorum")),
     ackQuorum: int | None = Query(default=None, description=SIZE_HELP.format("AckQuorum")),
-) -> JSONResponse:
+) -> PlacementPreview:
     sizes = Sizes(ensembleSize, writeQuorum, ackQuorum)
-    return JSONResponse(await placement.preview(tenant, namespace, sizes))
+    explanation = await placement.preview(tenant, namespace, sizes)
+    return PlacementPreview.of(explanation, placement.config)
 
 
 @router.get(
@@ -103,5 +150,5 @@ async def get_placement_preview(
     response_model=LintReport,
     response_model_exclude_none=True,
 )
-async def lint_bookies(lint: LintDep) -> dict[str, Any]:
-    return {"warnings": await lint.lint()}
+async def lint_bookies(lint: LintDep) -> LintReport:
+    return LintReport(warnings=[LintWarning.of(w) for w in await lint.lint()])

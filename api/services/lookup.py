@@ -20,26 +20,25 @@
 from __future__ import annotations
 
 import bisect
-import json
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from api.errors import InvalidInput, ServiceUnavailable
-from api.models import BundlesData, LocalPolicies
+from api.models import BundlesData
 from api.services.namespaces import NamespaceService, bundles_for
 from api.settings import Settings
 from metastore import paths
 from metastore.cache import WatchedRange
-from metastore.codec import dump_json
-from metastore.store import MetadataStore, Versioned, child_range, to_key
+from metastore.codec import dump_json, load_json
+from metastore.documents import BrokerRegistration, LocalPolicies, decode_broker, direct_children
+from metastore.readers import read_all_local_policies, read_failure_domains, read_local_policies
+from metastore.store import MetadataStore, Versioned
 from placement import parse_policies, select_broker
 
 TOPIC_DOMAINS = ("persistent", "non-persistent")
 FULL_RANGE_END = 0xFFFFFFFF
-_RESOURCES = ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut")
 
 
 # -- bundles ------------------------------------------------------------------------------------
@@ -66,66 +65,17 @@ def boundaries_of(bundles: BundlesData | None, default_bundles: int) -> list[int
 # -- brokers ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Broker:
-    """A registration at `/loadbalance/brokers/{id}` (LocalBrokerData), tolerant of gaps."""
-
-    broker_id: str
-    web_service_url: str
-    web_service_url_tls: str | None
-    pulsar_service_url: str | None
-    pulsar_service_url_tls: str | None
-    load: float
-
-    @classmethod
-    def from_registration(cls, broker_id: str, raw: bytes) -> Broker:
-        try:
-            data = json.loads(raw) if raw else {}
-        except ValueError:
-            data = {}
-        if not isinstance(data, dict):
-            data = {}
-
-        def text(key: str) -> str | None:
-            value = data.get(key)
-            return value if isinstance(value, str) and value else None
-
-        return cls(
-            broker_id=broker_id,
-            web_service_url=text("webServiceUrl") or f"http://{broker_id}",
-            web_service_url_tls=text("webServiceUrlTls"),
-            pulsar_service_url=text("pulsarServiceUrl"),
-            pulsar_service_url_tls=text("pulsarServiceUrlTls"),
-            load=max_resource_usage(data),
-        )
-
-    def ownership(self) -> dict[str, Any]:
-        """NamespaceEphemeralData as Pulsar's Jackson writes it (nulls dropped)."""
-        data: dict[str, Any] = {
-            "nativeUrl": self.pulsar_service_url,
-            "nativeUrlTls": self.pulsar_service_url_tls,
-            "httpUrl": self.web_service_url,
-            "httpUrlTls": self.web_service_url_tls,
-            "disabled": False,
-            "advertisedListeners": {},
-        }
-        return {k: v for k, v in data.items() if v is not None}
-
-
-def max_resource_usage(data: Mapping[str, Any]) -> float:
-    """LocalBrokerData.getMaxResourceUsage: the highest usage/limit percentage."""
-    highest = 0.0
-    for name in _RESOURCES:
-        usage = data.get(name)
-        if not isinstance(usage, Mapping):
-            continue
-        try:
-            used, limit = float(usage.get("usage", 0)), float(usage.get("limit", 0))
-        except (TypeError, ValueError):
-            continue
-        if limit > 0:
-            highest = max(highest, used / limit * 100)
-    return highest
+def ownership_record(broker: BrokerRegistration) -> dict[str, Any]:
+    """NamespaceEphemeralData as Pulsar's Jackson writes it (nulls dropped)."""
+    data: dict[str, Any] = {
+        "nativeUrl": broker.pulsar_service_url,
+        "nativeUrlTls": broker.pulsar_service_url_tls,
+        "httpUrl": broker.web_service_url,
+        "httpUrlTls": broker.web_service_url_tls,
+        "disabled": False,
+        "advertisedListeners": {},
+    }
+    return {k: v for k, v in data.items() if v is not None}
 
 
 def broker_id_of(owner: Mapping[str, Any]) -> str | None:
@@ -152,15 +102,9 @@ def lookup_data(owner: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
 
-def children_of(entries: Mapping[str, Versioned], parent: str) -> dict[str, Versioned]:
-    prefix = parent.rstrip("/") + "/"
-    return {k.removeprefix(prefix): v for k, v in entries.items()
-            if k.startswith(prefix) and "/" not in k.removeprefix(prefix)}  # fmt: skip
-
-
 def decode_json(raw: bytes) -> Any:
     try:
-        return json.loads(raw)
+        return load_json(raw)
     except ValueError:
         return None
 
@@ -186,9 +130,11 @@ class LookupService:
         if domain not in TOPIC_DOMAINS:
             raise InvalidInput(f"Invalid topic domain: {domain}")
         policies = await self.namespaces.policies(tenant, namespace)
-        local = await self._local(tenant, namespace)
+        local = await read_local_policies(self.store, tenant, namespace)
         topic_name = f"{domain}://{tenant}/{namespace}/{topic}"
-        bundles = local.bundles if local is not None and local.bundles else policies.bundles
+        bundles = policies.bundles
+        if local is not None and local.bundle_boundaries:
+            bundles = BundlesData(boundaries=list(local.bundle_boundaries))
         boundaries = boundaries_of(bundles, self.settings.defaultNumberOfNamespaceBundles)
         key = paths.bundle_ownership(tenant, namespace,
                                      bundle_range(boundaries, topic_hash(topic_name)))
@@ -199,14 +145,7 @@ class LookupService:
         """Release every bundle of the namespace (delete its ownership records)."""
         await self.namespaces.policies(tenant, namespace)
         root = paths.namespace_ownership(tenant, namespace)
-        start, end = child_range(root)
-        tx = self.store.client.transactions
-        _, responses = await self.store.call(
-            lambda c: c.transaction(
-                compare=[], success=[tx.delete(start, range_end=end)], failure=[]
-            )
-        )
-        revision = int(responses[0].response_delete_range.header.revision)
+        revision = await self.store.delete_children(root)
         for key in [k for k in await self.ownership.entries() if k.startswith(root + "/")]:
             self.ownership.observe(key, None, revision)
 
@@ -225,7 +164,7 @@ class LookupService:
             chosen = await self._choose(namespace, local, brokers, current)
             if chosen is None:
                 raise ServiceUnavailable(f"No broker was available to own {topic_name}")
-            record = brokers[chosen].ownership()
+            record = ownership_record(brokers[chosen])
             won, stored = await self._claim(key, record, chosen,
                                             0 if held is None else held.revision)  # fmt: skip
             if stored is not None:
@@ -240,33 +179,18 @@ class LookupService:
     ) -> tuple[bool, Versioned | None]:
         """Write `record` if `key` is still at `expected` (0: absent), on the broker's lease;
         otherwise return what is there now, read in the same transaction."""
-        value = dump_json(record)
-        registration = await self.store.call(lambda c: c.get(to_key(paths.broker(broker_id))))
-        lease = registration.lease if registration is not None and registration.lease else None
-        tx = self.store.client.transactions
-        ok, responses = await self.store.call(
-            lambda c: c.transaction(
-                compare=[tx.mod(to_key(key)) == expected],
-                success=[tx.put(to_key(key), value, lease=lease)],
-                failure=[tx.get(to_key(key))],
-            )
-        )
-        if ok:
-            return True, Versioned(value, int(responses[0].response_put.header.revision))
-        found = responses[0]  # a range response: [(value, Get)] for the key, if present
-        if not found:
-            return False, None
-        value, meta = found[0]
-        return False, Versioned(value, int(meta.mod_revision))
+        lease = await self.store.lease_of(paths.broker(broker_id))
+        return await self.store.put_if_revision(key, dump_json(record), expected, lease=lease)
 
     async def _choose(
-        self, namespace: str, local: LocalPolicies | None, brokers: Mapping[str, Broker],
+        self, namespace: str, local: LocalPolicies | None,
+        brokers: Mapping[str, BrokerRegistration],
         owners: Mapping[str, Versioned],
     ) -> str | None:
         if not brokers:
             return None
         owned = self._owned_by_namespace(owners, brokers)
-        group = local.namespaceAntiAffinityGroup if local is not None else None
+        group = local.anti_affinity_group if local is not None else None
         counts = await self._anti_affinity_counts(group, owned) if group else None
         cluster = self.settings.clusterName
         assignment = select_broker(
@@ -275,14 +199,14 @@ class LookupService:
             policies=parse_policies(await self._json(paths.namespace_isolation_policies(cluster))),
             loads={b: broker.load for b, broker in brokers.items()},
             anti_affinity_counts=counts,
-            failure_domains=await self._failure_domains(cluster),
+            failure_domains=await read_failure_domains(self.store, cluster),
             failure_domains_enabled=self.settings.failureDomainsEnabled,
             namespace_bundles={b: n for b, n in owned.get(namespace, {}).items()},
         )
         return assignment.broker
 
     def _owned_by_namespace(
-        self, owners: Mapping[str, Versioned], brokers: Mapping[str, Broker]
+        self, owners: Mapping[str, Versioned], brokers: Mapping[str, BrokerRegistration]
     ) -> dict[str, dict[str, int]]:
         """{tenant/ns: {broker: bundles owned}} over live owners."""
         prefix = paths.NAMESPACE_OWNERSHIP + "/"
@@ -304,38 +228,18 @@ class LookupService:
         """Modular LB counting: one per namespace of the group with a bundle on the broker."""
         wanted = group.casefold()
         counts: dict[str, int] = {}
-        prefix = paths.LOCAL_POLICIES + "/"
-        for key, held in (await self.store.get_children_values(paths.LOCAL_POLICIES)).items():
-            name = key.removeprefix(prefix)
-            try:
-                other = LocalPolicies.from_bytes(held.value).namespaceAntiAffinityGroup
-            except ValueError:
-                continue
+        for name, local in (await read_all_local_policies(self.store)).items():
+            other = local.anti_affinity_group
             if other is None or other.casefold() != wanted:
                 continue
             for broker in owned.get(name, {}):
                 counts[broker] = counts.get(broker, 0) + 1
         return counts
 
-    async def _failure_domains(self, cluster: str) -> dict[str, list[str]]:
-        root = paths.failure_domains(cluster)
-        values = await self.store.get_children_values(root)
-        domains: dict[str, list[str]] = {}
-        for name, held in children_of(values, root).items():
-            data = decode_json(held.value)
-            members = data.get("brokers") if isinstance(data, dict) else None
-            domains[name] = [b for b in members or [] if isinstance(b, str)]
-        return domains
-
-    async def _brokers(self) -> dict[str, Broker]:
-        entries = children_of(await self.brokers.entries(), paths.BROKERS)
-        return {b: Broker.from_registration(b, v.value) for b, v in entries.items()}
-
-    async def _local(self, tenant: str, namespace: str) -> LocalPolicies | None:
-        found = await self.store.get(paths.local_policies(tenant, namespace))
-        return None if found is None else LocalPolicies.from_bytes(found.value)
+    async def _brokers(self) -> dict[str, BrokerRegistration]:
+        entries = direct_children(await self.brokers.entries(), paths.BROKERS)
+        return {b: decode_broker(b, v.value) for b, v in entries.items()}
 
     async def _json(self, path: str) -> Any:
         found = await self.store.get(path)
         return None if found is None else decode_json(found.value)
-

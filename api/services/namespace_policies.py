@@ -29,6 +29,7 @@ from api.services.naming import java_set
 from api.settings import Settings
 from metastore import paths
 from metastore.store import UNCHANGED, MetadataStore, Unchanged
+from placement.config import split_groups
 
 LOCAL_POLICIES_NOT_FOUND = "Namespace local-policies does not exist"
 EMPTY_ANTI_AFFINITY_GROUP = "antiAffinityGroup can't be empty"
@@ -43,14 +44,10 @@ STRICT_WITH_WILDCARD = (
 )
 
 
-def groups_of(value: str | None) -> list[str]:
-    return [group.strip() for group in (value or "").split(",") if group.strip()]
-
-
 def validate_bookie_affinity(data: BookieAffinityGroupData) -> None:
     if not data.strict:
         return
-    primary = groups_of(data.bookkeeperAffinityGroupPrimary)
+    primary = split_groups(data.bookkeeperAffinityGroupPrimary)
     if not primary:
         raise PreconditionFailed(STRICT_WITHOUT_PRIMARY)
     if WILDCARD_GROUP in primary:

@@ -1,25 +1,22 @@
 """Placement dry run for a namespace: where would a new ledger's ensemble go, and why.
 
-Runs `placement.explain` on the live topology (`TopologySnapshot`) with the namespace's bookie
-affinity group from its local policies (strict extension included) or, without one, the
-broker-wide `bookkeeperClientIsolationGroups` (and `strictBookieAffinityEnabled`). Sizes come
-from the query, else the namespace's persistence policy, else the broker's
-`managedLedgerDefault*`. Nothing is written: a preview is not a reservation.
+Runs `placement.explain` on the live topology (`metastore.topology.TopologySnapshot`) with the
+namespace's placement inputs (`metastore.readers.read_namespace_placement`: its persistence
+sizes and bookie affinity groups, strict extension included; without groups of its own the
+broker-wide `bookkeeperClientIsolationGroups` and `strictBookieAffinityEnabled` apply). Sizes
+in the query override the namespace's. Nothing is written: a preview is not a reservation.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
 
-from api.models import LocalPolicies, Policies
 from api.services.namespaces import NamespaceService
-from api.services.topology import TopologySnapshot
-from api.settings import Settings
-from metastore import paths
+from metastore.readers import read_namespace_placement
 from metastore.store import MetadataStore
-from placement import AffinityGroups, EnsembleRequest, PlacementConfig, explain
+from metastore.topology import TopologySnapshot
+from placement import Explanation, explain, with_sizes
 
 
 @dataclass(frozen=True)
@@ -31,63 +28,31 @@ class Sizes:
     ack_quorum: int | None = None
 
 
-def default_request(policies: Policies, config: PlacementConfig) -> EnsembleRequest:
-    persistence = policies.persistence
-    if persistence is not None:
-        return EnsembleRequest(persistence.bookkeeperEnsemble, persistence.bookkeeperWriteQuorum,
-                               persistence.bookkeeperAckQuorum)  # fmt: skip
-    return EnsembleRequest(config.managed_ledger_default_ensemble_size,
-                           config.managed_ledger_default_write_quorum,
-                           config.managed_ledger_default_ack_quorum)  # fmt: skip
-
-
-def with_sizes(base: EnsembleRequest, sizes: Sizes) -> EnsembleRequest:
-    def pick(given: int | None, default: int) -> int:
-        return default if given is None else given
-
-    return EnsembleRequest(
-        pick(sizes.ensemble_size, base.ensemble_size),
-        pick(sizes.write_quorum, base.write_quorum),
-        pick(sizes.ack_quorum, base.ack_quorum),
-    )
-
-
-def affinity_of(local: LocalPolicies | None) -> AffinityGroups | None:
-    """The namespace's own groups; None lets the broker-wide groups apply."""
-    if local is None or local.bookieAffinityGroup is None:
-        return None
-    groups = AffinityGroups.from_json(local.bookieAffinityGroup.dump())
-    if not groups.primary and not groups.secondary:
-        return None
-    return groups
-
-
-async def local_policies(store: MetadataStore, tenant: str, namespace: str) -> LocalPolicies | None:
-    found = await store.get(paths.local_policies(tenant, namespace))
-    return None if found is None else LocalPolicies.from_bytes(found.value)
-
-
 class PlacementService:
     def __init__(
         self,
         store: MetadataStore,
-        settings: Settings,
+        namespaces: NamespaceService,
         snapshot: TopologySnapshot,
         rng: random.Random | None = None,
     ) -> None:
         self.store = store
-        self.namespaces = NamespaceService(store, settings)
+        self.namespaces = namespaces
         self.snapshot = snapshot
         self.config = snapshot.config
         self.rng = rng or random.Random()
 
-    async def preview(self, tenant: str, namespace: str, sizes: Sizes) -> dict[str, Any]:
-        """The dry-run JSON; NotEnoughBookies (412) or InvalidPlacementRequest (400) when the
+    async def preview(self, tenant: str, namespace: str, sizes: Sizes) -> Explanation:
+        """The dry run; NotEnoughBookies (412) or InvalidPlacementRequest (400) when the
         ensemble cannot be placed."""
-        policies = await self.namespaces.policies(tenant, namespace)
-        request = with_sizes(default_request(policies, self.config), sizes)
+        await self.namespaces.policies(tenant, namespace)  # 404 in Pulsar's words
+        inputs = await read_namespace_placement(self.store, tenant, namespace, self.config)
+        request = with_sizes(
+            inputs.request,
+            ensemble_size=sizes.ensemble_size,
+            write_quorum=sizes.write_quorum,
+            ack_quorum=sizes.ack_quorum,
+        )
         request.validate()
-        affinity = affinity_of(await local_policies(self.store, tenant, namespace))
         view = await self.snapshot.current()
-        explanation = explain(view.topology, request, self.config, self.rng, affinity=affinity)
-        return explanation.to_json()
+        return explain(view.topology, request, self.config, self.rng, affinity=inputs.affinity)

@@ -15,10 +15,10 @@ from api.models import BookieInfo
 from api.settings import Settings
 from metastore import paths
 from metastore.cache import CachedDocument, WatchedRange
-from metastore.codec import dump_json, load_json
+from metastore.codec import dump_json
+from metastore.documents import RackConfig, decode_rack_config
+from metastore.readers import read_registered_bookies
 from metastore.store import MetadataStore
-
-RackConfig = dict[str, dict[str, dict[str, Any]]]
 
 INVALID_RACK_REASON = (
     "Bookie 'rack' parameter is invalid, When `RackawareEnsemblePlacementPolicy` is enabled, "
@@ -41,20 +41,6 @@ def validate_rack(rack: str | None, settings: Settings) -> None:
         return
     if not is_valid_rack_name(rack, region_aware=settings.bookkeeperClientRegionawarePolicyEnabled):
         raise PreconditionFailed(INVALID_RACK_REASON)
-
-
-def decode_rack_config(raw: bytes | None) -> RackConfig:
-    """The stored `/bookies` document; anything that is not a map of groups reads as empty
-    (a malformed document written by another tool must not take the service down)."""
-    if not raw:
-        return {}
-    try:
-        document = load_json(raw)
-    except ValueError:
-        return {}
-    if not isinstance(document, dict):
-        return {}
-    return {group: bookies for group, bookies in document.items() if isinstance(bookies, dict)}
 
 
 def sorted_config(config: RackConfig) -> RackConfig:
@@ -157,6 +143,4 @@ class RackService:
 
 async def registered_bookies(store: MetadataStore) -> list[str]:
     """Every bookie registered under `/ledgers/available/`, writable and read-only."""
-    writable = [b for b in await store.children(paths.BOOKIES_AVAILABLE) if b != "readonly"]
-    readonly = await store.children(paths.BOOKIES_READONLY)
-    return sorted(set(writable) | set(readonly))
+    return sorted((await read_registered_bookies(store)).all)

@@ -19,8 +19,8 @@ from typing import Any
 
 from api.errors import Conflict, InvalidInput, NotAllowed, NotFound, PayloadTooLarge
 from api.services.namespaces import NamespaceService
-from api.services.placement import affinity_of, default_request, local_policies
 from api.settings import Settings
+from metastore.readers import read_namespace_placement
 from metastore.store import MetadataStore
 from placement import AffinityGroups, PlacementConfig
 from storage.ledger import LedgerError, NoSuchEntry, NoSuchLedger
@@ -97,10 +97,9 @@ class TopicService:
 
     async def config_for(self, tenant: str, namespace: str) -> ManagedLedgerConfig:
         """The namespace's E/Qw/Qa and isolation groups; NotFound when it does not exist."""
-        policies = await self.namespaces.policies(tenant, namespace)
-        request = default_request(policies, self.placement)
-        affinity: AffinityGroups | None = affinity_of(
-            await local_policies(self.store, tenant, namespace))
+        await self.namespaces.policies(tenant, namespace)  # 404 in Pulsar's words
+        inputs = await read_namespace_placement(self.store, tenant, namespace, self.placement)
+        request, affinity = inputs.request, inputs.affinity
         recorded = affinity
         if recorded is None and self.placement.strict_bookie_affinity_enabled:
             recorded = AffinityGroups(())  # Pulsar records "" for both group lists

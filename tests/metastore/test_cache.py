@@ -37,11 +37,11 @@ async def test_key_cache_sees_puts_and_deletes(store: MetadataStore, raw_etcd: R
     try:
         assert cache.synced and await cache.get() is None
         raw_etcd.put("/bookies", b"v1")
-        await wait_for(lambda: cache._entries.get("/bookies") is not None)
+        await wait_for(lambda: cache.peek("/bookies") is not None)
         assert (await cache.get()).value == b"v1"  # type: ignore[union-attr]
         raw_etcd.put("/bookies-other", b"x")  # a sibling with the same prefix is not ours
         raw_etcd.delete("/bookies")
-        await wait_for(lambda: "/bookies" not in cache._entries)
+        await wait_for(lambda: cache.peek("/bookies") is None)
         assert await cache.entries() == {}
     finally:
         await cache.stop()
@@ -55,9 +55,10 @@ async def test_prefix_cache_mirrors_children(store: MetadataStore, raw_etcd: Raw
     await cache.start()
     try:
         assert list(await cache.entries()) == ["/ledgers/available/a:3181"]
+        changes.clear()  # the initial load notifies too; only the watch event counts here
         raw_etcd.put("/ledgers/available/b:3181", b"")
-        await wait_for(lambda: len(cache._entries) == 2)
-        assert changes
+        await wait_for(lambda: cache.peek("/ledgers/available/b:3181") is not None)
+        assert changes == [1]
     finally:
         await cache.stop()
 
@@ -85,7 +86,7 @@ async def test_cache_resyncs_after_etcd_restart(tmp_path: Path) -> None:
         await wait_for(lambda: not cache.synced)
         etcd.start()
         RawEtcd(etcd.endpoint).put("/bookies", b"after-restart")
-        await wait_for(lambda: cache.synced and "/bookies" in cache._entries, timeout=15)
+        await wait_for(lambda: cache.synced and cache.peek("/bookies") is not None, timeout=15)
         assert (await cache.get()).value == b"after-restart"  # type: ignore[union-attr]
     finally:
         await cache.stop()

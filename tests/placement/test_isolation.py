@@ -199,11 +199,11 @@ def test_explain_lists_ensemble_and_exclusions() -> None:
     t = seed_topology()
     ex = explain(t, REQ, PlacementConfig(), random.Random(0),
                  affinity=AffinityGroups(("share",), strict=True))
-    doc = ex.to_json()
-    assert {e["bookieId"] for e in doc["ensemble"]} <= SHARE
-    assert all(set(e) == {"bookieId", "group", "rack", "source"} for e in doc["ensemble"])
-    reasons = {e["bookieId"]: e["reason"] for e in doc["excluded"]}
+    assert {e.bookie_id for e in ex.placement.bookies} <= SHARE
+    assert all(e.group and e.rack and e.source for e in ex.placement.bookies)
+    reasons = {e.bookie_id: e.reason for e in ex.excluded}
     assert reasons[b(1)] == "other group 'default'"
     assert reasons[b(12)].startswith("ungrouped")
-    assert len(doc["ensemble"]) + len(doc["excluded"]) == 15
-    assert doc["adherence"] == "MEETS_STRICT" and doc["policy"]["isolation"]["strict"] is True
+    assert len(ex.placement.bookies) + len(ex.excluded) == 15
+    assert ex.placement.adherence is Adherence.MEETS_STRICT
+    assert ex.groups is not None and ex.groups.strict is True

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from metastore.embedded import EmbeddedEtcd
 from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.topology import read_cluster_view
 from placement import PlacementConfig, Topology
 from storage.bookie.client import BookieClient
 from storage.engine import build_ledger_client, build_managed_ledger_factory
@@ -73,15 +74,6 @@ def stop_cluster(cluster: Cluster) -> None:
     cluster.etcd.stop()
 
 
-async def read_topology(store: MetadataStore, config: PlacementConfig) -> Topology:
-    found = await store.get("/bookies")
-    racks = json.loads(found.value) if found is not None and found.value else {}
-    registered = await store.children("/ledgers/available")
-    readonly = await store.children("/ledgers/available/readonly")
-    writable = [b for b in registered if b != "readonly"]
-    return Topology.build(racks, writable, readonly, mode=config.mode)
-
-
 @dataclass
 class Engine:
     store: MetadataStore
@@ -97,7 +89,7 @@ async def engine(cluster: Cluster, config: PlacementConfig | None = None,
     store = MetadataStore(parse_metadata_store_url(cluster.etcd.url))
 
     async def topology() -> Topology:
-        return await read_topology(store, config)
+        return (await read_cluster_view(store, config)).topology
 
     client = build_ledger_client(store, BookiePool(BookieClient.connect), topology, config,
                                  random.Random(seed))

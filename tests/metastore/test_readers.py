@@ -1,0 +1,113 @@
+"""Typed readers and the topology over a real etcd, used the way the storage engine and the
+audit use them: no `api` import anywhere on this path (the import contracts check that)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+
+import pytest
+
+from metastore import paths
+from metastore.embedded import EmbeddedEtcd
+from metastore.errors import NotFound
+from metastore.readers import (
+    read_all_local_policies,
+    read_brokers,
+    read_failure_domains,
+    read_namespace_placement,
+    read_registered_bookies,
+)
+from metastore.store import MetadataStore
+from metastore.topology import TopologySnapshot, read_cluster_view
+from placement import (
+    Adherence,
+    AffinityGroups,
+    EnsembleRequest,
+    PlacementConfig,
+    adherence,
+    new_ensemble,
+)
+from tests.support import RawEtcd
+
+RACKS = {f"b{i}:3181": f"/r{i % 3}" for i in range(6)}
+
+
+@pytest.fixture
+async def store(etcd: EmbeddedEtcd, raw_etcd: RawEtcd) -> AsyncIterator[MetadataStore]:
+    raw_etcd.wipe()
+    store = MetadataStore([etcd.endpoint], timeout=5)
+    yield store
+    await store.close()
+
+
+def seed(raw: RawEtcd) -> None:
+    raw.put(paths.BOOKIES_RACK_CONFIG, {
+        "iso": {b: {"rack": r} for b, r in RACKS.items() if b < "b3"},
+        "other": {b: {"rack": r} for b, r in RACKS.items() if b >= "b3"},
+    })  # fmt: skip
+    for bookie in RACKS:
+        raw.put(paths.bookie_available(bookie), b"")
+    raw.put(paths.bookie_readonly("ro:3181"), b"")
+    raw.put(paths.namespace("t", "ns"), {"persistence": {
+        "bookkeeperEnsemble": 3, "bookkeeperWriteQuorum": 2, "bookkeeperAckQuorum": 2}})
+    raw.put(paths.local_policies("t", "ns"), {"bookieAffinityGroup": {
+        "bookkeeperAffinityGroupPrimary": "iso", "bookkeeperAffinityGroupStrict": True}})
+
+
+async def test_place_and_audit_a_ledger_of_a_namespace(
+    store: MetadataStore, raw_etcd: RawEtcd
+) -> None:
+    seed(raw_etcd)
+    config = PlacementConfig()
+    view = await read_cluster_view(store, config)
+    inputs = await read_namespace_placement(store, "t", "ns", config)
+    assert inputs.request == EnsembleRequest(3, 2, 2)
+    assert inputs.affinity == AffinityGroups(("iso",), strict=True)
+    placed = new_ensemble(view.topology, inputs.request, config, random.Random(1),
+                          affinity=inputs.affinity)  # fmt: skip
+    assert set(placed.ensemble) == {"b0:3181", "b1:3181", "b2:3181"}
+    audit = adherence(view.topology, placed.ensemble, 2, 2, config, inputs.affinity)
+    assert audit is Adherence.MEETS_STRICT
+    outside = ("b0:3181", "b1:3181", "b3:3181")
+    assert adherence(view.topology, outside, 2, 2, config, inputs.affinity) is Adherence.FAIL
+    with pytest.raises(NotFound):
+        await read_namespace_placement(store, "t", "missing", config)
+
+
+async def test_readers_of_each_document(store: MetadataStore, raw_etcd: RawEtcd) -> None:
+    seed(raw_etcd)
+    raw_etcd.put(paths.local_policies("t", "broken"), b"not json")
+    raw_etcd.put(paths.failure_domain("c", "d1"), {"brokers": ["h1:8080"]})
+    raw_etcd.put(paths.broker("h1:8080"), {"webServiceUrl": "http://h1:8080"})
+    registered = await read_registered_bookies(store)
+    assert registered.writable == set(RACKS) and registered.read_only == {"ro:3181"}
+    assert list(await read_all_local_policies(store)) == ["t/ns"]  # the unreadable is skipped
+    assert await read_failure_domains(store, "c") == {"d1": ["h1:8080"]}
+    assert list(await read_brokers(store)) == ["h1:8080"]
+
+
+async def test_snapshot_follows_the_watches(store: MetadataStore, raw_etcd: RawEtcd) -> None:
+    seed(raw_etcd)
+    snapshot = TopologySnapshot.watching(store, PlacementConfig())
+    await snapshot.start()
+    try:
+        first = await snapshot.current()
+        assert first.topology.writable == set(RACKS)
+        assert await snapshot.current() is first  # no change: the same view
+        raw_etcd.delete(paths.bookie_available("b5:3181"))
+        await wait_for_view(snapshot, lambda v: "b5:3181" not in v.topology.writable)
+    finally:
+        await snapshot.stop()
+
+
+async def wait_for_view(snapshot: TopologySnapshot, test) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    for _ in range(500):  # bounded: 5 s
+        if test(await snapshot.current()):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the snapshot did not follow the change")
+
+
