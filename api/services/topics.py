@@ -139,11 +139,11 @@ class TopicService:
         await self._open(tenant, namespace, topic, create=True)
 
     async def delete(self, tenant: str, namespace: str, topic: str) -> None:
-        config = await self.config_for(tenant, namespace)
+        await self.namespaces.policies(tenant, namespace)
         name = managed_ledger_name(tenant, namespace, topic)
         if self.factory.get_if_open(name) is None and not await self._exists(name):
             raise NotFound(TOPIC_NOT_FOUND)
-        await self.factory.delete(name, config)
+        await self.factory.delete(name)
 
     async def list(self, tenant: str, namespace: str) -> list[str]:
         await self.namespaces.policies(tenant, namespace)
@@ -173,6 +173,8 @@ class TopicService:
                       request: dict[str, Any]) -> dict[str, Any]:
         policies = (await self.namespaces.policies(tenant, namespace)).dump()
         messages = request.get("messages") or []
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise InvalidInput("messages must be a list of ProducerMessage objects")
         producer = request.get("producerName") or DEFAULT_PRODUCER_NAME
         limit = self.settings.maxMessageSize
         encoded: list[bytes] = []

@@ -7,9 +7,10 @@ once however many callers ask at the same time; `delete` and `close` remove it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
-from storage.ledger import LedgerClient
+from storage.ledger import LedgerClient, NoSuchLedger
 from storage.managed_ledger.config import ManagedLedgerConfig
 from storage.managed_ledger.managed_ledger import Clock, InfoBackend, ManagedLedger
 
@@ -41,12 +42,25 @@ class ManagedLedgerFactory:
                 del self._open[name]
             raise
 
-    async def delete(self, name: str, config: ManagedLedgerConfig) -> None:
-        """Delete the managed ledger (open it first if needed, so its last ledger is
-        closed and found)."""
-        ledger = await self.open(name, config)
-        self._open.pop(name, None)
-        await ledger.delete()
+    async def delete(self, name: str) -> None:
+        """Delete the managed ledger: closed first when open here; otherwise its ledgers
+        are read from the stored info (no bookie is needed), then deleted with the info."""
+        task = self._open.pop(name, None)
+        if task is not None:
+            try:
+                ledger = await asyncio.shield(task)
+            except Exception:  # a failed open leaves only the stored state to delete
+                ledger = None
+            if ledger is not None:
+                await ledger.delete()
+                return
+        found = await self.info.read(name)
+        if found is None:
+            return
+        for info in found[0]:
+            with contextlib.suppress(NoSuchLedger):
+                await self.client.delete(info.ledger_id)
+        await self.info.delete(name)
 
     async def close(self) -> None:
         tasks, self._open = self._open, {}

@@ -118,6 +118,9 @@ def test_bad_input(http: httpx.Client, topic_cluster: Cluster) -> None:
         assert missing.status_code == 404, missing.text
         assert missing.json() == {"reason": "Namespace does not exist"}
 
+    shapeless = http.post("/topics/persistent/acme/plain/big", json={"messages": ["x"]})
+    assert shapeless.status_code == 400 and shapeless.json()["reason"]
+
     big = produce(http, "plain/big", ["small", "x" * (MAX_MESSAGE + 1)])
     assert big.status_code == 413 and "maxMessageSize" in big.json()["reason"]
     assert topic_cluster.raw.get("/managed-ledgers/acme/plain/persistent/big") is None  # nothing

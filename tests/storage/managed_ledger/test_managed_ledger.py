@@ -75,6 +75,12 @@ async def test_rollover_keeps_every_ledger_in_the_strict_group(cluster: Cluster)
         policy = json.loads(md.custom_metadata["EnsemblePlacementPolicyConfig"])
         assert policy["properties"]["isolationBookieGroups"] == GROUP
 
+    # another process deletes it without opening it (no new ledger, no bookie needed)
+    async with engine(cluster) as running:
+        await running.factory.delete(name)
+    assert cluster.raw.get(path) is None
+    assert all(cluster.raw.get(paths.ledger(i.ledger_id)) is None for i in info.ledgers)
+
 
 async def test_reopen_after_the_writer_vanished(cluster: Cluster) -> None:
     name = "tenant/ns/persistent/reopened"
