@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import uvloop
+
 from bench.harness import REPO, machine
 from metastore.embedded import EmbeddedEtcd, free_port
 from storage.bookie.client import BookieClient
@@ -131,7 +133,7 @@ def run(seconds: float = 3.0) -> str:
             peak = idle
             for index, level in enumerate(LEVELS):
                 raw = raw_grouped(workdir, level, seconds)
-                result = asyncio.run(bookie_level(address, level, seconds, 1000 * (index + 1)))
+                result = uvloop.run(bookie_level(address, level, seconds, 1000 * (index + 1)))
                 peak = max(peak, rss_mib(process.pid))
                 rows.append((level, result, raw))
         finally:
