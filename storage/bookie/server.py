@@ -106,11 +106,17 @@ class Connection(asyncio.Protocol):
             for body in self.reader.feed(data):
                 self.handler.handle(decode_request(body), self.send)
         except MalformedFrame as exc:
-            peer = self.transport.get_extra_info("peername") if self.transport else None
-            log.warning("closing connection from %s: %s", peer, exc)
-            if self.transport is not None:
-                self.transport.abort()
-                self.transport = None
+            self._abort(f"malformed frame: {exc}")
+        except Exception as exc:  # a bug or a closing bookie: lose this connection only
+            log.exception("request failed")
+            self._abort(f"request failed: {exc}")
+
+    def _abort(self, reason: str) -> None:
+        peer = self.transport.get_extra_info("peername") if self.transport else None
+        log.warning("closing connection from %s: %s", peer, reason)
+        if self.transport is not None:
+            self.transport.abort()
+            self.transport = None
 
 
 async def serve(bookie: Bookie, host: str, port: int) -> asyncio.Server:
