@@ -35,7 +35,13 @@ from storage.bookie.format import (
 )
 from storage.bookie.index import Index, LedgerState
 from storage.bookie.journal import Journal, JournalSettings, replay
-from storage.bookie.protocol import LAST_ADD_CONFIRMED, AddRequest, Flag, ResultCode
+from storage.bookie.protocol import (
+    FLAG_HIGH_PRIORITY,
+    FLAG_RECOVERY_ADD,
+    LAST_ADD_CONFIRMED,
+    AddRequest,
+    ResultCode,
+)
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +165,7 @@ class Bookie:
 
     def add(self, request: AddRequest, reply: Reply) -> None:
         """Answer EOK through `reply` once the entry is durable, or an error code at once."""
-        if self.readonly and not request.flags & Flag.HIGH_PRIORITY:
+        if self.readonly and not request.flags & FLAG_HIGH_PRIORITY:
             reply(ResultCode.EREADONLY)
             return
         ledger_id, entry_id, key = request.ledger_id, request.entry_id, request.master_key
@@ -178,7 +184,7 @@ class Bookie:
         elif state.master_key != key:
             reply(ResultCode.EUA)
             return
-        elif state.fenced and not request.flags & Flag.RECOVERY_ADD:
+        elif state.fenced and not request.flags & FLAG_RECOVERY_ADD:
             reply(ResultCode.EFENCED)
             return
         if self._active.size >= self._cache_limit and self._flushing is not None:

@@ -32,7 +32,9 @@ from storage.bookie.errors import (
 )
 from storage.bookie.format import verify_entry
 from storage.bookie.protocol import (
-    Flag,
+    FLAG_DO_FENCING,
+    FLAG_HIGH_PRIORITY,
+    FLAG_RECOVERY_ADD,
     FrameReader,
     OpCode,
     Response,
@@ -143,7 +145,7 @@ class BookieClient:
     ) -> None:
         """Store a packaged entry; returns once the bookie has it durably (its journal group
         was synced). Raises a ResponseError subclass (Fenced, ReadOnly, ...) otherwise."""
-        flags = Flag.RECOVERY_ADD | Flag.HIGH_PRIORITY if recovery else Flag.NONE
+        flags = FLAG_RECOVERY_ADD | FLAG_HIGH_PRIORITY if recovery else 0
         frame = encode_add(ledger_id, entry_id, master_key, packaged, flags)
         response = await self._call((OpCode.ADD_ENTRY, ledger_id, entry_id), frame)
         if response.code != ResultCode.EOK:
@@ -159,7 +161,7 @@ class BookieClient:
     ) -> bytes:
         """The packaged entry (entry -1: the bookie's last entry), digest-checked here too.
         `fence=True` fences the ledger first (needs the master key)."""
-        flags = Flag.DO_FENCING if fence else Flag.NONE
+        flags = FLAG_DO_FENCING if fence else 0
         frame = encode_read(ledger_id, entry_id, master_key if fence else None, flags)
         response = await self._call((OpCode.READ_ENTRY, ledger_id, entry_id), frame)
         if response.code != ResultCode.EOK:
