@@ -3,12 +3,13 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8080
+BOOKIES ?= 4
 APT_UPDATED := /tmp/.pulsar-isolation-apt-updated
 
 .PHONY: run test lint bench openapi proto system-deps clean
 
 run: system-deps $(VENV)/.installed
-	$(PY) -m api --port $(PORT) --data-dir data
+	$(PY) -m api --port $(PORT) --data-dir data --bookies $(BOOKIES)
 
 test: system-deps $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .

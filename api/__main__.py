@@ -1,7 +1,7 @@
 """`python -m api`: the admin service, with its own supervised etcd when no store is given.
 
 python -m api [--port 8080] [--host 0.0.0.0] [--config broker.conf]
-              [--metadata-store-url etcd:http://h:p[,h:p]] [--data-dir data]
+              [--metadata-store-url etcd:http://h:p[,h:p]] [--data-dir data] [--bookies N]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import uvicorn
 from api.app import create_server_app
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor
+from storage.cluster import LocalBookies, default_ports
 
 log = logging.getLogger("api")
 
@@ -30,6 +31,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--metadata-store-url", help="etcd:http://host:port[,host:port]")
     parser.add_argument("--data-dir", help="where the embedded etcd keeps its data")
     parser.add_argument("--cluster-name", help="clusterName")
+    parser.add_argument(
+        "--bookies", type=int, default=0,
+        help="start and supervise N local bookies (127.0.0.1:3181 upward, data under --data-dir)",
+    )  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -59,7 +64,8 @@ def freeze_startup_objects() -> None:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        settings = settings_from_args(parse_args(sys.argv[1:] if argv is None else argv))
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+        settings = settings_from_args(args)
     except (SettingsError, OSError) as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
@@ -73,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
         supervisor.start()
         settings = settings.with_overrides(metadataStoreUrl=etcd.url)
         log.info("started embedded etcd at %s (data in %s)", etcd.url, settings.dataDir)
+    bookies = None
+    if args.bookies > 0:
+        bookies = LocalBookies(
+            Path(settings.dataDir), settings.metadataStoreUrl, default_ports(args.bookies)
+        )
+        bookies.start()
+        log.info("started %d local bookies: %s", args.bookies, ", ".join(bookies.bookie_ids))
     app = create_server_app(settings)
     freeze_startup_objects()
     try:
@@ -85,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             access_log=False,
         )
     finally:
+        if bookies is not None:
+            bookies.stop()
         if supervisor is not None:
             supervisor.stop()
     return 0

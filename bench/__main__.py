@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import api_bench, placement_bench
+from bench import api_bench, bookie_bench, placement_bench
 
 
 def main() -> None:
@@ -11,6 +11,9 @@ def main() -> None:
     print()
     print("## Placement")
     placement_bench.main([])
+    print()
+    print("## Bookie (1 KiB adds vs raw grouped pwrite+fdatasync)")
+    print(bookie_bench.run(seconds=3.0))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import uvloop
+
 from bench.harness import REPO, machine
 from metastore.embedded import EmbeddedEtcd, free_port
 from storage.bookie.client import BookieClient
@@ -104,6 +106,12 @@ async def bookie_level(address: str, outstanding: int, seconds: float, base: int
     )
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc/<pid>/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -131,25 +139,30 @@ def run(seconds: float = 3.0) -> str:
             peak = idle
             for index, level in enumerate(LEVELS):
                 raw = raw_grouped(workdir, level, seconds)
-                result = asyncio.run(bookie_level(address, level, seconds, 1000 * (index + 1)))
+                cpu0, client0 = cpu_seconds(process.pid), time.process_time()
+                result = uvloop.run(bookie_level(address, level, seconds, 1000 * (index + 1)))
+                adds = result.rate * seconds
+                cpu = (cpu_seconds(process.pid) - cpu0) / adds * 1e6
+                client_cpu = (time.process_time() - client0) / adds * 1e6
                 peak = max(peak, rss_mib(process.pid))
-                rows.append((level, result, raw))
+                rows.append((level, result, raw, cpu, client_cpu))
         finally:
             process.terminate()
             process.wait(timeout=30)
             etcd.stop()
     lines = [
-        f"Machine: {machine()}; data on {REPO} (shared with other processes: numbers are noisy)",
+        f"Machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the end; data under "
+        f"{REPO} (a shared machine: rates are noisy, CPU µs per add much less so)",
         "",
         "| outstanding | bookie adds/s | p50 / p99 ms | raw grouped records/s | raw p50 / p99 ms "
-        "| bookie / raw |",
-        "|---|---|---|---|---|---|",
+        "| bookie / raw | bookie CPU µs/add | client CPU µs/add |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for level, result, raw in rows:
+    for level, result, raw, cpu, client_cpu in rows:
         lines.append(
             f"| {level} | {result.rate:,.0f} | {result.p50_ms:.2f} / {result.p99_ms:.2f} "
             f"| {raw.rate:,.0f} | {raw.p50_ms:.2f} / {raw.p99_ms:.2f} "
-            f"| {result.rate / raw.rate:.0%} |"
+            f"| {result.rate / raw.rate:.0%} | {cpu:.0f} | {client_cpu:.0f} |"
         )
     lines += [
         "",

@@ -1,3 +1,4 @@
-"""The embedded BookKeeper-like storage engine (a later issue); nothing public yet."""
+"""The embedded BookKeeper-like storage engine: bookie processes (`storage.bookie`) and the
+local supervisor that runs N of them (`storage.cluster`). Never imports `api`."""
 
 __all__: list[str] = []

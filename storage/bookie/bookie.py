@@ -1,8 +1,8 @@
 """The bookie facade: ledger state, fencing, the write cache and the checkpoint.
 
 Write path (BookKeeper's `BookieImpl.addEntry` with DbLedgerStorage): check read-only, master
-key and fence; put the entry in the write cache; append it to the journal; the caller answers
-when the journal future completes (after the fdatasync of its group).
+key and fence; put the entry in the write cache; append it to the journal; `reply(EOK)` runs
+from the journal's callback, after the fdatasync of the entry's group.
 
 Checkpoint (DbLedgerStorage's flush, `SyncThread`), commit point = `Index.commit`:
 1. snapshot the journal's synced mark and swap the write cache (writes go on into a new one);
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,15 +27,21 @@ from storage.bookie.errors import CorruptEntry
 from storage.bookie.format import (
     METAENTRY_ID_FENCE_KEY,
     METAENTRY_ID_LEDGER_KEY,
+    check_entry,
     entry_ids,
     fence_record,
     master_key_record,
     parse_master_key_record,
-    verify_entry,
 )
 from storage.bookie.index import Index, LedgerState
 from storage.bookie.journal import Journal, JournalSettings, replay
-from storage.bookie.protocol import LAST_ADD_CONFIRMED, AddRequest, ResultCode
+from storage.bookie.protocol import (
+    FLAG_HIGH_PRIORITY,
+    FLAG_RECOVERY_ADD,
+    LAST_ADD_CONFIRMED,
+    AddRequest,
+    ResultCode,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,14 +70,8 @@ class BookieSettings:
         return self.data_dir / "ledgers" / "index"
 
 
-class Outcome:
-    """What `add`/`fence` answer: a result code now, or a future that completes when durable."""
-
-    __slots__ = ("code", "durable")
-
-    def __init__(self, code: ResultCode, durable: asyncio.Future[None] | None = None) -> None:
-        self.code = code
-        self.durable = durable
+Reply = Callable[[int], None]
+"""Called once with the request's result code (a ResultCode value)."""
 
 
 class _Cache:
@@ -103,6 +104,7 @@ class Bookie:
         self._checkpoint_lock = asyncio.Lock()
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._periodic: asyncio.Task[None] | None = None
+        self._throttled: set[asyncio.Task[None]] = set()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flush")
         self.journal = Journal(settings.journal_dir, settings.journal)
         self.logger: EntryLogger | None = None
@@ -161,56 +163,75 @@ class Bookie:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def add(self, request: AddRequest) -> Outcome:
-        if self.readonly and not request.high_priority:
-            return Outcome(ResultCode.EREADONLY)
+    def add(self, request: AddRequest, reply: Reply) -> None:
+        """Answer EOK through `reply` once the entry is durable, or an error code at once."""
+        if self.readonly and not request.flags & FLAG_HIGH_PRIORITY:
+            reply(ResultCode.EREADONLY)
+            return
         ledger_id, entry_id, key = request.ledger_id, request.entry_id, request.master_key
         if entry_id < 0:
-            return Outcome(ResultCode.EBADREQ)
+            reply(ResultCode.EBADREQ)
+            return
         try:
-            verify_entry(request.entry, ledger_id, entry_id)
+            check_entry(request.entry, ledger_id, entry_id)
         except CorruptEntry:
-            return Outcome(ResultCode.EBADREQ)
+            reply(ResultCode.EBADREQ)
+            return
         state = self._ledgers.get(ledger_id)
         if state is None:
             self._set_state(ledger_id, LedgerState(key))
             self.journal.append(master_key_record(ledger_id, key))
         elif state.master_key != key:
-            return Outcome(ResultCode.EUA)
-        elif state.fenced and not request.recovery:
-            return Outcome(ResultCode.EFENCED)
+            reply(ResultCode.EUA)
+            return
+        elif state.fenced and not request.flags & FLAG_RECOVERY_ADD:
+            reply(ResultCode.EFENCED)
+            return
         if self._active.size >= self._cache_limit and self._flushing is not None:
-            return Outcome(ResultCode.EOK, self._add_throttled(request))
-        return Outcome(ResultCode.EOK, self._put(ledger_id, entry_id, request.entry))
+            task = asyncio.ensure_future(self._add_throttled(request, reply))
+            self._throttled.add(task)
+            task.add_done_callback(self._throttled.discard)
+            return
+        self._put(ledger_id, entry_id, request.entry, reply)
 
-    def _put(self, ledger_id: int, entry_id: int, entry: bytes) -> asyncio.Future[None]:
+    def _put(self, ledger_id: int, entry_id: int, entry: bytes, reply: Reply) -> None:
         self._active.put(ledger_id, entry_id, entry)
         if self._active.size >= self._cache_limit // 2:
             self.trigger_checkpoint()
-        return self.journal.append(entry)
 
-    def _add_throttled(self, request: AddRequest) -> asyncio.Future[None]:
-        """Back-pressure as DbLedgerStorage: wait for the running flush, up to the throttle."""
+        def durable(error: BaseException | None) -> None:
+            reply(ResultCode.EOK if error is None else ResultCode.EIO)
 
-        async def wait_then_put() -> None:
-            limit = self.settings.dbStorage_maxThrottleTimeMs / 1000
+        self.journal.append(entry, durable)
+
+    async def _add_throttled(self, request: AddRequest, reply: Reply) -> None:
+        """Back-pressure as DbLedgerStorage: wait for the running flush, up to the throttle,
+        then fail the add with ETOOMANYREQUESTS."""
+        limit = self.settings.dbStorage_maxThrottleTimeMs / 1000
+        try:
             async with asyncio.timeout(limit):
                 while self._active.size >= self._cache_limit and self._flushing is not None:
                     self._flushed.clear()
                     await self._flushed.wait()
-            await self._put(request.ledger_id, request.entry_id, request.entry)
+        except TimeoutError:
+            reply(ResultCode.ETOOMANYREQUESTS)
+            return
+        self._put(request.ledger_id, request.entry_id, request.entry, reply)
 
-        return asyncio.ensure_future(wait_then_put())
-
-    def fence(self, ledger_id: int, master_key: bytes) -> Outcome:
-        """Fence a ledger; durable (journalled and synced) when the future completes."""
+    def fence(self, ledger_id: int, master_key: bytes, reply: Reply) -> None:
+        """Fence a ledger; `reply(EOK)` once the fence record is journalled and synced."""
         state = self._ledgers.get(ledger_id)
         if state is None:
             self.journal.append(master_key_record(ledger_id, master_key))
         elif state.master_key != master_key:
-            return Outcome(ResultCode.EUA)
+            reply(ResultCode.EUA)
+            return
         self._set_state(ledger_id, LedgerState(master_key, fenced=True))
-        return Outcome(ResultCode.EOK, self.journal.append(fence_record(ledger_id)))
+
+        def durable(error: BaseException | None) -> None:
+            reply(ResultCode.EOK if error is None else ResultCode.EIO)
+
+        self.journal.append(fence_record(ledger_id), durable)
 
     def _set_state(self, ledger_id: int, state: LedgerState) -> None:
         self._ledgers[ledger_id] = state
@@ -238,7 +259,7 @@ class Bookie:
             entry = self._flushing.entries.get(key)
         try:
             if entry is not None:
-                verify_entry(entry, ledger_id, entry_id)
+                check_entry(entry, ledger_id, entry_id)
                 return ResultCode.EOK, entry
             location: Location | None = self.index.get(ledger_id, entry_id)
             if location is None:

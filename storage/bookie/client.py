@@ -32,7 +32,9 @@ from storage.bookie.errors import (
 )
 from storage.bookie.format import verify_entry
 from storage.bookie.protocol import (
-    Flag,
+    FLAG_DO_FENCING,
+    FLAG_HIGH_PRIORITY,
+    FLAG_RECOVERY_ADD,
     FrameReader,
     OpCode,
     Response,
@@ -89,6 +91,10 @@ class BookieClient:
         self._pending: dict[Key, deque[asyncio.Future[Response]]] = {}
         self._lost: ConnectionLost | None = None
         self._out: list[bytes] = []
+        # Every request has the same timeout, so send order is deadline order: one sweeper
+        # timer for all of them instead of a timer per request.
+        self._deadlines: deque[tuple[float, asyncio.Future[Response]]] = deque()
+        self._sweeper: asyncio.TimerHandle | None = None
 
     @classmethod
     async def connect(cls, address: str, *, timeout: float = 10.0) -> BookieClient:
@@ -139,7 +145,7 @@ class BookieClient:
     ) -> None:
         """Store a packaged entry; returns once the bookie has it durably (its journal group
         was synced). Raises a ResponseError subclass (Fenced, ReadOnly, ...) otherwise."""
-        flags = Flag.RECOVERY_ADD | Flag.HIGH_PRIORITY if recovery else Flag.NONE
+        flags = FLAG_RECOVERY_ADD | FLAG_HIGH_PRIORITY if recovery else 0
         frame = encode_add(ledger_id, entry_id, master_key, packaged, flags)
         response = await self._call((OpCode.ADD_ENTRY, ledger_id, entry_id), frame)
         if response.code != ResultCode.EOK:
@@ -155,7 +161,7 @@ class BookieClient:
     ) -> bytes:
         """The packaged entry (entry -1: the bookie's last entry), digest-checked here too.
         `fence=True` fences the ledger first (needs the master key)."""
-        flags = Flag.DO_FENCING if fence else Flag.NONE
+        flags = FLAG_DO_FENCING if fence else 0
         frame = encode_read(ledger_id, entry_id, master_key if fence else None, flags)
         response = await self._call((OpCode.READ_ENTRY, ledger_id, entry_id), frame)
         if response.code != ResultCode.EOK:
@@ -183,24 +189,33 @@ class BookieClient:
         if not self._out:
             loop.call_soon(self._flush)  # requests of one loop iteration leave in one write
         self._out.append(frame)
-        timer = loop.call_later(self.timeout, self._expire, future, key)
-        try:
-            return await future
-        finally:
-            timer.cancel()
+        self._deadlines.append((loop.time() + self.timeout, future))
+        if self._sweeper is None:
+            self._sweeper = loop.call_later(self._sweep_every, self._sweep)
+        return await future
+
+    @property
+    def _sweep_every(self) -> float:
+        return min(self.timeout / 4, 0.5)
 
     def _flush(self) -> None:
         out, self._out = self._out, []
         if self._transport is not None:
             self._transport.write(b"".join(out))
 
-    def _expire(self, future: asyncio.Future[Response], key: Key) -> None:
-        """A request without an answer: fail it, leaving it queued so that its late answer is
-        matched to it (and dropped) rather than to a newer request."""
-        if not future.done():
-            future.set_exception(
-                BookieTimeout(f"no answer from {self.host}:{self.port} within {self.timeout}s")
-            )
+    def _sweep(self) -> None:
+        """Fail requests past their deadline, leaving them queued so that a late answer is
+        matched to them (and dropped) rather than to a newer request."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        deadlines = self._deadlines
+        while deadlines and (deadlines[0][1].done() or deadlines[0][0] <= now):
+            _, future = deadlines.popleft()
+            if not future.done():
+                future.set_exception(
+                    BookieTimeout(f"no answer from {self.host}:{self.port} in {self.timeout}s")
+                )
+        self._sweeper = loop.call_later(self._sweep_every, self._sweep) if deadlines else None
 
     def _on_response(self, response: Response) -> None:
         key = (int(response.opcode), response.ledger_id, response.entry_id)
@@ -216,6 +231,10 @@ class BookieClient:
     def _on_lost(self, error: ConnectionLost) -> None:
         if self._lost is None:
             self._lost = error
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+        self._deadlines.clear()
         pending, self._pending = self._pending, {}
         for queue in pending.values():
             for future in queue:

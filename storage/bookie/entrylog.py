@@ -3,7 +3,7 @@
 Commit point: the `fdatasync` at the end of `append_batch`; only then are the returned
 Locations handed to the index. Records are `format.encode_record` (length + CRC32C + body), so
 `scan` can rebuild the index from the logs alone and stop at a torn tail. A read checks the
-entry's digest and its ledger and entry ids before returning it (`format.verify_entry`).
+entry's digest and its ledger and entry ids before returning it (`format.check_entry`).
 A new log is started on every open and after `logSizeLimit` bytes (BookKeeper's setting).
 """
 
@@ -21,9 +21,9 @@ from storage.bookie.errors import CorruptEntry
 from storage.bookie.format import (
     RECORD_HEADER,
     RECORD_HEADER_LEN,
+    check_entry,
     decode_record,
     encode_record,
-    verify_entry,
 )
 
 _LOCATION = struct.Struct(">IQI")
@@ -118,7 +118,7 @@ class EntryLogger:
             raise CorruptEntry(f"cannot read {location}: {exc}") from exc
         if len(data) != location.size:
             raise CorruptEntry(f"short read at {location}")
-        verify_entry(data, ledger_id, entry_id)
+        check_entry(data, ledger_id, entry_id)
         return data
 
     def scan(self, log_id: int) -> Iterator[tuple[Location, bytes]]:

@@ -80,6 +80,19 @@ def entry_ids(packaged: bytes | memoryview) -> tuple[int, int]:
     return ledger_id, entry_id
 
 
+def check_entry(packaged: bytes, ledger_id: int, entry_id: int) -> None:
+    """The per-request check (digest and ids), without building a header; CorruptEntry."""
+    if len(packaged) < ENTRY_OVERHEAD:
+        raise CorruptEntry(f"entry of {len(packaged)} bytes is shorter than its header")
+    view = memoryview(packaged)
+    if DIGEST.unpack_from(packaged, HEADER_LEN)[0] != crc32c(
+        view[ENTRY_OVERHEAD:], crc32c(view[:HEADER_LEN])
+    ):
+        raise CorruptEntry(f"digest mismatch in ledger {ledger_id} entry {entry_id}")
+    if IDS.unpack_from(packaged) != (ledger_id, entry_id):
+        raise CorruptEntry(f"expected ledger {ledger_id} entry {entry_id}, found others")
+
+
 def verify_entry(
     packaged: bytes | memoryview, ledger_id: int | None = None, entry_id: int | None = None
 ) -> EntryHeader:

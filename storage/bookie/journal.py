@@ -1,7 +1,9 @@
 """The journal: a write-ahead log with group commit on asyncio.
 
-Commit point: the `fdatasync` of a group. `append` returns a future that completes only after
-the group holding the record is on disk; nothing is acknowledged before that.
+Commit point: the `fdatasync` of a group. `append(body, done)` calls `done(None)` only after
+the group holding the record is on disk (`done(error)` if the write failed); nothing is
+acknowledged before that. Callbacks rather than futures: a future per record cost more than the
+rest of the journal's per-record work.
 
 One task gathers records; one executor thread does `pwrite` + `fdatasync` for a whole group
 (the design measured best in reference/storage-pipeline-anchors.md §2.3). While one group is
@@ -26,7 +28,7 @@ import mmap
 import os
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,8 @@ from storage.bookie.format import decode_record, encode_record
 log = logging.getLogger(__name__)
 
 _MARK = struct.Struct(">qq")
+
+Done = Callable[[BaseException | None], None]
 
 
 @dataclass(frozen=True, order=True)
@@ -107,7 +111,7 @@ class Journal:
         self.directory = directory
         self.settings = settings or JournalSettings()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
-        self._pending: list[tuple[bytes, asyncio.Future[None]]] = []
+        self._pending: list[tuple[bytes, Done | None]] = []
         self._pending_bytes = 0
         self._oldest = 0.0
         self._wake = asyncio.Event()
@@ -159,17 +163,29 @@ class Journal:
 
     # -- appends --------------------------------------------------------------------------------
 
-    def append(self, body: bytes) -> asyncio.Future[None]:
-        """Queue one record; the future completes after the fdatasync of its group."""
+    def append(self, body: bytes, done: Done | None = None) -> None:
+        """Queue one record; `done(None)` runs after the fdatasync of its group."""
         if self._closing or self._task is None:
             raise RuntimeError("journal is not running")
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         record = encode_record(body)
         if not self._pending:
             self._oldest = time.monotonic()
             self._wake.set()
-        self._pending.append((record, future))
+        self._pending.append((record, done))
         self._pending_bytes += len(record)
+
+    def append_future(self, body: bytes) -> asyncio.Future[None]:
+        """`append`, as a future that completes when the record is durable."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def done(error: BaseException | None) -> None:
+            if not future.done():
+                if error is None:
+                    future.set_result(None)
+                else:
+                    future.set_exception(error)
+
+        self.append(body, done)
         return future
 
     async def _run(self) -> None:
@@ -191,24 +207,25 @@ class Journal:
                         break
                     await asyncio.sleep(left)
             group, _ = self._take(threshold)
-            futures = [future for _, future in group]
+            error: BaseException | None = None
             try:
                 await asyncio.get_running_loop().run_in_executor(
-                    self._executor, self._write, b"".join(record for record, _ in group)
+                    self._executor, self._write, b"".join([record for record, _ in group])
                 )
             except OSError as exc:
                 log.exception("journal write failed")
-                for future in futures:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            self.groups += 1
-            self.records += len(group)
-            for future in futures:
-                if not future.done():
-                    future.set_result(None)
+                error = exc
+            else:
+                self.groups += 1
+                self.records += len(group)
+            for _, done in group:
+                if done is not None:
+                    try:
+                        done(error)
+                    except Exception:
+                        log.exception("journal callback failed")
 
-    def _take(self, threshold: int) -> tuple[list[tuple[bytes, asyncio.Future[None]]], int]:
+    def _take(self, threshold: int) -> tuple[list[tuple[bytes, Done | None]], int]:
         pending = self._pending
         if self._pending_bytes <= threshold:
             group, size = pending, self._pending_bytes

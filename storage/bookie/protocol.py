@@ -51,6 +51,13 @@ class Flag(IntFlag):
     HIGH_PRIORITY = 0x4
 
 
+# The same bits as plain ints for the per-request paths: `int & IntFlag` goes through
+# IntFlag.__rand__ and builds a Flag, ~5 µs a request on this machine.
+FLAG_DO_FENCING = 0x1
+FLAG_RECOVERY_ADD = 0x2
+FLAG_HIGH_PRIORITY = 0x4
+
+
 class ResultCode(IntEnum):
     EOK = 0
     ENOLEDGER = 1
@@ -65,33 +72,33 @@ class ResultCode(IntEnum):
     EUNKNOWNLEDGERSTATE = 107
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AddRequest:
     ledger_id: int
     entry_id: int
     master_key: bytes
     entry: bytes  # the packaged entry
-    flags: Flag = Flag.NONE
+    flags: int = 0  # Flag bits, kept an int (see FLAG_*)
 
     @property
     def recovery(self) -> bool:
-        return bool(self.flags & Flag.RECOVERY_ADD)
+        return bool(self.flags & FLAG_RECOVERY_ADD)
 
     @property
     def high_priority(self) -> bool:
-        return bool(self.flags & Flag.HIGH_PRIORITY)
+        return bool(self.flags & FLAG_HIGH_PRIORITY)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReadRequest:
     ledger_id: int
     entry_id: int
     master_key: bytes | None = None
-    flags: Flag = Flag.NONE
+    flags: int = 0
 
     @property
     def fencing(self) -> bool:
-        return bool(self.flags & Flag.DO_FENCING)
+        return bool(self.flags & FLAG_DO_FENCING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +114,7 @@ Request = AddRequest | ReadRequest
 
 
 def header(opcode: int, flags: int) -> int:
-    return (PROTOCOL_VERSION << 24) | ((opcode & 0xFF) << 16) | (flags & 0xFFFF)
+    return (PROTOCOL_VERSION << 24) | ((int(opcode) & 0xFF) << 16) | (int(flags) & 0xFFFF)
 
 
 def split_header(value: int) -> tuple[int, int, int]:
@@ -123,7 +130,7 @@ def _frame(body_len: int) -> bytes:
 
 
 def encode_add(
-    ledger_id: int, entry_id: int, master_key: bytes, entry: bytes, flags: Flag = Flag.NONE
+    ledger_id: int, entry_id: int, master_key: bytes, entry: bytes, flags: int = 0
 ) -> bytes:
     if len(master_key) != MASTER_KEY_LENGTH:
         raise ValueError(f"master key must be {MASTER_KEY_LENGTH} bytes")
@@ -135,9 +142,9 @@ def encode_add(
 
 
 def encode_read(
-    ledger_id: int, entry_id: int, master_key: bytes | None = None, flags: Flag = Flag.NONE
+    ledger_id: int, entry_id: int, master_key: bytes | None = None, flags: int = 0
 ) -> bytes:
-    if flags & Flag.DO_FENCING:
+    if flags & FLAG_DO_FENCING:
         if master_key is None or len(master_key) != MASTER_KEY_LENGTH:
             raise ValueError("a fencing read needs the 20-byte master key")
         body = _READ.pack(header(OpCode.READ_ENTRY, flags), ledger_id, entry_id) + master_key
@@ -175,17 +182,17 @@ def decode_request(body: bytes | memoryview) -> Request:
         key = bytes(body[4 : 4 + MASTER_KEY_LENGTH])
         entry = bytes(body[4 + MASTER_KEY_LENGTH :])
         ledger_id, entry_id = _IDS.unpack_from(entry)
-        return AddRequest(ledger_id, entry_id, key, entry, Flag(flags))
+        return AddRequest(ledger_id, entry_id, key, entry, flags)
     if opcode == OpCode.READ_ENTRY:
         if len(body) < _READ.size:
             raise MalformedFrame("read request shorter than its ids")
         _, ledger_id, entry_id = _READ.unpack_from(body)
         master_key = None
-        if flags & Flag.DO_FENCING:
+        if flags & FLAG_DO_FENCING:
             if len(body) < _READ.size + MASTER_KEY_LENGTH:
                 raise MalformedFrame("fencing read without its master key")
             master_key = bytes(body[_READ.size : _READ.size + MASTER_KEY_LENGTH])
-        return ReadRequest(ledger_id, entry_id, master_key, Flag(flags))
+        return ReadRequest(ledger_id, entry_id, master_key, flags)
     raise MalformedFrame(f"unsupported opcode {opcode}")
 
 

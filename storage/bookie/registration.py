@@ -93,9 +93,11 @@ class Registration:
             await self.store.delete(self._path(not self.readonly))
 
     async def set_readonly(self, readonly: bool) -> None:
-        if readonly == self.readonly or self._lease is None:
+        if readonly == self.readonly:
             return
         self.readonly = readonly
+        if self._lease is None:
+            return  # not registered yet: the first registration uses the new state
         await self.store.put_ephemeral(self._path(readonly), self.value, self._lease)
         with contextlib.suppress(MetastoreError):
             await self.store.delete(self._path(not readonly))
@@ -143,5 +145,8 @@ async def watch_disk(
             log.warning("data directory %s is %.1f%% full", path, usage * 100)
         wanted = next_readonly(settings, usage, readonly())
         if wanted != readonly():
-            await switch(wanted)
+            try:
+                await switch(wanted)
+            except Exception:
+                log.exception("switching to %s failed", "read-only" if wanted else "writable")
         await asyncio.sleep(settings.diskCheckInterval / 1000)

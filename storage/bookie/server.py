@@ -43,17 +43,9 @@ class RequestHandler:
 
     def _add(self, request: AddRequest, send: Send) -> None:
         lid, eid = request.ledger_id, request.entry_id
-        outcome = self.bookie.add(request)
-        if outcome.durable is None:
-            send(encode_response(OpCode.ADD_ENTRY, outcome.code, lid, eid))
-            return
-
-        def done(future: asyncio.Future[None]) -> None:
-            failed = future.cancelled() or future.exception() is not None
-            code = ResultCode.EIO if failed else ResultCode.EOK
-            send(encode_response(OpCode.ADD_ENTRY, code, lid, eid))
-
-        outcome.durable.add_done_callback(done)
+        self.bookie.add(
+            request, lambda code: send(encode_response(OpCode.ADD_ENTRY, code, lid, eid))
+        )
 
     def _read(self, request: ReadRequest, send: Send) -> None:
         lid, eid = request.ledger_id, request.entry_id
@@ -64,19 +56,16 @@ class RequestHandler:
         if request.master_key is None:
             send(encode_response(OpCode.READ_ENTRY, ResultCode.EUA, lid, eid))
             return
-        outcome = self.bookie.fence(lid, request.master_key)
-        if outcome.durable is None:
-            send(encode_response(OpCode.READ_ENTRY, outcome.code, lid, eid))
-            return
 
-        def fenced(future: asyncio.Future[None]) -> None:
-            if future.cancelled() or future.exception() is not None:
-                send(encode_response(OpCode.READ_ENTRY, ResultCode.EIO, lid, eid))
-                return
-            code, entry = self.bookie.read(lid, eid)
+        def fenced(code: int) -> None:
+            # Fenced durably: now answer the read itself (upstream replies EIO when the fence
+            # could not be made durable).
+            entry = b""
+            if code == ResultCode.EOK:
+                code, entry = self.bookie.read(lid, eid)
             send(encode_response(OpCode.READ_ENTRY, code, lid, eid, entry))
 
-        outcome.durable.add_done_callback(fenced)
+        self.bookie.fence(lid, request.master_key, fenced)
 
 
 class Connection(asyncio.Protocol):
@@ -117,11 +106,17 @@ class Connection(asyncio.Protocol):
             for body in self.reader.feed(data):
                 self.handler.handle(decode_request(body), self.send)
         except MalformedFrame as exc:
-            peer = self.transport.get_extra_info("peername") if self.transport else None
-            log.warning("closing connection from %s: %s", peer, exc)
-            if self.transport is not None:
-                self.transport.abort()
-                self.transport = None
+            self._abort(f"malformed frame: {exc}")
+        except Exception as exc:  # a bug or a closing bookie: lose this connection only
+            log.exception("request failed")
+            self._abort(f"request failed: {exc}")
+
+    def _abort(self, reason: str) -> None:
+        peer = self.transport.get_extra_info("peername") if self.transport else None
+        log.warning("closing connection from %s: %s", peer, reason)
+        if self.transport is not None:
+            self.transport.abort()
+            self.transport = None
 
 
 async def serve(bookie: Bookie, host: str, port: int) -> asyncio.Server:
