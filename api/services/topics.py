@@ -13,6 +13,7 @@ metadata headers the Java admin client parses.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ from storage.managed_ledger import (
     InvalidPosition,
     ManagedLedger,
     ManagedLedgerConfig,
+    ManagedLedgerError,
     ManagedLedgerFactory,
     Position,
     RolloverPolicy,
@@ -203,19 +205,22 @@ class TopicService:
                 name):
             raise NotFound("Topic not exist")
         ledger = await self._open(tenant, namespace, topic, create=True)
+        # all adds of the request in flight at once; the managed ledger keeps call order
+        outcomes = await asyncio.gather(*(ledger.add_entry(entry) for entry in encoded),
+                                        return_exceptions=True)
         results = []
-        for entry in encoded:
-            try:
-                position = await ledger.add_entry(entry)
-            except LedgerError as exc:
+        for outcome in outcomes:
+            if isinstance(outcome, LedgerError | ManagedLedgerError):
                 results.append({"messageId": str(NON_PARTITIONED), "errorCode": 2,
-                                "errorMsg": str(exc), "schemaVersion": 0})
-                continue
-            results.append({
-                "messageId": f"{position.ledger_id}:{position.entry_id}:{NON_PARTITIONED}",
-                "errorCode": 0,
-                "schemaVersion": 0,
-            })
+                                "errorMsg": str(outcome), "schemaVersion": 0})
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                results.append({
+                    "messageId": f"{outcome.ledger_id}:{outcome.entry_id}:{NON_PARTITIONED}",
+                    "errorCode": 0,
+                    "schemaVersion": 0,
+                })
         return {"messagePublishResults": results, "schemaVersion": 0}
 
     async def _read(self, ledger: ManagedLedger, position: Position) -> ReadMessage:

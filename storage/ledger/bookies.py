@@ -49,6 +49,11 @@ class BookiePool:
         self._connections: dict[str, BookieConnection] = {}
         self._dialling: dict[str, asyncio.Task[BookieConnection]] = {}
 
+    def cached(self, bookie_id: str) -> BookieConnection | None:
+        """The open connection to `bookie_id`, if there is one (no await on the hot path)."""
+        found = self._connections.get(bookie_id)
+        return found if found is not None and found.connected else None
+
     async def get(self, bookie_id: str) -> BookieConnection:
         found = self._connections.get(bookie_id)
         if found is not None and found.connected:

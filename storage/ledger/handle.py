@@ -194,7 +194,7 @@ class WriteHandle(ReadableLedger):
     async def _send(self, op: _PendingAdd, index: int, packaged: bytes) -> None:
         bookie = self._ensemble[index]
         try:
-            connection = await self.bookies.get(bookie)
+            connection = self.bookies.cached(bookie) or await self.bookies.get(bookie)
             await connection.add(self.ledger_id, op.entry_id, self._master_key, packaged)
         except Fenced:
             self._fail_all(LedgerFenced(self.ledger_id, bookie))
