@@ -10,6 +10,7 @@ from api.settings import Settings
 from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.store import MetadataStore
+from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig
 
 
@@ -30,6 +31,7 @@ class AppState:
     ownership_watch: WatchedRange
     placement_config: PlacementConfig
     topology: TopologySnapshot
+    versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
 
     @classmethod
     def build(cls, settings: Settings, store: MetadataStore) -> AppState:
@@ -46,6 +48,7 @@ class AppState:
             ownership_watch=WatchedRange(store, paths.NAMESPACE_OWNERSHIP, prefix=True),
             placement_config=config,
             topology=TopologySnapshot(rack_watch, bookie_watch, config),
+            versioned_keys=VersionedKeys.of(store),
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:
@@ -58,4 +61,5 @@ class AppState:
     async def stop(self) -> None:
         for watch in self.watches():
             await watch.stop()
+        await self.versioned_keys.close()
         await self.store.close()

@@ -2,6 +2,7 @@
 
 from api.routes import (
     bookies,
+    bookkeeper_admin,
     brokers,
     clusters,
     lookup,
@@ -22,6 +23,7 @@ ROUTERS = [
     namespaces_v1.router,
     placement.router,
     lookup.router,
+    bookkeeper_admin.router,
 ]
 
 __all__ = ["ROUTERS"]
