@@ -22,6 +22,7 @@ from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.store import MetadataStore
 from metastore.topology import TopologySnapshot
+from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
 from storage.bookie.client import BookieClient
 from storage.engine import build_ledger_client, build_managed_ledger_factory
@@ -64,6 +65,7 @@ class AppState:
     services: Services
     ledgers: LedgerClient
     managed_ledgers: ManagedLedgerFactory
+    versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
 
     @property
     def racks(self) -> RackService:
@@ -108,6 +110,7 @@ class AppState:
             services=services,
             ledgers=ledgers,
             managed_ledgers=managed_ledgers,
+            versioned_keys=VersionedKeys.of(store),
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:
@@ -122,4 +125,5 @@ class AppState:
         await self.ledgers.close()
         for watch in self.watches():
             await watch.stop()
+        await self.versioned_keys.close()
         await self.store.close()
