@@ -67,10 +67,6 @@ class AppState:
     managed_ledgers: ManagedLedgerFactory
     versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
 
-    @property
-    def racks(self) -> RackService:
-        return self.services.racks
-
     @classmethod
     def build(cls, settings: Settings, store: MetadataStore) -> AppState:
         config = placement_config(settings)
