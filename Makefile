@@ -3,13 +3,14 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8080
+BOOKIES ?= 4
 APT_UPDATED := /tmp/.pulsar-isolation-apt-updated
 OPENAPI_CLIENT := $(VENV)/openapi-client/bin/openapi-python-client
 
-.PHONY: run test lint bench openapi system-deps clean
+.PHONY: run test lint bench openapi proto system-deps clean
 
 run: system-deps $(VENV)/.installed
-	$(PY) -m api --port $(PORT) --data-dir data
+	$(PY) -m api --port $(PORT) --data-dir data --bookies $(BOOKIES)
 
 test: system-deps $(VENV)/.installed-test $(OPENAPI_CLIENT)
 	$(VENV)/bin/ruff check .
@@ -60,3 +61,12 @@ $(OPENAPI_CLIENT): $(VENV)/bin/python
 
 clean:
 	rm -rf $(VENV) data .mypy_cache .ruff_cache
+
+# Python modules and mypy stubs for metastore/proto/*.proto (checked in; run after editing a
+# .proto). The generator is a development tool only: `protobuf` is the runtime dependency, and
+# the generated code requires a runtime at least as new as the protoc that wrote it.
+PROTO_TOOLS := grpcio-tools==1.85.1 mypy-protobuf==5.1.0
+
+proto: $(VENV)/.installed-test
+	@$(PY) -c 'import grpc_tools, mypy_protobuf' 2>/dev/null || $(PY) -m pip install -q $(PROTO_TOOLS)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I. --python_out=. --mypy_out=. metastore/proto/*.proto

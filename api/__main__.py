@@ -3,6 +3,7 @@
 python -m api [--port 8080] [--host 0.0.0.0] [--config broker.conf]
               [--metadata-store-url etcd:http://h:p[,h:p]] [--data-dir data]
               [--cluster-name standalone] [--etcd-client-port 2379] [--etcd-peer-port 2380]
+              [--bookies N]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import uvicorn
 from api.app import create_server_app
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
+from storage.cluster import LocalBookies, default_ports
 
 log = logging.getLogger("api")
 
@@ -42,6 +44,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="embeddedEtcdPeerPort: the embedded etcd's peer port when free (default 2380; "
         "0: any free port)",
     )
+    parser.add_argument(
+        "--bookies", type=int, default=0,
+        help="start and supervise N local bookies (127.0.0.1:3181 upward, data under --data-dir)",
+    )  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -106,13 +112,14 @@ def port_if_free(port: int) -> int:
     return free_port()
 
 
-def ready_line(settings: Settings, etcd: str) -> str:
+def ready_line(settings: Settings, etcd: str, bookies: list[str] | None = None) -> str:
     host = settings.bindAddress
     shown = "localhost" if host in ("0.0.0.0", "::", "") else host
     base = f"http://{shown}:{settings.webServicePort}"
     return (
         f"ready: admin {base}/admin/v2, docs {base}/docs, openapi {base}/openapi.json, "
         f"cluster {settings.clusterName}, etcd {etcd}"
+        + (f", bookies {' '.join(bookies)}" if bookies else "")
     )
 
 
@@ -132,7 +139,8 @@ class ReadyServer(uvicorn.Server):
 def main(argv: list[str] | None = None) -> int:
     configure_logging()
     try:
-        settings = settings_from_args(parse_args(sys.argv[1:] if argv is None else argv))
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+        settings = settings_from_args(args)
     except (SettingsError, OSError) as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
@@ -148,6 +156,12 @@ def main(argv: list[str] | None = None) -> int:
         supervisor.start()
         settings = settings.with_overrides(metadataStoreUrl=etcd.url)
         etcd_text = f"{etcd.url.removeprefix('etcd:')} (embedded, data in {etcd.data_dir}/etcd)"
+    bookies = None
+    if args.bookies > 0:
+        bookies = LocalBookies(
+            Path(settings.dataDir), settings.metadataStoreUrl, default_ports(args.bookies)
+        )
+        bookies.start()
     app = create_server_app(settings)
     freeze_startup_objects()
     config = uvicorn.Config(
@@ -161,8 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     configure_logging(settings)
     try:
-        ReadyServer(config, ready_line(settings, etcd_text)).run()
+        ready = ready_line(settings, etcd_text, bookies.bookie_ids if bookies else None)
+        ReadyServer(config, ready).run()
     finally:
+        if bookies is not None:
+            bookies.stop()
         if supervisor is not None:
             supervisor.stop()
     return 0

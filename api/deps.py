@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from api.authorization import Access, authorize
+from api.services.bookkeeper_admin import BookKeeperAdminService
 from api.services.clusters import ClusterService
 from api.services.isolation import IsolationService
 from api.services.lint import LintService
@@ -20,6 +21,7 @@ from api.services.placement import PlacementService
 from api.services.racks import RackService
 from api.services.replication import ReplicationService
 from api.services.tenants import TenantService
+from api.services.topics import TopicService
 from api.settings import Settings
 from api.state import AppState
 from metastore.store import MetadataStore
@@ -86,6 +88,10 @@ async def get_lookup(request: Request) -> LookupService:
     return app_state(request).services.lookup
 
 
+async def get_topics(request: Request) -> TopicService:
+    return app_state(request).services.topics
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetastoreDep = Annotated[MetadataStore, Depends(get_store)]
 RacksDep = Annotated[RackService, Depends(get_racks)]
@@ -98,3 +104,11 @@ IsolationDep = Annotated[IsolationService, Depends(get_isolation)]
 PlacementDep = Annotated[PlacementService, Depends(get_placement)]
 LintDep = Annotated[LintService, Depends(get_lint)]
 LookupDep = Annotated[LookupService, Depends(get_lookup)]
+TopicsDep = Annotated[TopicService, Depends(get_topics)]
+
+
+async def get_bookkeeper_admin(request: Request) -> BookKeeperAdminService:
+    return BookKeeperAdminService(app_state(request).versioned_keys)
+
+
+BookKeeperAdminDep = Annotated[BookKeeperAdminService, Depends(get_bookkeeper_admin)]

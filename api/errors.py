@@ -8,12 +8,14 @@
     ├── NotAllowed                  405
     ├── Conflict                    409
     ├── PreconditionFailed          412
+    ├── PayloadTooLarge             413
     └── ServiceUnavailable          503
 
 Errors of the layers below are mapped here too (one table, `STATUS_BY_ERROR`): the metadata
 store being unreachable is 503, a lost compare-and-swap after all retries is 409, a placement
 that cannot be satisfied is 412 and a malformed placement
-request (E < Qw, Qw < Qa, sizes <= 0) is 400.
+request (E < Qw, Qw < Qa, sizes <= 0) is 400. Of the storage engine's: an unknown ledger,
+entry or position is 404, a lost metadata race 409, any other ledger failure 500.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from metastore import errors as store_errors
 from placement import errors as placement_errors
+from storage.ledger import errors as ledger_errors
+from storage.managed_ledger import errors as managed_ledger_errors
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +73,10 @@ class ServiceUnavailable(ServiceError):
     pass
 
 
+class PayloadTooLarge(ServiceError):
+    """413: a message is over the broker's maxMessageSize; nothing was stored."""
+
+
 STATUS_BY_ERROR: dict[type[Exception], int] = {
     InvalidInput: 400,
     NotAuthorized: 401,
@@ -78,17 +86,31 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     Conflict: 409,
     PreconditionFailed: 412,
     ServiceUnavailable: 503,
+    PayloadTooLarge: 413,
     ServiceError: 500,
     store_errors.Unavailable: 503,
     store_errors.BadVersion: 409,
     store_errors.AlreadyExists: 409,
     store_errors.NotFound: 404,
     store_errors.ContentDeserializationError: 500,
+    store_errors.MetadataFormatError: 500,
     store_errors.InvalidValue: 400,
     store_errors.MetastoreError: 500,
     placement_errors.NotEnoughBookies: 412,
     placement_errors.InvalidPlacementRequest: 400,
     placement_errors.PlacementError: 500,
+    ledger_errors.NoSuchLedger: 404,
+    ledger_errors.NoSuchEntry: 404,
+    ledger_errors.LedgerClosed: 500,
+    ledger_errors.LedgerFenced: 500,
+    ledger_errors.AddFailed: 500,
+    ledger_errors.ReadFailed: 500,
+    ledger_errors.MetadataConflict: 409,
+    ledger_errors.LedgerError: 500,
+    managed_ledger_errors.ManagedLedgerNotFound: 404,
+    managed_ledger_errors.ManagedLedgerClosed: 500,
+    managed_ledger_errors.InvalidPosition: 404,
+    managed_ledger_errors.ManagedLedgerError: 500,
 }
 
 REASON_BY_STORE_ERROR: dict[type[Exception], str] = {
@@ -119,6 +141,8 @@ KNOWN_ERRORS: tuple[type[Exception], ...] = (
     ServiceError,
     store_errors.MetastoreError,
     placement_errors.PlacementError,
+    ledger_errors.LedgerError,
+    managed_ledger_errors.ManagedLedgerError,
 )
 
 

@@ -57,6 +57,12 @@ class Settings:
     managedLedgerMaxWriteQuorum: int = 5
     managedLedgerMaxAckQuorum: int = 5
     managedLedgerDefaultMarkDeleteRateLimit: float = 1.0
+    managedLedgerMaxEntriesPerLedger: int = 50000
+    managedLedgerMaxSizePerLedgerMbytes: int = 2048
+    managedLedgerMinLedgerRolloverTimeMinutes: int = 10
+    managedLedgerMaxLedgerRolloverTimeMinutes: int = 240
+    maxMessageSize: int = 5 * 1024 * 1024
+    allowAutoTopicCreation: bool = True
     defaultNumberOfNamespaceBundles: int = 4
     maxTenants: int = 0
     maxNamespacesPerTenant: int = 0

@@ -16,12 +16,18 @@ from api.services.namespaces import NamespaceService
 from api.services.placement import PlacementService
 from api.services.racks import RackService
 from api.services.tenants import TenantService
+from api.services.topics import TopicService
 from api.settings import Settings
 from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.store import MetadataStore
 from metastore.topology import TopologySnapshot
-from placement import PlacementConfig
+from metastore.versioned_keys import VersionedKeys
+from placement import PlacementConfig, Topology
+from storage.bookie.client import BookieClient
+from storage.engine import build_ledger_client, build_managed_ledger_factory
+from storage.ledger import BookiePool, LedgerClient
+from storage.managed_ledger import ManagedLedgerFactory
 
 
 def placement_config(settings: Settings) -> PlacementConfig:
@@ -43,6 +49,7 @@ class Services:
     placement: PlacementService
     lint: LintService
     lookup: LookupService
+    topics: TopicService
 
 
 @dataclass
@@ -56,6 +63,9 @@ class AppState:
     placement_config: PlacementConfig
     topology: TopologySnapshot
     services: Services
+    ledgers: LedgerClient
+    managed_ledgers: ManagedLedgerFactory
+    versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
 
     @classmethod
     def build(cls, settings: Settings, store: MetadataStore) -> AppState:
@@ -65,6 +75,13 @@ class AppState:
         ownership_watch = WatchedRange(store, paths.NAMESPACE_OWNERSHIP, prefix=True)
         namespaces = NamespaceService(store, settings)
         clusters = ClusterService(store)
+
+        async def current_topology() -> Topology:
+            return (await topology.current()).topology
+
+        ledgers = build_ledger_client(store, BookiePool(BookieClient.connect), current_topology,
+                                      config)
+        managed_ledgers = build_managed_ledger_factory(store, ledgers)
         services = Services(
             racks=RackService(store, settings, topology.racks),
             tenants=TenantService(store, settings),
@@ -75,6 +92,7 @@ class AppState:
             placement=PlacementService(store, namespaces, topology),
             lint=LintService(store, topology),
             lookup=LookupService(store, settings, broker_watch, ownership_watch),
+            topics=TopicService(store, settings, config, managed_ledgers),
         )
         return cls(
             settings=settings,
@@ -86,6 +104,9 @@ class AppState:
             placement_config=config,
             topology=topology,
             services=services,
+            ledgers=ledgers,
+            managed_ledgers=managed_ledgers,
+            versioned_keys=VersionedKeys.of(store),
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:
@@ -96,6 +117,9 @@ class AppState:
             await watch.start()
 
     async def stop(self) -> None:
+        await self.managed_ledgers.close()
+        await self.ledgers.close()
         for watch in self.watches():
             await watch.stop()
+        await self.versioned_keys.close()
         await self.store.close()

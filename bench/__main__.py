@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import api_bench, cli_bench, placement_bench
+from bench import api_bench, bookie_bench, cli_bench, ledger_bench, placement_bench
 
 
 def main() -> None:
@@ -14,6 +14,12 @@ def main() -> None:
     print()
     print("## pulsar-admin start-up (whole process, against python -c pass)")
     print(cli_bench.report(cli_bench.run()))
+    print()
+    print("## Bookie (1 KiB adds vs raw grouped pwrite+fdatasync)")
+    print(bookie_bench.run(seconds=3.0))
+    print()
+    print("## Ledgers and REST produce (E=3/Qw=3/Qa=2 on three bookie processes)")
+    print(ledger_bench.run(seconds=3.0))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ MetastoreError
 │   └── AlreadyExists   a create found the key already there
 ├── Unavailable         etcd did not answer in time or refused the connection
 ├── ContentDeserializationError  a stored value an update must parse is not JSON
+├── MetadataFormatError  a stored binary/text record (ledger metadata, ...) cannot be decoded
 └── InvalidValue        an update's new value cannot be encoded (fails that update only)
 """
 
@@ -43,6 +44,17 @@ class ContentDeserializationError(MetastoreError):
     def __init__(self, path: str) -> None:
         super().__init__(f"Failed to deserialize payload for key '{path}'")  # Pulsar's text
         self.path = path
+
+
+class MetadataFormatError(MetastoreError, ValueError):
+    """A stored value is not in the binary or text format its key holds (ledger metadata,
+    ManagedLedgerInfo, a bookie registration): written by something else, truncated, or in a
+    variant this project does not read (a compressed ManagedLedgerInfo)."""
+
+    def __init__(self, what: str, problem: str) -> None:
+        super().__init__(f"invalid {what}: {problem}")
+        self.what = what
+        self.problem = problem
 
 
 class InvalidValue(MetastoreError):

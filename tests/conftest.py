@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from metastore.embedded import EmbeddedEtcd
+from tests.storage.cluster import TOPIC_CONF, Cluster, start_cluster, stop_cluster
 from tests.support import RawEtcd, ServerProcess, wait_until
 
 
@@ -51,3 +52,35 @@ def admin(server: ServerProcess, clean_store: RawEtcd) -> Iterator[httpx.Client]
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def topic_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Its own etcd and three bookie processes: 0 and 1 in group `iso`, 2 in `other`."""
+    running = start_cluster(tmp_path_factory.mktemp("topics"), 3)
+    running.set_groups({"iso": running.ids[:2], "other": running.ids[2:]})
+    yield running
+    stop_cluster(running)
+
+
+@pytest.fixture(scope="session")
+def topic_service(topic_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[ServerProcess]:
+    """The service on `topic_cluster` (rollover every 10 entries, 64 KiB maxMessageSize), with
+    cluster `test`, tenant `acme`, namespaces `acme/plain` and `acme/strict` (E=Qw=Qa=2,
+    strict bookie affinity to group `iso`)."""
+    server = ServerProcess(topic_cluster.etcd.url, tmp_path_factory.mktemp("service"),
+                           extra_conf=TOPIC_CONF).start()
+    with httpx.Client(base_url=server.url, timeout=10) as http:
+        http.put("/admin/v2/clusters/test", json={"serviceUrl": "http://x"}).raise_for_status()
+        http.put("/admin/v2/tenants/acme", json={"allowedClusters": ["test"]}).raise_for_status()
+        for ns in ("strict", "plain"):
+            http.put(f"/admin/v2/namespaces/acme/{ns}").raise_for_status()
+        http.post("/admin/v2/namespaces/acme/strict/persistence", json={
+            "bookkeeperEnsemble": 2, "bookkeeperWriteQuorum": 2, "bookkeeperAckQuorum": 2,
+            "managedLedgerMaxMarkDeleteRate": 0}).raise_for_status()
+        http.post("/admin/v2/namespaces/acme/strict/persistence/bookieAffinity", json={
+            "bookkeeperAffinityGroupPrimary": "iso",
+            "bookkeeperAffinityGroupStrict": True}).raise_for_status()
+    yield server
+    server.stop()

@@ -2,6 +2,7 @@
 
 from api.routes import (
     bookies,
+    bookkeeper_admin,
     brokers,
     clusters,
     lookup,
@@ -10,6 +11,7 @@ from api.routes import (
     ns_isolation_policies,
     placement,
     tenants,
+    topics,
 )
 
 ROUTERS = [
@@ -22,6 +24,8 @@ ROUTERS = [
     namespaces_v1.router,
     placement.router,
     lookup.router,
+    topics.router,
+    bookkeeper_admin.router,
 ]
 
 __all__ = ["ROUTERS"]

@@ -1,4 +1,5 @@
-"""`pulsar-admin topics`: topic lookup (`/lookup/v2/topic/...`)."""
+"""`pulsar-admin topics`: lookup (`/lookup/v2/topic/...`) and the persistent-topic admin
+paths: create, delete, list, stats-internal, get-message-by-id, examine-message."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from cli.client import path
+from cli.client import V2, Response, path
 from cli.context import admin
 from cli.errors import ParameterError
 from cli.framework import Output, command, new_group, positional
-from cli.output import TextResult
+from cli.output import JsonResult, LinesResult, TextResult
 
 app = new_group("topics", "Operations about topics")
 
@@ -43,3 +44,122 @@ def lookup(ctx: typer.Context, topic: Topic, output: Output = None) -> TextResul
     data = client.get_json("/lookup/v2/topic" + path(*topic_parts(topic))) or {}
     tls = client.base_url.startswith("https:")
     return TextResult(data.get("brokerUrlTls") if tls else data.get("brokerUrl"))
+
+
+def topic_path(topic: str) -> str:
+    """`/admin/v2/persistent/{tenant}/{ns}/{topic}` (only persistent topics are stored)."""
+    domain, tenant, namespace, local = topic_parts(topic)
+    if domain != "persistent":
+        raise ParameterError(f"Only persistent topics are supported: {topic}")
+    return f"{V2}/persistent" + path(tenant, namespace, local)
+
+
+@command(app, "create")
+def create(ctx: typer.Context, topic: Topic, output: Output = None) -> None:
+    """Create a non-partitioned topic."""
+    admin(ctx).put(topic_path(topic))
+
+
+@command(app, "delete")
+def delete(
+    ctx: typer.Context,
+    topic: Topic,
+    force: Annotated[bool, typer.Option("-f", "--force",
+                                        help="Close all producers/consumers/replicators and "
+                                             "delete topic forcefully")] = False,
+    output: Output = None,
+) -> None:  # fmt: skip
+    """Delete a topic (and its ledgers). The topic cannot be deleted if there's any active
+    subscription or producers connected to it."""
+    admin(ctx).delete(topic_path(topic), params={"force": "true"} if force else None)
+
+
+@command(app, "list")
+def list_topics(
+    ctx: typer.Context,
+    namespace: Annotated[str, positional("tenant/namespace")],
+    output: Output = None,
+) -> LinesResult:
+    """Get the list of topics under a namespace."""
+    parts = namespace.split("/")
+    if len(parts) != 2 or not all(parts):
+        raise ParameterError(f"Invalid namespace name: {namespace}")
+    return LinesResult(admin(ctx).get_json(f"{V2}/persistent" + path(*parts)) or [])
+
+
+@command(app, "stats-internal")
+def stats_internal(
+    ctx: typer.Context,
+    topic: Topic,
+    metadata: Annotated[bool, typer.Option("-m", "--metadata",
+                                           help="Flag to include ledger metadata")] = False,
+    output: Output = None,
+) -> JsonResult:  # fmt: skip
+    """Get the internal stats for the topic."""
+    params = {"metadata": "true"} if metadata else None
+    return JsonResult(admin(ctx).get_json(topic_path(topic) + "/internalStats", params))
+
+
+def hex_dump(data: bytes) -> str:
+    """Netty's `ByteBufUtil.prettyHexDump`."""
+    lines = ["         +-------------------------------------------------+",
+             "         |  0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f |",
+             "+--------+-------------------------------------------------+----------------+"]
+    for offset in range(0, len(data), 16):
+        row = data[offset:offset + 16]
+        hexes = " ".join(f"{b:02x}" for b in row).ljust(47)
+        text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in row).ljust(16)
+        lines.append(f"|{offset:08x}| {hexes} |{text}|")
+    lines.append(lines[2])
+    return "\n".join(lines)
+
+
+def describe_message(response: Response) -> TextResult:
+    """What the Java tool prints for a message: its id, properties, then a hex dump.
+    Header names are matched without regard to case, as HTTP defines them."""
+    headers = {name.lower(): value for name, value in response.headers.items()}
+    out = [f"Message ID: {headers.get('x-pulsar-message-id', '')}:-1"]
+    prefix = "x-pulsar-property-"
+    properties = {k[len(prefix):]: v for k, v in headers.items() if k.startswith(prefix)}
+    if properties:
+        out.append("Properties:")
+        out.extend(f"{k}    {v}" for k, v in properties.items())
+    if "x-pulsar-event-time" in headers:
+        out.append(f"Event Time: {headers['x-pulsar-event-time']}")
+    out.append(hex_dump(response.content))
+    return TextResult("\n".join(out))
+
+
+@command(app, "get-message-by-id")
+def get_message_by_id(
+    ctx: typer.Context,
+    topic: Topic,
+    ledger_id: Annotated[int, typer.Option("-l", "--ledgerId", help="ledger id pointing to "
+                                           "the desired ledger")],
+    entry_id: Annotated[int, typer.Option("-e", "--entryId", help="entry id pointing to the "
+                                          "desired entry")],
+    output: Output = None,
+) -> TextResult:  # fmt: skip
+    """Get message by its ledgerId and entryId."""
+    url = topic_path(topic) + path("ledger", str(ledger_id), "entry", str(entry_id))
+    return describe_message(admin(ctx).request("GET", url))
+
+
+@command(app, "examine-message")
+def examine_message(
+    ctx: typer.Context,
+    topic: Topic,
+    initial_position: Annotated[str, typer.Option(
+        "-i", "--initialPosition",
+        help="Relative start position to examine message. It can be 'latest' or 'earliest', "
+             "default is latest")] = "latest",
+    message_position: Annotated[int, typer.Option(
+        "-m", "--messagePosition",
+        help="The position of messages (default 1)")] = 1,
+    output: Output = None,
+) -> TextResult:  # fmt: skip
+    """Examine a specific message on a topic by position relative to the earliest or the
+    latest message."""
+    return describe_message(admin(ctx).request(
+        "GET", topic_path(topic) + "/examinemessage",
+        params={"initialPosition": initial_position, "messagePosition": str(message_position)}))

@@ -7,6 +7,8 @@ import pytest
 from api import errors
 from metastore import errors as store_errors
 from placement import errors as placement_errors
+from storage.ledger import errors as ledger_errors
+from storage.managed_ledger import errors as managed_ledger_errors
 
 
 def subclasses(root: type[Exception]) -> list[type[Exception]]:
@@ -20,7 +22,9 @@ def subclasses(root: type[Exception]) -> list[type[Exception]]:
     "kind",
     subclasses(errors.ServiceError)
     + subclasses(store_errors.MetastoreError)
-    + subclasses(placement_errors.PlacementError),
+    + subclasses(placement_errors.PlacementError)
+    + subclasses(ledger_errors.LedgerError)
+    + subclasses(managed_ledger_errors.ManagedLedgerError),
     ids=lambda k: k.__name__,
 )
 def test_every_error_is_mapped(kind: type[Exception]) -> None:

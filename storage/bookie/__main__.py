@@ -1,0 +1,73 @@
+"""`python -m storage.bookie --bookie-id HOST:PORT --data-dir DIR --metadata-store-url URL`.
+
+Only parses flags; `service.run` does the rest. `-c NAME=VALUE` sets any BookKeeper setting the
+bookie knows (journalMaxGroupWaitMSec, journalFlushWhenQueueEmpty, dbStorage_writeCacheMaxSizeMb,
+flushInterval, diskUsageThreshold, diskCheckInterval, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from storage.bookie.bookie import BookieSettings
+from storage.bookie.service import ServiceSettings, apply_overrides, run
+
+
+def parse(argv: list[str]) -> ServiceSettings:
+    parser = argparse.ArgumentParser(prog="python -m storage.bookie")
+    parser.add_argument("--bookie-id", required=True, help="HOST:PORT, also the listen address")
+    parser.add_argument("--data-dir", required=True, type=Path)
+    parser.add_argument("--metadata-store-url", required=True, help="etcd:http://host:port")
+    parser.add_argument("--lease-ttl", type=int, default=30, help="registration lease, seconds")
+    parser.add_argument(
+        "-c", "--conf", action="append", default=[], metavar="NAME=VALUE",
+        help="a BookKeeper setting, e.g. journalMaxGroupWaitMSec=1",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    host, sep, port = args.bookie_id.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        parser.error(f"--bookie-id must be HOST:PORT, got {args.bookie_id!r}")
+    overrides = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--conf expects NAME=VALUE, got {item!r}")
+        overrides[key.strip()] = value.strip()
+    settings = ServiceSettings(
+        bookie_id=args.bookie_id,
+        storage=BookieSettings(data_dir=args.data_dir),
+        metadata_store_url=args.metadata_store_url,
+        lease_ttl=args.lease_ttl,
+    )
+    try:
+        return apply_overrides(settings, overrides)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = parse(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    async def start() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await run(settings, stop)
+
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        asyncio.run(start())
+    else:
+        uvloop.run(start())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,328 @@
+"""The bookie facade: ledger state, fencing, the write cache and the checkpoint.
+
+Write path (BookKeeper's `BookieImpl.addEntry` with DbLedgerStorage): check read-only, master
+key and fence; put the entry in the write cache; append it to the journal; `reply(EOK)` runs
+from the journal's callback, after the fdatasync of the entry's group.
+
+Checkpoint (DbLedgerStorage's flush, `SyncThread`), commit point = `Index.commit`:
+1. snapshot the journal's synced mark and swap the write cache (writes go on into a new one);
+2. append the swapped entries, sorted by (ledger, entry), plus master-key/fence records of the
+   ledgers that changed, to the entry log and fdatasync it;
+3. commit their locations, the ledger states and the mark in one index transaction;
+4. drop the swapped cache and delete journals before the mark.
+A crash anywhere before 3 replays the journal from the old mark; after 3, from the new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from storage.bookie.entrylog import DEFAULT_LOG_SIZE_LIMIT, EntryLogger, Location, log_ids
+from storage.bookie.errors import CorruptEntry
+from storage.bookie.format import (
+    METAENTRY_ID_FENCE_KEY,
+    METAENTRY_ID_LEDGER_KEY,
+    check_entry,
+    entry_ids,
+    fence_record,
+    master_key_record,
+    parse_master_key_record,
+)
+from storage.bookie.index import Index, LedgerState
+from storage.bookie.journal import Journal, JournalSettings, replay
+from storage.bookie.protocol import (
+    FLAG_HIGH_PRIORITY,
+    FLAG_RECOVERY_ADD,
+    LAST_ADD_CONFIRMED,
+    AddRequest,
+    ResultCode,
+)
+
+log = logging.getLogger(__name__)
+
+Key = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class BookieSettings:
+    data_dir: Path
+    journal: JournalSettings = field(default_factory=JournalSettings)
+    dbStorage_writeCacheMaxSizeMb: int = 64
+    dbStorage_maxThrottleTimeMs: int = 10_000
+    flushInterval: int = 60_000
+    logSizeLimit: int = DEFAULT_LOG_SIZE_LIMIT
+
+    @property
+    def journal_dir(self) -> Path:
+        return self.data_dir / "journal" / "current"
+
+    @property
+    def ledger_dir(self) -> Path:
+        return self.data_dir / "ledgers" / "current"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.data_dir / "ledgers" / "index"
+
+
+Reply = Callable[[int], None]
+"""Called once with the request's result code (a ResultCode value)."""
+
+
+class _Cache:
+    """One half of the write cache: entries by (ledger, entry) and the last entry per ledger."""
+
+    __slots__ = ("entries", "last", "size")
+
+    def __init__(self) -> None:
+        self.entries: dict[Key, bytes] = {}
+        self.last: dict[int, int] = {}
+        self.size = 0
+
+    def put(self, ledger_id: int, entry_id: int, entry: bytes) -> None:
+        old = self.entries.get((ledger_id, entry_id))
+        self.entries[(ledger_id, entry_id)] = entry
+        self.size += len(entry) - (len(old) if old is not None else 0)
+        if entry_id > self.last.get(ledger_id, -1):
+            self.last[ledger_id] = entry_id
+
+
+class Bookie:
+    def __init__(self, settings: BookieSettings) -> None:
+        self.settings = settings
+        self.readonly = False
+        self._ledgers: dict[int, LedgerState] = {}
+        self._dirty: dict[int, LedgerState] = {}
+        self._active = _Cache()
+        self._flushing: _Cache | None = None
+        self._flushed = asyncio.Event()
+        self._checkpoint_lock = asyncio.Lock()
+        self._checkpoint_task: asyncio.Task[None] | None = None
+        self._periodic: asyncio.Task[None] | None = None
+        self._throttled: set[asyncio.Task[None]] = set()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flush")
+        self.journal = Journal(settings.journal_dir, settings.journal)
+        self.logger: EntryLogger | None = None
+        self.index: Index | None = None
+        self.replayed = 0
+
+    @property
+    def _cache_limit(self) -> int:
+        return self.settings.dbStorage_writeCacheMaxSizeMb * 1024 * 1024
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Open the index (rebuilding it from the entry logs if it is gone), replay the journal
+        from the index's mark, start the journal and checkpoint what was replayed."""
+        settings = self.settings
+        self.logger = EntryLogger(settings.ledger_dir, settings.logSizeLimit)
+        self.index = Index(settings.index_dir)
+        if not self.index.existed and log_ids(settings.ledger_dir):
+            count = self.index.rebuild(self.logger)
+            log.warning("index rebuilt from the entry logs: %d entries", count)
+        self._ledgers = self.index.ledgers()
+        for body in replay(settings.journal_dir, self.index.mark()):
+            self._replay_record(body)
+        self.journal.start()
+        await self.checkpoint()
+        self._periodic = asyncio.get_running_loop().create_task(self._flush_periodically())
+
+    def _replay_record(self, body: bytes) -> None:
+        ledger_id, entry_id = entry_ids(body)
+        if entry_id == METAENTRY_ID_LEDGER_KEY:
+            old = self._ledgers.get(ledger_id)
+            state = LedgerState(parse_master_key_record(body), old.fenced if old else False)
+        elif entry_id == METAENTRY_ID_FENCE_KEY:
+            old = self._ledgers.get(ledger_id)
+            state = LedgerState(old.master_key if old else b"", True)
+        elif entry_id >= 0:
+            self._active.put(ledger_id, entry_id, body)
+            self.replayed += 1
+            return
+        else:
+            return
+        self._ledgers[ledger_id] = state
+        self._dirty[ledger_id] = state
+
+    async def close(self) -> None:
+        if self._periodic is not None:
+            self._periodic.cancel()
+        await self.checkpoint()
+        await self.journal.close()
+        self._executor.shutdown(wait=True)
+        if self.logger is not None:
+            self.logger.close()
+        if self.index is not None:
+            self.index.close()
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def add(self, request: AddRequest, reply: Reply) -> None:
+        """Answer EOK through `reply` once the entry is durable, or an error code at once."""
+        if self.readonly and not request.flags & FLAG_HIGH_PRIORITY:
+            reply(ResultCode.EREADONLY)
+            return
+        ledger_id, entry_id, key = request.ledger_id, request.entry_id, request.master_key
+        if entry_id < 0:
+            reply(ResultCode.EBADREQ)
+            return
+        try:
+            check_entry(request.entry, ledger_id, entry_id)
+        except CorruptEntry:
+            reply(ResultCode.EBADREQ)
+            return
+        state = self._ledgers.get(ledger_id)
+        if state is None:
+            self._set_state(ledger_id, LedgerState(key))
+            self.journal.append(master_key_record(ledger_id, key))
+        elif state.master_key != key:
+            reply(ResultCode.EUA)
+            return
+        elif state.fenced and not request.flags & FLAG_RECOVERY_ADD:
+            reply(ResultCode.EFENCED)
+            return
+        if self._active.size >= self._cache_limit and self._flushing is not None:
+            task = asyncio.ensure_future(self._add_throttled(request, reply))
+            self._throttled.add(task)
+            task.add_done_callback(self._throttled.discard)
+            return
+        self._put(ledger_id, entry_id, request.entry, reply)
+
+    def _put(self, ledger_id: int, entry_id: int, entry: bytes, reply: Reply) -> None:
+        self._active.put(ledger_id, entry_id, entry)
+        if self._active.size >= self._cache_limit // 2:
+            self.trigger_checkpoint()
+
+        def durable(error: BaseException | None) -> None:
+            reply(ResultCode.EOK if error is None else ResultCode.EIO)
+
+        self.journal.append(entry, durable)
+
+    async def _add_throttled(self, request: AddRequest, reply: Reply) -> None:
+        """Back-pressure as DbLedgerStorage: wait for the running flush, up to the throttle,
+        then fail the add with ETOOMANYREQUESTS."""
+        limit = self.settings.dbStorage_maxThrottleTimeMs / 1000
+        try:
+            async with asyncio.timeout(limit):
+                while self._active.size >= self._cache_limit and self._flushing is not None:
+                    self._flushed.clear()
+                    await self._flushed.wait()
+        except TimeoutError:
+            reply(ResultCode.ETOOMANYREQUESTS)
+            return
+        self._put(request.ledger_id, request.entry_id, request.entry, reply)
+
+    def fence(self, ledger_id: int, master_key: bytes, reply: Reply) -> None:
+        """Fence a ledger; `reply(EOK)` once the fence record is journalled and synced."""
+        state = self._ledgers.get(ledger_id)
+        if state is None:
+            self.journal.append(master_key_record(ledger_id, master_key))
+        elif state.master_key != master_key:
+            reply(ResultCode.EUA)
+            return
+        self._set_state(ledger_id, LedgerState(master_key, fenced=True))
+
+        def durable(error: BaseException | None) -> None:
+            reply(ResultCode.EOK if error is None else ResultCode.EIO)
+
+        self.journal.append(fence_record(ledger_id), durable)
+
+    def _set_state(self, ledger_id: int, state: LedgerState) -> None:
+        self._ledgers[ledger_id] = state
+        self._dirty[ledger_id] = state
+
+    def is_fenced(self, ledger_id: int) -> bool:
+        state = self._ledgers.get(ledger_id)
+        return state is not None and state.fenced
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def read(self, ledger_id: int, entry_id: int) -> tuple[ResultCode, bytes]:
+        """(EOK, packaged entry) or (error code, b""); a corrupt entry answers EIO."""
+        if ledger_id not in self._ledgers:
+            return ResultCode.ENOLEDGER, b""
+        assert self.index is not None and self.logger is not None
+        if entry_id == LAST_ADD_CONFIRMED:
+            found = self.last_entry(ledger_id)
+            if found is None:
+                return ResultCode.ENOENTRY, b""
+            entry_id = found
+        key = (ledger_id, entry_id)
+        entry = self._active.entries.get(key)
+        if entry is None and self._flushing is not None:
+            entry = self._flushing.entries.get(key)
+        try:
+            if entry is not None:
+                check_entry(entry, ledger_id, entry_id)
+                return ResultCode.EOK, entry
+            location: Location | None = self.index.get(ledger_id, entry_id)
+            if location is None:
+                return ResultCode.ENOENTRY, b""
+            return ResultCode.EOK, self.logger.read(location, ledger_id, entry_id)
+        except CorruptEntry as exc:
+            log.error("corrupt entry not returned: %s", exc)
+            return ResultCode.EIO, b""
+
+    def last_entry(self, ledger_id: int) -> int | None:
+        assert self.index is not None
+        candidates = [self._active.last.get(ledger_id, -1), self.index.last_entry(ledger_id)]
+        if self._flushing is not None:
+            candidates.append(self._flushing.last.get(ledger_id, -1))
+        best = max(c for c in candidates if c is not None)
+        return best if best >= 0 else None
+
+    @property
+    def ledger_count(self) -> int:
+        return len(self._ledgers)
+
+    # -- checkpoint -----------------------------------------------------------------------------
+
+    def trigger_checkpoint(self) -> None:
+        if self._checkpoint_task is None or self._checkpoint_task.done():
+            self._checkpoint_task = asyncio.ensure_future(self.checkpoint())
+
+    async def _flush_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.flushInterval / 1000)
+            try:
+                await self.checkpoint()
+            except OSError:
+                log.exception("checkpoint failed; the journal still covers every entry")
+
+    async def checkpoint(self) -> None:
+        async with self._checkpoint_lock:
+            assert self.index is not None and self.logger is not None
+            mark = self.journal.last_mark
+            flushing, self._active = self._active, _Cache()
+            dirty, self._dirty = self._dirty, {}
+            self._flushing = flushing
+            try:
+                keys = sorted(flushing.entries)
+                bodies = [flushing.entries[key] for key in keys]
+                for ledger_id, state in dirty.items():
+                    bodies.append(master_key_record(ledger_id, state.master_key))
+                    if state.fenced:
+                        bodies.append(fence_record(ledger_id))
+                loop = asyncio.get_running_loop()
+                locations = await loop.run_in_executor(
+                    self._executor, self.logger.append_batch, bodies
+                )
+                batch = [(lid, eid, loc) for (lid, eid), loc in zip(keys, locations, strict=False)]
+                await loop.run_in_executor(self._executor, self.index.commit, batch, dirty, mark)
+            except BaseException:
+                # Keep everything readable and retry on the next checkpoint.
+                for (lid, eid), entry in flushing.entries.items():
+                    if (lid, eid) not in self._active.entries:
+                        self._active.put(lid, eid, entry)
+                self._dirty = {**dirty, **self._dirty}
+                raise
+            finally:
+                self._flushing = None
+                self._flushed.set()
+            self.journal.remove_before(mark)

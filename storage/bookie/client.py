@@ -1,0 +1,248 @@
+"""BookieClient: one asyncio connection to one bookie, pipelined, with typed errors.
+
+V2 frames carry no request id: a response repeats the request's (opcode, ledgerId, entryId),
+and a bookie answers requests with the same triple in order, so pending requests are matched by
+that key first-in first-out, as BookKeeper's `PerChannelBookieClient` does for V2. A request
+that times out stays queued (cancelled) until its late answer arrives and is dropped, so a
+late answer never completes a newer request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import cast
+
+from storage.bookie.errors import (
+    BadRequest,
+    BadVersion,
+    BookieTimeout,
+    ConnectionLost,
+    CorruptEntry,
+    Fenced,
+    IOFailure,
+    MalformedFrame,
+    NoEntry,
+    NoLedger,
+    ReadOnly,
+    ResponseError,
+    TooManyRequests,
+    Unauthorized,
+    UnknownLedgerState,
+)
+from storage.bookie.format import verify_entry
+from storage.bookie.protocol import (
+    FLAG_DO_FENCING,
+    FLAG_HIGH_PRIORITY,
+    FLAG_RECOVERY_ADD,
+    FrameReader,
+    OpCode,
+    Response,
+    ResultCode,
+    decode_response,
+    encode_add,
+    encode_read,
+)
+
+_ERRORS: dict[int, type[ResponseError]] = {
+    ResultCode.ENOLEDGER: NoLedger,
+    ResultCode.ENOENTRY: NoEntry,
+    ResultCode.EBADREQ: BadRequest,
+    ResultCode.EIO: IOFailure,
+    ResultCode.EUA: Unauthorized,
+    ResultCode.EBADVERSION: BadVersion,
+    ResultCode.EFENCED: Fenced,
+    ResultCode.EREADONLY: ReadOnly,
+    ResultCode.ETOOMANYREQUESTS: TooManyRequests,
+    ResultCode.EUNKNOWNLEDGERSTATE: UnknownLedgerState,
+}
+
+Key = tuple[int, int, int]
+
+
+def response_error(response: Response) -> ResponseError:
+    """The typed error for a non-OK response."""
+    kind = _ERRORS.get(response.code, ResponseError)
+    return kind(response.code, response.ledger_id, response.entry_id)
+
+
+class _Channel(asyncio.Protocol):
+    def __init__(self, client: BookieClient) -> None:
+        self.client = client
+        self.reader = FrameReader()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            for body in self.reader.feed(data):
+                self.client._on_response(decode_response(body))
+        except MalformedFrame as exc:
+            self.client._on_lost(ConnectionLost(f"bad frame from bookie: {exc}"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.client._on_lost(ConnectionLost(f"connection to bookie lost: {exc}"))
+
+
+class BookieClient:
+    def __init__(self, host: str, port: int, *, timeout: float = 10.0) -> None:
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        self._transport: asyncio.Transport | None = None
+        self._pending: dict[Key, deque[asyncio.Future[Response]]] = {}
+        self._lost: ConnectionLost | None = None
+        self._out: list[bytes] = []
+        # Every request has the same timeout, so send order is deadline order: one sweeper
+        # timer for all of them instead of a timer per request.
+        self._deadlines: deque[tuple[float, asyncio.Future[Response]]] = deque()
+        self._sweeper: asyncio.TimerHandle | None = None
+
+    @classmethod
+    async def connect(cls, address: str, *, timeout: float = 10.0) -> BookieClient:
+        """Connect to a bookie at `host:port` (its bookie id)."""
+        host, _, port = address.rpartition(":")
+        client = cls(host.strip("[]"), int(port), timeout=timeout)
+        await client.open()
+        return client
+
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.timeout):
+                transport, _ = await loop.create_connection(
+                    lambda: _Channel(self), self.host, self.port
+                )
+        except (OSError, TimeoutError) as exc:
+            raise ConnectionLost(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        self._lost = None
+
+    @property
+    def connected(self) -> bool:
+        return self._transport is not None and self._lost is None
+
+    async def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+        self._on_lost(ConnectionLost("client closed"))
+
+    async def __aenter__(self) -> BookieClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- requests -------------------------------------------------------------------------------
+
+    async def add(
+        self,
+        ledger_id: int,
+        entry_id: int,
+        master_key: bytes,
+        packaged: bytes,
+        *,
+        recovery: bool = False,
+    ) -> None:
+        """Store a packaged entry; returns once the bookie has it durably (its journal group
+        was synced). Raises a ResponseError subclass (Fenced, ReadOnly, ...) otherwise."""
+        flags = FLAG_RECOVERY_ADD | FLAG_HIGH_PRIORITY if recovery else 0
+        frame = encode_add(ledger_id, entry_id, master_key, packaged, flags)
+        response = await self._call((OpCode.ADD_ENTRY, ledger_id, entry_id), frame)
+        if response.code != ResultCode.EOK:
+            raise response_error(response)
+
+    async def read(
+        self,
+        ledger_id: int,
+        entry_id: int,
+        *,
+        fence: bool = False,
+        master_key: bytes | None = None,
+    ) -> bytes:
+        """The packaged entry (entry -1: the bookie's last entry), digest-checked here too.
+        `fence=True` fences the ledger first (needs the master key)."""
+        flags = FLAG_DO_FENCING if fence else 0
+        frame = encode_read(ledger_id, entry_id, master_key if fence else None, flags)
+        response = await self._call((OpCode.READ_ENTRY, ledger_id, entry_id), frame)
+        if response.code != ResultCode.EOK:
+            raise response_error(response)
+        verify_entry(response.entry, ledger_id, None if entry_id < 0 else entry_id)
+        return response.entry
+
+    async def fence(self, ledger_id: int, master_key: bytes) -> bytes | None:
+        """Fence a ledger (a fencing read of its last entry); returns that entry, None if the
+        bookie has no entry of it."""
+        try:
+            return await self.read(ledger_id, -1, fence=True, master_key=master_key)
+        except NoEntry:
+            return None
+
+    async def _call(self, key: Key, frame: bytes) -> Response:
+        if self._lost is not None or self._transport is None:
+            raise self._lost or ConnectionLost("not connected")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Response] = loop.create_future()
+        queue = self._pending.get(key)
+        if queue is None:
+            queue = self._pending[key] = deque()
+        queue.append(future)
+        if not self._out:
+            loop.call_soon(self._flush)  # requests of one loop iteration leave in one write
+        self._out.append(frame)
+        self._deadlines.append((loop.time() + self.timeout, future))
+        if self._sweeper is None:
+            self._sweeper = loop.call_later(self._sweep_every, self._sweep)
+        return await future
+
+    @property
+    def _sweep_every(self) -> float:
+        return min(self.timeout / 4, 0.5)
+
+    def _flush(self) -> None:
+        out, self._out = self._out, []
+        if self._transport is not None:
+            self._transport.write(b"".join(out))
+
+    def _sweep(self) -> None:
+        """Fail requests past their deadline, leaving them queued so that a late answer is
+        matched to them (and dropped) rather than to a newer request."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        deadlines = self._deadlines
+        while deadlines and (deadlines[0][1].done() or deadlines[0][0] <= now):
+            _, future = deadlines.popleft()
+            if not future.done():
+                future.set_exception(
+                    BookieTimeout(f"no answer from {self.host}:{self.port} in {self.timeout}s")
+                )
+        self._sweeper = loop.call_later(self._sweep_every, self._sweep) if deadlines else None
+
+    def _on_response(self, response: Response) -> None:
+        key = (int(response.opcode), response.ledger_id, response.entry_id)
+        queue = self._pending.get(key)
+        if not queue:
+            return  # an answer to nothing we asked: ignore
+        future = queue.popleft()
+        if not queue:
+            del self._pending[key]
+        if not future.done():
+            future.set_result(response)
+
+    def _on_lost(self, error: ConnectionLost) -> None:
+        if self._lost is None:
+            self._lost = error
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+        self._deadlines.clear()
+        pending, self._pending = self._pending, {}
+        for queue in pending.values():
+            for future in queue:
+                if not future.done():
+                    future.set_exception(error)
+        if self._transport is not None:
+            self._transport.abort()
+            self._transport = None
+
+
+__all__ = ["BookieClient", "CorruptEntry", "response_error"]

@@ -1,0 +1,146 @@
+"""Entry logs: entries of all ledgers appended interleaved into `<hex id>.log` files.
+
+Commit point: the `fdatasync` at the end of `append_batch`; only then are the returned
+Locations handed to the index. Records are `format.encode_record` (length + CRC32C + body), so
+`scan` can rebuild the index from the logs alone and stop at a torn tail. A read checks the
+entry's digest and its ledger and entry ids before returning it (`format.check_entry`).
+A new log is started on every open and after `logSizeLimit` bytes (BookKeeper's setting).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from storage.bookie.errors import CorruptEntry
+from storage.bookie.format import (
+    RECORD_HEADER,
+    RECORD_HEADER_LEN,
+    check_entry,
+    decode_record,
+    encode_record,
+)
+
+_LOCATION = struct.Struct(">IQI")
+DEFAULT_LOG_SIZE_LIMIT = 1024 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a record body sits: log file id, byte offset of the body, body size."""
+
+    log_id: int
+    offset: int
+    size: int
+
+    def encode(self) -> bytes:
+        return _LOCATION.pack(self.log_id, self.offset, self.size)
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Location:
+        return cls(*_LOCATION.unpack(raw))
+
+
+def log_ids(directory: Path) -> list[int]:
+    ids = []
+    for path in directory.glob("*.log"):
+        with contextlib.suppress(ValueError):
+            ids.append(int(path.stem, 16))
+    return sorted(ids)
+
+
+class EntryLogger:
+    def __init__(self, directory: Path, log_size_limit: int = DEFAULT_LOG_SIZE_LIMIT) -> None:
+        self.directory = directory
+        self.log_size_limit = log_size_limit
+        directory.mkdir(parents=True, exist_ok=True)
+        self._read_fds: dict[int, int] = {}
+        self._lock = threading.Lock()  # guards _read_fds between the loop and the flush thread
+        existing = log_ids(directory)
+        self._log_id = (existing[-1] + 1) if existing else 1
+        self._fd = -1
+        self._offset = 0
+
+    def _roll(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._log_id += 1
+        path = self.directory / f"{self._log_id:x}.log"
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        self._offset = 0
+        dir_fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def append_batch(self, bodies: list[bytes]) -> list[Location]:
+        """Append records and fdatasync them; blocking, run it off the event loop."""
+        if not bodies:
+            return []
+        if self._fd < 0 or self._offset >= self.log_size_limit:
+            self._roll()
+        locations = []
+        chunks = []
+        offset = self._offset
+        for body in bodies:
+            record = encode_record(body)
+            chunks.append(record)
+            locations.append(Location(self._log_id, offset + RECORD_HEADER_LEN, len(body)))
+            offset += len(record)
+        data = b"".join(chunks)
+        written = os.pwrite(self._fd, data, self._offset)
+        if written != len(data):
+            raise OSError(f"short entry-log write: {written} of {len(data)} bytes")
+        os.fdatasync(self._fd)
+        self._offset = offset
+        return locations
+
+    def _reader(self, log_id: int) -> int:
+        with self._lock:
+            fd = self._read_fds.get(log_id)
+            if fd is None:
+                fd = os.open(self.directory / f"{log_id:x}.log", os.O_RDONLY)
+                self._read_fds[log_id] = fd
+            return fd
+
+    def read(self, location: Location, ledger_id: int, entry_id: int) -> bytes:
+        """The entry at `location`, checked; CorruptEntry if it does not verify."""
+        try:
+            fd = self._reader(location.log_id)
+            data = os.pread(fd, location.size, location.offset)
+        except OSError as exc:
+            raise CorruptEntry(f"cannot read {location}: {exc}") from exc
+        if len(data) != location.size:
+            raise CorruptEntry(f"short read at {location}")
+        check_entry(data, ledger_id, entry_id)
+        return data
+
+    def scan(self, log_id: int) -> Iterator[tuple[Location, bytes]]:
+        """Every valid record of one log, stopping at the first one that does not check."""
+        data = (self.directory / f"{log_id:x}.log").read_bytes()
+        offset = 0
+        while True:
+            found = decode_record(data, offset)
+            if found is None:
+                return
+            body, end = found
+            yield Location(log_id, offset + RECORD_HEADER_LEN, len(body)), bytes(body)
+            offset = end
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        with self._lock:
+            for fd in self._read_fds.values():
+                os.close(fd)
+            self._read_fds.clear()
+
+
+__all__ = ["RECORD_HEADER", "EntryLogger", "Location", "log_ids"]

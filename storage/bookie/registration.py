@@ -1,0 +1,152 @@
+"""Registration in etcd and the disk-usage check that switches a bookie to read-only.
+
+A writable bookie holds `/ledgers/available/{bookieId}`, a read-only one
+`/ledgers/available/readonly/{bookieId}` (never both: switching writes the new key and deletes
+the old one, as BookKeeper's registration managers do). Both keys live on one etcd lease kept
+alive by this process, so they vanish when it dies. The value is `BookieServiceInfoFormat`, as
+Pulsar's `BookieServiceInfoSerde` writes it (`metastore.bookie_service_info`).
+
+Disk check (`LedgerDirsMonitor`): every `diskCheckInterval` ms the usage of the data directory's
+file system (1 - usable/total, as `DiskChecker`) is compared with `diskUsageThreshold` (0.95):
+at or above it the directory is full and the bookie goes read-only (`readOnlyModeEnabled`);
+above `diskUsageWarnThreshold` (0.90) a warning is logged. A full bookie turns writable again
+once usage drops below `diskUsageLwmThreshold`, which defaults to `diskUsageThreshold`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from metastore.bookie_service_info import bookie_service_info, encode_bookie_service_info
+from metastore.errors import MetastoreError
+from metastore.paths import bookie_available, bookie_readonly
+from metastore.store import MetadataStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DiskSettings:
+    diskUsageThreshold: float = 0.95
+    diskUsageWarnThreshold: float = 0.90
+    diskUsageLwmThreshold: float | None = None
+    diskCheckInterval: int = 10_000
+    readOnlyModeEnabled: bool = True
+
+    @property
+    def low_water_mark(self) -> float:
+        lwm = self.diskUsageLwmThreshold
+        return self.diskUsageThreshold if lwm is None else lwm
+
+
+def disk_usage(path: Path) -> float:
+    stat = os.statvfs(path)
+    total = stat.f_blocks * stat.f_frsize
+    usable = stat.f_bavail * stat.f_frsize
+    return 1.0 - usable / total if total else 0.0
+
+
+def next_readonly(settings: DiskSettings, usage: float, readonly: bool) -> bool:
+    """Whether the bookie should be read-only after a check that measured `usage`."""
+    if not settings.readOnlyModeEnabled:
+        return False
+    if readonly:
+        return usage >= settings.low_water_mark
+    return usage >= settings.diskUsageThreshold
+
+
+def registration_value(bookie_id: str) -> bytes:
+    host, _, port = bookie_id.rpartition(":")
+    return encode_bookie_service_info(bookie_service_info(host, int(port)))
+
+
+class Registration:
+    """The bookie's registration key on a lease; `set_readonly` moves it."""
+
+    def __init__(self, store: MetadataStore, bookie_id: str, ttl: int) -> None:
+        self.store = store
+        self.bookie_id = bookie_id
+        self.ttl = ttl
+        self.readonly = False
+        self.value = registration_value(bookie_id)
+        self._lease: int | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def _path(self, readonly: bool) -> str:
+        return bookie_readonly(self.bookie_id) if readonly else bookie_available(self.bookie_id)
+
+    async def start(self, readonly: bool) -> None:
+        """Register in the background: an etcd that is slow or away delays it, never fails it."""
+        self.readonly = readonly
+        self._task = asyncio.get_running_loop().create_task(self._maintain())
+
+    async def _register(self) -> None:
+        self._lease = await self.store.grant_lease(self.ttl)
+        await self.store.put_ephemeral(self._path(self.readonly), self.value, self._lease)
+        with contextlib.suppress(MetastoreError):
+            await self.store.delete(self._path(not self.readonly))
+
+    async def set_readonly(self, readonly: bool) -> None:
+        if readonly == self.readonly:
+            return
+        self.readonly = readonly
+        if self._lease is None:
+            return  # not registered yet: the first registration uses the new state
+        await self.store.put_ephemeral(self._path(readonly), self.value, self._lease)
+        with contextlib.suppress(MetastoreError):
+            await self.store.delete(self._path(not readonly))
+        log.warning("bookie %s is now %s", self.bookie_id, "read-only" if readonly else "writable")
+
+    async def _maintain(self) -> None:
+        registered = False
+        while True:
+            try:
+                if not registered:
+                    await self._register()
+                    registered = True
+                    log.info("registered %s", self._path(self.readonly))
+                await asyncio.sleep(max(self.ttl / 3, 0.2))
+                assert self._lease is not None
+                await self.store.refresh_lease(self._lease)
+                # The lease may have expired while etcd was away: then register again.
+                registered = await self.store.exists(self._path(self.readonly))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("registration of %s failed, retrying: %s", self.bookie_id, exc)
+                registered = False
+                await asyncio.sleep(0.5)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        with contextlib.suppress(MetastoreError):
+            await self.store.delete(self._path(self.readonly))
+
+
+async def watch_disk(
+    settings: DiskSettings,
+    path: Path,
+    readonly: Callable[[], bool],
+    switch: Callable[[bool], Awaitable[None]],
+) -> None:
+    """Check the disk every `diskCheckInterval` and call `switch(new_state)` on a change."""
+    while True:
+        usage = disk_usage(path)
+        if usage >= settings.diskUsageWarnThreshold:
+            log.warning("data directory %s is %.1f%% full", path, usage * 100)
+        wanted = next_readonly(settings, usage, readonly())
+        if wanted != readonly():
+            try:
+                await switch(wanted)
+            except Exception:
+                log.exception("switching to %s failed", "read-only" if wanted else "writable")
+        await asyncio.sleep(settings.diskCheckInterval / 1000)

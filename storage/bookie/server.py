@@ -1,0 +1,125 @@
+"""The bookie's TCP server: one asyncio protocol per connection, one request handler.
+
+Frames are cut and parsed by `protocol` (no I/O there); a frame that does not parse closes
+that connection only. Adds are answered from the journal's callback (after the group's
+fdatasync), so a pipelined connection never waits on one request to send the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import cast
+
+from storage.bookie.bookie import Bookie
+from storage.bookie.errors import MalformedFrame
+from storage.bookie.protocol import (
+    AddRequest,
+    FrameReader,
+    OpCode,
+    ReadRequest,
+    ResultCode,
+    decode_request,
+    encode_response,
+)
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[bytes], None]
+
+
+class RequestHandler:
+    """Turns one request into one response, calling `send(frame)` exactly once."""
+
+    def __init__(self, bookie: Bookie) -> None:
+        self.bookie = bookie
+
+    def handle(self, request: AddRequest | ReadRequest, send: Send) -> None:
+        if isinstance(request, AddRequest):
+            self._add(request, send)
+        else:
+            self._read(request, send)
+
+    def _add(self, request: AddRequest, send: Send) -> None:
+        lid, eid = request.ledger_id, request.entry_id
+        self.bookie.add(
+            request, lambda code: send(encode_response(OpCode.ADD_ENTRY, code, lid, eid))
+        )
+
+    def _read(self, request: ReadRequest, send: Send) -> None:
+        lid, eid = request.ledger_id, request.entry_id
+        if not request.fencing:
+            code, entry = self.bookie.read(lid, eid)
+            send(encode_response(OpCode.READ_ENTRY, code, lid, eid, entry))
+            return
+        if request.master_key is None:
+            send(encode_response(OpCode.READ_ENTRY, ResultCode.EUA, lid, eid))
+            return
+
+        def fenced(code: int) -> None:
+            # Fenced durably: now answer the read itself (upstream replies EIO when the fence
+            # could not be made durable).
+            entry = b""
+            if code == ResultCode.EOK:
+                code, entry = self.bookie.read(lid, eid)
+            send(encode_response(OpCode.READ_ENTRY, code, lid, eid, entry))
+
+        self.bookie.fence(lid, request.master_key, fenced)
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, handler: RequestHandler) -> None:
+        self.handler = handler
+        self.reader = FrameReader()
+        self.transport: asyncio.Transport | None = None
+        self._out: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+
+    def pause_writing(self) -> None:
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None:
+            self.transport.resume_reading()
+
+    def send(self, frame: bytes) -> None:
+        """Queue a response; all responses of one loop iteration leave in one write."""
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._out.append(frame)
+
+    def _flush(self) -> None:
+        out, self._out = self._out, []
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.write(b"".join(out))
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            for body in self.reader.feed(data):
+                self.handler.handle(decode_request(body), self.send)
+        except MalformedFrame as exc:
+            self._abort(f"malformed frame: {exc}")
+        except Exception as exc:  # a bug or a closing bookie: lose this connection only
+            log.exception("request failed")
+            self._abort(f"request failed: {exc}")
+
+    def _abort(self, reason: str) -> None:
+        peer = self.transport.get_extra_info("peername") if self.transport else None
+        log.warning("closing connection from %s: %s", peer, reason)
+        if self.transport is not None:
+            self.transport.abort()
+            self.transport = None
+
+
+async def serve(bookie: Bookie, host: str, port: int) -> asyncio.Server:
+    handler = RequestHandler(bookie)
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(lambda: Connection(handler), host, port, reuse_address=True)

@@ -1,0 +1,105 @@
+"""One bookie process: storage, TCP server, registration and disk check, started and stopped
+in order. `run` returns when `stop` is set (SIGTERM/SIGINT in `__main__`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from metastore.store import MetadataStore, parse_metadata_store_url
+from storage.bookie.bookie import Bookie, BookieSettings
+from storage.bookie.registration import (
+    DiskSettings,
+    Registration,
+    disk_usage,
+    next_readonly,
+    watch_disk,
+)
+from storage.bookie.server import serve
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    bookie_id: str
+    storage: BookieSettings
+    metadata_store_url: str
+    disk: DiskSettings = field(default_factory=DiskSettings)
+    lease_ttl: int = 30  # s; Pulsar's metadataStoreSessionTimeoutMillis default is 30000
+
+    @property
+    def host(self) -> str:
+        return self.bookie_id.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        return int(self.bookie_id.rpartition(":")[2])
+
+
+def apply_overrides(settings: ServiceSettings, overrides: dict[str, str]) -> ServiceSettings:
+    """Apply BookKeeper setting names (`journalMaxGroupWaitMSec=2`, ...) to whichever part
+    owns them; an unknown name is an error."""
+    parts: dict[str, Any] = {
+        "journal": settings.storage.journal,
+        "storage": settings.storage,
+        "disk": settings.disk,
+    }
+    changes: dict[str, dict[str, Any]] = {name: {} for name in parts}
+    for key, raw in overrides.items():
+        for name, part in parts.items():
+            known = {f.name: f for f in fields(part)}
+            if key in known and key not in ("journal", "data_dir"):
+                changes[name][key] = _convert(raw, getattr(part, key))
+                break
+        else:
+            raise ValueError(f"unknown setting {key!r}")
+    journal = replace(settings.storage.journal, **changes["journal"])
+    storage = replace(settings.storage, journal=journal, **changes["storage"])
+    return replace(settings, storage=storage, disk=replace(settings.disk, **changes["disk"]))
+
+
+def _convert(raw: str, current: object) -> object:
+    if isinstance(current, bool):
+        if raw.lower() not in ("true", "false"):
+            raise ValueError(f"expected true or false, got {raw!r}")
+        return raw.lower() == "true"
+    if isinstance(current, int):
+        return int(raw)
+    return float(raw)
+
+
+async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
+    bookie = Bookie(settings.storage)
+    await bookie.open()
+    log.info("journal replayed: %d entries", bookie.replayed)
+    server = await serve(bookie, settings.host, settings.port)
+    store = MetadataStore(parse_metadata_store_url(settings.metadata_store_url))
+    registration = Registration(store, settings.bookie_id, settings.lease_ttl)
+    data_dir = settings.storage.data_dir
+    bookie.readonly = next_readonly(settings.disk, disk_usage(data_dir), False)
+
+    async def switch(readonly: bool) -> None:
+        bookie.readonly = readonly
+        await registration.set_readonly(readonly)
+
+    try:
+        await registration.start(bookie.readonly)
+        disk = asyncio.get_running_loop().create_task(
+            watch_disk(settings.disk, data_dir, lambda: bookie.readonly, switch)
+        )
+        state = "read-only" if bookie.readonly else "writable"
+        log.info("bookie %s ready (%s)", settings.bookie_id, state)
+        await stop.wait()
+        disk.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await disk
+    finally:
+        with contextlib.suppress(Exception):
+            await registration.stop()
+        server.close()
+        await bookie.close()
+        await store.close()

@@ -1,0 +1,76 @@
+"""Connections to bookies, one per bookie id, shared by every ledger of the client.
+
+The ledger client only speaks BookKeeper's protocol through `storage.bookie`'s client
+connection; it never touches a bookie's files, so a bookie on another machine is the same code
+path. A bookie id is `host:port` (Pulsar's default `BookieId`), which is also where it listens.
+A connection that broke is dropped and the next request to that bookie dials again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
+
+
+class BookieConnection(Protocol):
+    """What the ledger client needs of one bookie connection."""
+
+    async def add(
+        self, ledger_id: int, entry_id: int, master_key: bytes, packaged: bytes
+    ) -> None:
+        """Store a packaged entry; returns once the bookie acknowledged it durable."""
+
+    async def read(self, ledger_id: int, entry_id: int) -> bytes:
+        """The packaged entry as stored (entry id -1: the bookie's last entry)."""
+
+    @property
+    def connected(self) -> bool:
+        """False once the connection broke or was closed."""
+
+    async def close(self) -> None: ...
+
+
+Connector = Callable[[str], Coroutine[Any, Any, BookieConnection]]
+
+
+def split_bookie_id(bookie_id: str) -> tuple[str, int]:
+    host, _, port = bookie_id.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"bookie id {bookie_id!r} is not host:port")
+    return host, int(port)
+
+
+class BookiePool:
+    """Lazily dialled connections by bookie id."""
+
+    def __init__(self, connect: Connector) -> None:
+        self._connect = connect
+        self._connections: dict[str, BookieConnection] = {}
+        self._dialling: dict[str, asyncio.Task[BookieConnection]] = {}
+
+    def cached(self, bookie_id: str) -> BookieConnection | None:
+        """The open connection to `bookie_id`, if there is one (no await on the hot path)."""
+        found = self._connections.get(bookie_id)
+        return found if found is not None and found.connected else None
+
+    async def get(self, bookie_id: str) -> BookieConnection:
+        found = self._connections.get(bookie_id)
+        if found is not None and found.connected:
+            return found
+        task = self._dialling.get(bookie_id)
+        if task is None:
+            task = asyncio.create_task(self._connect(bookie_id), name=f"dial {bookie_id}")
+            self._dialling[bookie_id] = task
+        try:
+            connection = await asyncio.shield(task)
+        finally:
+            if self._dialling.get(bookie_id) is task and task.done():
+                del self._dialling[bookie_id]
+        self._connections[bookie_id] = connection
+        return connection
+
+    async def close(self) -> None:
+        connections, self._connections = self._connections, {}
+        for connection in connections.values():
+            await connection.close()

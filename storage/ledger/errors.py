@@ -1,0 +1,76 @@
+"""Errors of the broker-side ledger client.
+
+    LedgerError                      a ledger operation that cannot be done
+    ├── NoSuchLedger                 no metadata at the ledger's key
+    ├── LedgerClosed                 the ledger is closed (or the handle was closed): no more adds
+    ├── LedgerFenced                 a bookie fenced the ledger (someone is recovering it)
+    ├── AddFailed                    an add could not reach its ack quorum; the handle is broken
+    ├── NoSuchEntry                  the entry id is outside the ledger's readable range, or
+    │                                enough replicas of its write set say it does not exist
+    ├── ReadFailed                   every replica of the entry's write set failed to serve it
+    └── MetadataConflict             the metadata changed under a close in a way that forbids it
+
+A failed bookie is not replaced here (ensemble change is issue 14): an add whose write set
+loses more than Qw - Qa bookies fails with `AddFailed`, and so does every add after it.
+"""
+
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Base of every error raised by `storage.ledger`."""
+
+
+class NoSuchLedger(LedgerError):
+    def __init__(self, ledger_id: int) -> None:
+        super().__init__(f"No such ledger exists on Metadata Server: {ledger_id}")
+        self.ledger_id = ledger_id
+
+
+class LedgerClosed(LedgerError):
+    def __init__(self, ledger_id: int) -> None:
+        super().__init__(f"Attempt to write to a closed ledger: {ledger_id}")
+        self.ledger_id = ledger_id
+
+
+class LedgerFenced(LedgerError):
+    def __init__(self, ledger_id: int, bookie: str) -> None:
+        super().__init__(f"Ledger {ledger_id} was fenced by bookie {bookie}")
+        self.ledger_id = ledger_id
+        self.bookie = bookie
+
+
+class AddFailed(LedgerError):
+    """`failures` maps each failed bookie id to what went wrong."""
+
+    def __init__(self, ledger_id: int, entry_id: int, failures: dict[str, str]) -> None:
+        detail = "; ".join(f"{b}: {why}" for b, why in failures.items())
+        super().__init__(
+            f"Add of entry {entry_id} to ledger {ledger_id} failed: {detail} "
+            "(replacing a failed bookie, ensemble change, is not implemented yet)"
+        )
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+        self.failures = failures
+
+
+class NoSuchEntry(LedgerError):
+    def __init__(self, ledger_id: int, entry_id: int, why: str = "") -> None:
+        super().__init__(
+            f"No such entry {entry_id} in ledger {ledger_id}" + (f": {why}" if why else "")
+        )
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+
+
+class ReadFailed(LedgerError):
+    def __init__(self, ledger_id: int, entry_id: int, failures: dict[str, str]) -> None:
+        detail = "; ".join(f"{b}: {why}" for b, why in failures.items())
+        super().__init__(f"Read of entry {entry_id} of ledger {ledger_id} failed: {detail}")
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+        self.failures = failures
+
+
+class MetadataConflict(LedgerError):
+    pass

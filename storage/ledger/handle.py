@@ -1,0 +1,243 @@
+"""An open ledger: the single writer's adds, the LAC, close, and reads.
+
+Adds (BookKeeper's `LedgerHandle` + `PendingAddOp`):
+- entry ids are given by the writer, 0, 1, 2, ... (`last_add_pushed`);
+- entry e goes to its write set, the Qw ensemble indexes (e + i) mod E (`placement.write_set`),
+  each copy packaged with the LAC at sending time (piggy-backed LAC) and the cumulative length;
+- the add is quorum-complete once any Qa bookies of its write set acknowledged it, and it is
+  acknowledged to the caller strictly in order: only when every earlier add was. The LAC is
+  the last entry acknowledged that way.
+- A bookie error on a copy counts against the write set: more than Qw - Qa failures make the
+  ack quorum impossible, and since a failed bookie is not replaced yet (issue 14) the handle is
+  broken: that add and every later one fail with `AddFailed`. Fencing fails the handle at once.
+
+Close waits for the adds in flight, then compare-and-swaps the metadata to CLOSED with
+lastEntryId = LAC and the acknowledged length (`LedgerClient.close_metadata`).
+
+Reads take entry e from the first replica of its write set that serves it with a good digest,
+falling back to the next replica on any error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from placement import write_set
+from storage.bookie.errors import BookieError, Fenced, NoEntry, NoLedger
+from storage.bookie.format import entry_payload, package_entry, verify_entry
+from storage.ledger.bookies import BookiePool
+from storage.ledger.errors import AddFailed, LedgerClosed, LedgerFenced, NoSuchEntry, ReadFailed
+from storage.ledger.metadata import LedgerMetadata
+
+
+def master_key(password: bytes) -> bytes:
+    """The key a bookie checks on adds: SHA-1 over "ledger" + password (MacDigestManager)."""
+    return hashlib.sha1(b"ledger" + password).digest()
+
+
+@dataclass
+class _PendingAdd:
+    entry_id: int
+    size: int
+    future: asyncio.Future[int]
+    write_set: tuple[int, ...]
+    acked: set[int] = field(default_factory=set)
+    failed: dict[str, str] = field(default_factory=dict)
+    quorum: bool = False
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry read back: its id and payload (digest and ids already checked)."""
+
+    entry_id: int
+    payload: bytes
+    last_add_confirmed: int = -1  # the writer's LAC when it sent this entry
+    length: int = 0  # the ledger's length up to and including this entry
+
+
+class ReadableLedger:
+    """Reads of a ledger from its metadata (any state); `last_readable` bounds them."""
+
+    def __init__(self, metadata: LedgerMetadata, bookies: BookiePool) -> None:
+        self.metadata = metadata
+        self.bookies = bookies
+
+    @property
+    def ledger_id(self) -> int:
+        return self.metadata.ledger_id
+
+    @property
+    def last_readable(self) -> int:
+        """The highest entry a reader may ask for: lastEntryId once closed."""
+        return self.metadata.last_entry_id
+
+    async def read(self, entry_id: int) -> Entry:
+        """Entry `entry_id`; NoSuchEntry outside [0, last_readable], ReadFailed when no
+        replica serves it."""
+        if entry_id < 0 or entry_id > self.last_readable:
+            raise NoSuchEntry(
+                self.ledger_id, entry_id,
+                f"readable entries are 0..{self.last_readable}" if self.last_readable >= 0
+                else "the ledger has no readable entries",
+            )
+        return await self.read_unchecked(entry_id)
+
+    async def read_unchecked(self, entry_id: int) -> Entry:
+        """Read from the write set without checking the readable range (recovery uses it)."""
+        md = self.metadata
+        ensemble = md.ensemble_for(entry_id)
+        failures: dict[str, str] = {}
+        missing = 0
+        for index in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
+            bookie = ensemble[index]
+            try:
+                connection = await self.bookies.get(bookie)
+                packaged = await connection.read(self.ledger_id, entry_id)
+                header = verify_entry(packaged, self.ledger_id, entry_id)
+            except (NoEntry, NoLedger) as exc:
+                missing += 1
+                failures[bookie] = type(exc).__name__
+                continue
+            except (TimeoutError, BookieError, OSError) as exc:
+                failures[bookie] = f"{type(exc).__name__}: {exc}"
+                continue
+            return Entry(entry_id, entry_payload(packaged), header.last_add_confirmed,
+                         header.length)
+        if missing and missing >= md.write_quorum_size - md.ack_quorum_size + 1:
+            raise NoSuchEntry(self.ledger_id, entry_id, f"replicas answered {failures}")
+        raise ReadFailed(self.ledger_id, entry_id, failures)
+
+
+CloseMetadata = Callable[[int, int], Awaitable[LedgerMetadata]]
+
+
+class WriteHandle(ReadableLedger):
+    """The writer's handle on a ledger it created (state OPEN)."""
+
+    def __init__(
+        self,
+        metadata: LedgerMetadata,
+        bookies: BookiePool,
+        close_metadata: CloseMetadata,
+    ) -> None:
+        super().__init__(metadata, bookies)
+        self._close_metadata = close_metadata
+        self._master_key = master_key(metadata.password or b"")
+        self._ensemble = tuple(metadata.ensembles[0])
+        self.last_add_pushed = -1
+        self.last_add_confirmed = -1
+        self.length = 0  # acknowledged bytes
+        self._pushed_length = 0
+        self._pending: deque[_PendingAdd] = deque()
+        self._sends: set[asyncio.Task[None]] = set()
+        self._broken: Exception | None = None
+        self._closing = False
+        self._drained = asyncio.Event()
+        self._drained.set()
+
+    @property
+    def last_readable(self) -> int:
+        return self.last_add_confirmed
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closing
+
+    @property
+    def is_broken(self) -> bool:
+        """A bookie failure or fencing stopped this handle; no add will succeed."""
+        return self._broken is not None
+
+    @property
+    def pending_adds(self) -> int:
+        return len(self._pending)
+
+    # -- adds ---------------------------------------------------------------------------------
+
+    def add_nowait(self, payload: bytes) -> asyncio.Future[int]:
+        """Start adding `payload`; the future gives its entry id once acknowledged in order.
+        The entry id is assigned now, so calls made in order land in order."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int] = loop.create_future()
+        if self._closing:
+            future.set_exception(LedgerClosed(self.ledger_id))
+            return future
+        if self._broken is not None:
+            future.set_exception(self._broken)
+            return future
+        md = self.metadata
+        entry_id = self.last_add_pushed + 1
+        self.last_add_pushed = entry_id
+        self._pushed_length += len(payload)
+        packaged = package_entry(
+            self.ledger_id, entry_id, self.last_add_confirmed, self._pushed_length, payload
+        )
+        op = _PendingAdd(entry_id, len(payload), future,
+                         write_set(entry_id, md.ensemble_size, md.write_quorum_size))
+        self._pending.append(op)
+        self._drained.clear()
+        for index in op.write_set:
+            task = loop.create_task(self._send(op, index, packaged))
+            self._sends.add(task)
+            task.add_done_callback(self._sends.discard)
+        return future
+
+    async def add(self, payload: bytes) -> int:
+        """Add `payload`; its entry id once it is acknowledged (in order)."""
+        return await self.add_nowait(payload)
+
+    async def _send(self, op: _PendingAdd, index: int, packaged: bytes) -> None:
+        bookie = self._ensemble[index]
+        try:
+            connection = self.bookies.cached(bookie) or await self.bookies.get(bookie)
+            await connection.add(self.ledger_id, op.entry_id, self._master_key, packaged)
+        except Fenced:
+            self._fail_all(LedgerFenced(self.ledger_id, bookie))
+            return
+        except (TimeoutError, BookieError, OSError) as exc:
+            self._copy_failed(op, index, f"{type(exc).__name__}: {exc}")
+            return
+        op.acked.add(index)
+        if not op.quorum and len(op.acked) >= self.metadata.ack_quorum_size:
+            op.quorum = True
+            self._complete_in_order()
+
+    def _copy_failed(self, op: _PendingAdd, index: int, why: str) -> None:
+        op.failed[self._ensemble[index]] = why
+        md = self.metadata
+        if not op.quorum and len(op.failed) > md.write_quorum_size - md.ack_quorum_size:
+            self._fail_all(AddFailed(self.ledger_id, op.entry_id, dict(op.failed)))
+
+    def _complete_in_order(self) -> None:
+        while self._pending and self._pending[0].quorum:
+            op = self._pending.popleft()
+            self.last_add_confirmed = op.entry_id
+            self.length += op.size
+            if not op.future.done():
+                op.future.set_result(op.entry_id)
+        if not self._pending:
+            self._drained.set()
+
+    def _fail_all(self, error: Exception) -> None:
+        """The handle cannot go on: fail every add not yet acknowledged, and later ones."""
+        if self._broken is None:
+            self._broken = error
+        while self._pending:
+            op = self._pending.popleft()
+            if not op.future.done():
+                op.future.set_exception(self._broken)
+        self._drained.set()
+
+    # -- close --------------------------------------------------------------------------------
+
+    async def close(self) -> LedgerMetadata:
+        """Wait for the adds in flight, then record CLOSED with lastEntryId = LAC."""
+        self._closing = True
+        await self._drained.wait()
+        self.metadata = await self._close_metadata(self.last_add_confirmed, self.length)
+        return self.metadata

@@ -1,0 +1,182 @@
+"""Topics over HTTP on the real service with real bookie processes: Pulsar's REST producer,
+the admin topic paths, message reads byte for byte, rollover inside a strict namespace's
+groups, bad input, and a kill -9 of the service in the middle of a produce loop."""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from metastore import paths
+from metastore.ledger_metadata import decode_ledger_metadata
+from metastore.managed_ledger_info import decode_managed_ledger_info
+from tests.storage.cluster import TOPIC_MAX_MESSAGE, Cluster
+from tests.support import ServerProcess, wait_until
+
+MAX_MESSAGE = TOPIC_MAX_MESSAGE
+
+
+@pytest.fixture
+def http(topic_service: ServerProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=topic_service.url, timeout=15) as client:
+        yield client
+
+
+def produce(http: httpx.Client, topic: str, payloads: list[str], **extra: Any) -> httpx.Response:
+    body = {"messages": [{"payload": p, **extra} for p in payloads]}
+    return http.post(f"/topics/persistent/acme/{topic}", json=body)
+
+
+def message_id(ack: dict[str, Any]) -> tuple[int, int]:
+    ledger, entry, partition = ack["messageId"].split(":")
+    assert partition == "-1" and ack["errorCode"] == 0
+    return int(ledger), int(entry)
+
+
+def test_produce_then_read_back_every_message(http: httpx.Client, topic_cluster: Cluster) -> None:
+    payloads = [f"héllo {i} " + "✓" * (i % 5) for i in range(25)]
+    response = produce(http, "strict/orders", payloads, properties={"k": "v"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["schemaVersion"] == 0
+    ids = [message_id(ack) for ack in body["messagePublishResults"]]
+    assert len({ledger for ledger, _ in ids}) == 3  # rolled over every 10 entries
+    for (ledger, entry), payload in zip(ids, payloads, strict=True):
+        got = http.get(f"/admin/v2/persistent/acme/strict/orders/ledger/{ledger}/entry/{entry}")
+        assert got.status_code == 200
+        assert got.content == payload.encode()
+        assert got.headers["X-Pulsar-Message-ID"] == f"{ledger}:{entry}"
+        assert got.headers["X-Pulsar-PROPERTY-k"] == "v"
+        assert got.headers["X-Pulsar-producer-name"] == "RestProducer"
+    latest = http.get("/admin/v2/persistent/acme/strict/orders/examinemessage",
+                      params={"initialPosition": "latest", "messagePosition": 1})
+    assert latest.content == payloads[-1].encode()
+    earliest = http.get("/admin/v2/persistent/acme/strict/orders/examinemessage",
+                        params={"initialPosition": "earliest", "messagePosition": 2})
+    assert earliest.content == payloads[1].encode()
+    assert http.get("/admin/v2/persistent/acme/strict").json() == [
+        "persistent://acme/strict/orders"]
+
+    # every ledger of the strict namespace lies in its group, across rollovers
+    info = decode_managed_ledger_info(
+        topic_cluster.raw.get("/managed-ledgers/acme/strict/persistent/orders") or b"")
+    assert [i.ledger_id for i in info.ledgers][:3] == sorted({ledger for ledger, _ in ids})
+    for stored in info.ledgers:
+        md = decode_ledger_metadata(stored.ledger_id,
+                                    topic_cluster.raw.get(paths.ledger(stored.ledger_id)) or b"")
+        assert set(md.ensembles[0]) == set(topic_cluster.ids[:2])
+        assert b'"isolationBookieGroups" : "iso"' in md.custom_metadata[
+            "EnsemblePlacementPolicyConfig"]
+
+    stats = http.get("/admin/v2/persistent/acme/strict/orders/internalStats").json()
+    assert stats["numberOfEntries"] == 25 and stats["entriesAddedCounter"] == 25
+    assert [ledger["entries"] for ledger in stats["ledgers"]] == [10, 10, 5]
+    assert stats["lastConfirmedEntry"] == f"{ids[-1][0]}:{ids[-1][1]}"
+
+
+def test_create_list_delete(http: httpx.Client, topic_cluster: Cluster) -> None:
+    assert http.put("/admin/v2/persistent/acme/plain/made").status_code == 204
+    again = http.put("/admin/v2/persistent/acme/plain/made")
+    assert again.status_code == 409 and again.json() == {"reason": "This topic already exists"}
+    assert "persistent://acme/plain/made" in http.get("/admin/v2/persistent/acme/plain").json()
+    acks = produce(http, "plain/made", ["a", "b"]).json()["messagePublishResults"]
+    ledger, _ = message_id(acks[0])
+    assert topic_cluster.raw.get(paths.ledger(ledger)) is not None
+    assert http.delete("/admin/v2/persistent/acme/plain/made").status_code == 204
+    assert topic_cluster.raw.get(paths.ledger(ledger)) is None  # its ledgers went with it
+    assert topic_cluster.raw.get("/managed-ledgers/acme/plain/persistent/made") is None
+    gone = http.delete("/admin/v2/persistent/acme/plain/made")
+    assert gone.status_code == 404 and gone.json() == {"reason": "Topic not found"}
+
+
+def test_under_replicated_when_an_ensemble_bookie_is_not_registered(
+    http: httpx.Client, topic_cluster: Cluster
+) -> None:
+    produce(http, "strict/watched", ["x"])
+    url = "/admin/v2/persistent/acme/strict/watched/internalStats"
+    ledgers = http.get(url, params={"metadata": "true"}).json()["ledgers"]
+    assert ledgers and not any(ledger["underReplicated"] for ledger in ledgers)
+    assert all("metadata" in ledger for ledger in ledgers)
+    key = paths.bookie_available(topic_cluster.ids[0])
+    saved = topic_cluster.raw.get(key)
+    topic_cluster.raw.delete(key)
+    try:
+        ledgers = http.get(url, params={"metadata": "true"}).json()["ledgers"]
+        assert all(ledger["underReplicated"] for ledger in ledgers)
+    finally:
+        topic_cluster.raw.put(key, saved or b"")
+
+
+def test_bad_input(http: httpx.Client, topic_cluster: Cluster) -> None:
+    for path in ("/topics/persistent/nobody/ns/t", "/topics/persistent/acme/nons/t"):
+        missing = http.post(path, json={"messages": [{"payload": "x"}]})
+        assert missing.status_code == 404, missing.text
+        assert missing.json() == {"reason": "Namespace does not exist"}
+
+    shapeless = http.post("/topics/persistent/acme/plain/big", json={"messages": ["x"]})
+    assert shapeless.status_code == 400 and shapeless.json()["reason"]
+
+    big = produce(http, "plain/big", ["small", "x" * (MAX_MESSAGE + 1)])
+    assert big.status_code == 413 and "maxMessageSize" in big.json()["reason"]
+    assert topic_cluster.raw.get("/managed-ledgers/acme/plain/persistent/big") is None  # nothing
+
+    ledger, _ = message_id(produce(http, "plain/ids", ["one"]).json()["messagePublishResults"][0])
+    base = "/admin/v2/persistent/acme/plain/ids/ledger"
+    assert http.get(f"{base}/{ledger}/entry/0").content == b"one"
+    for bad in (f"{ledger}/entry/1", f"{ledger}/entry/-1", f"{ledger}/entry/abc",
+                "abc/entry/0", "999999/entry/0", f"{ledger + 1000}/entry/0"):
+        response = http.get(f"{base}/{bad}")
+        assert response.status_code == 404, (bad, response.text)
+        assert response.json()["reason"]
+    assert http.get("/admin/v2/persistent/acme/plain/nope/ledger/1/entry/0").status_code == 404
+    examine = http.get("/admin/v2/persistent/acme/plain/ids/examinemessage",
+                       params={"messagePosition": 5})
+    assert examine.status_code == 404
+
+
+@pytest.mark.slow
+def test_kill_9_mid_produce_loses_no_acknowledged_message(topic_service: ServerProcess) -> None:
+    service = topic_service
+    acked: dict[tuple[int, int], bytes] = {}
+    stop = threading.Event()
+
+    def loop() -> None:
+        with httpx.Client(base_url=service.url, timeout=5) as client:
+            i = 0
+            while not stop.is_set():
+                payload = base64.b64encode(f"msg-{i}".encode() * (i % 9 + 1)).decode()
+                try:
+                    response = produce(client, "plain/crash", [payload, payload + "!"])
+                except httpx.HTTPError:
+                    return
+                if response.status_code != 200:
+                    return
+                for ack, sent in zip(response.json()["messagePublishResults"],
+                                     (payload, payload + "!"), strict=True):
+                    acked[message_id(ack)] = sent.encode()
+                i += 1
+
+    thread = threading.Thread(target=loop)
+    thread.start()
+    try:
+        wait_until(lambda: len(acked) >= 40, timeout=30)
+        service.kill()
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    service.start()
+    with httpx.Client(base_url=service.url, timeout=15) as client:
+        for (ledger, entry), payload in sorted(acked.items()):
+            got = client.get(
+                f"/admin/v2/persistent/acme/plain/crash/ledger/{ledger}/entry/{entry}")
+            assert got.status_code == 200, (ledger, entry, got.text)
+            assert got.content == payload
+        more = produce(client, "plain/crash", ["after restart"])
+        assert more.status_code == 200
+
+

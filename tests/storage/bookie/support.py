@@ -1,0 +1,94 @@
+"""Bookie processes for tests: `python -m storage.bookie` on a free port against a real etcd."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from metastore.embedded import free_port
+from metastore.paths import bookie_available, bookie_readonly
+from tests.support import REPO, RawEtcd, wait_until
+
+MASTER_KEY = bytes(range(20))
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class BookieProcess:
+    def __init__(
+        self,
+        etcd: RawEtcd,
+        metadata_store_url: str,
+        data_dir: Path,
+        *,
+        conf: dict[str, str] | None = None,
+        lease_ttl: int = 30,
+        port: int | None = None,
+    ) -> None:
+        self.etcd = etcd
+        self.metadata_store_url = metadata_store_url
+        self.data_dir = data_dir
+        self.conf = conf or {}
+        self.lease_ttl = lease_ttl
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bookie_id(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir.parent / f"{self.data_dir.name}.log"
+
+    def command(self) -> list[str]:
+        conf = [arg for key, value in self.conf.items() for arg in ("-c", f"{key}={value}")]
+        return [
+            sys.executable, "-m", "storage.bookie",
+            "--bookie-id", self.bookie_id,
+            "--data-dir", str(self.data_dir),
+            "--metadata-store-url", self.metadata_store_url,
+            "--lease-ttl", str(self.lease_ttl),
+            *conf,
+        ]  # fmt: skip
+
+    def start(self, *, readonly: bool = False) -> BookieProcess:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        self.process = subprocess.Popen(
+            self.command(), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+        )  # fmt: skip
+        log.close()
+        path = bookie_readonly(self.bookie_id) if readonly else bookie_available(self.bookie_id)
+        wait_until(lambda: self._alive() and self.etcd.get(path) is not None, timeout=30)
+        wait_until(self._accepts, timeout=10)
+        return self
+
+    def _alive(self) -> bool:
+        if self.process is not None and self.process.poll() is not None:
+            raise RuntimeError(f"bookie exited: {self.log_path.read_text()[-3000:]}")
+        return True
+
+    def _accepts(self) -> bool:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+            return True
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)

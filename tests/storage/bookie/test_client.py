@@ -1,0 +1,64 @@
+"""BookieClient failure modes against peers that misbehave (plain sockets, no bookie)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from storage.bookie.client import BookieClient
+from storage.bookie.errors import BookieTimeout, ConnectionLost
+from storage.bookie.format import package_entry
+from storage.bookie.protocol import OpCode, ResultCode, encode_response
+
+KEY = b"\x03" * 20
+
+
+async def test_silent_peer_times_out_and_late_answer_is_dropped() -> None:
+    received = asyncio.Event()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        await reader.read(1)
+        received.set()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = await BookieClient.connect(f"127.0.0.1:{port}", timeout=0.3)
+    with pytest.raises(BookieTimeout):
+        await client.add(1, 0, KEY, package_entry(1, 0, -1, 1, b"x"))
+    assert received.is_set()
+    # The late answer to the timed-out add must not complete the next add of the same entry.
+    second = asyncio.ensure_future(client.add(1, 0, KEY, package_entry(1, 0, -1, 1, b"x")))
+    await asyncio.sleep(0.05)
+    writers[0].write(encode_response(OpCode.ADD_ENTRY, ResultCode.EOK, 1, 0))
+    await writers[0].drain()
+    with pytest.raises(BookieTimeout):
+        await second
+    await client.close()
+    server.close()
+
+
+async def test_peer_closing_fails_pending_requests() -> None:
+    async def closer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1)
+        writer.close()
+
+    server = await asyncio.start_server(closer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = await BookieClient.connect(f"127.0.0.1:{port}", timeout=5)
+    with pytest.raises(ConnectionLost):
+        await client.read(1, 0)
+    with pytest.raises(ConnectionLost):
+        await client.read(1, 1)  # and later calls fail fast
+    server.close()
+
+
+async def test_connect_refused_is_typed() -> None:
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+    with pytest.raises(ConnectionLost):
+        await BookieClient.connect(f"127.0.0.1:{port}", timeout=1)

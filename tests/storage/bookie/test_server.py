@@ -1,0 +1,156 @@
+"""The bookie as a server: bad frames, fencing, registration on a lease, read-only mode."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from metastore.bookie_service_info import BOOKIE_RPC, decode_bookie_service_info
+from metastore.paths import bookie_available, bookie_readonly
+from storage.bookie.client import BookieClient
+from storage.bookie.errors import Fenced, ReadOnly, Unauthorized
+from storage.bookie.protocol import encode_read
+from tests.storage.bookie.conftest import BookieFactory
+from tests.storage.bookie.support import MASTER_KEY
+from tests.storage.bookie.test_durability import entry
+from tests.support import RawEtcd, wait_until
+
+OTHER_KEY = b"\xee" * 20
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    sock.settimeout(5)
+    try:
+        return sock.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+
+
+GARBAGE = [
+    b"\xff\xff\xff\xff" + b"\0" * 32,  # a frame length far over the limit
+    bytes.fromhex("000000080701000000000000"),  # protocol version 7
+    bytes.fromhex("000000080201000000000000"),  # an add too short for its ids
+    bytes.fromhex("0000001402630000") + b"\0" * 16,  # an unknown opcode
+]
+
+
+async def test_malformed_frame_closes_only_that_connection(start_bookie: BookieFactory) -> None:
+    bookie = start_bookie()
+    async with await BookieClient.connect(bookie.bookie_id) as good:
+        await good.add(1, 0, MASTER_KEY, entry(1, 0))
+        for i, garbage in enumerate(GARBAGE, start=1):
+            with socket.create_connection(("127.0.0.1", bookie.port)) as bad:
+                bad.sendall(garbage + encode_read(1, 0))
+                assert closed_by_peer(bad), garbage
+            await good.add(1, i, MASTER_KEY, entry(1, i))  # the other connection is unharmed
+            assert await good.read(1, i) == entry(1, i)
+    assert bookie.process is not None and bookie.process.poll() is None
+
+
+async def test_fencing_semantics(start_bookie: BookieFactory) -> None:
+    bookie = start_bookie()
+    async with await BookieClient.connect(bookie.bookie_id) as client:
+        for i in range(3):
+            await client.add(2, i, MASTER_KEY, entry(2, i))
+        with pytest.raises(Unauthorized):
+            await client.read(2, -1, fence=True, master_key=OTHER_KEY)
+        await client.add(2, 3, MASTER_KEY, entry(2, 3))  # a refused fence fenced nothing
+        # A fencing read of "last" fences and answers the last entry.
+        assert await client.read(2, -1, fence=True, master_key=MASTER_KEY) == entry(2, 3)
+        with pytest.raises(Fenced):
+            await client.add(2, 4, MASTER_KEY, entry(2, 4))
+        await client.add(2, 4, MASTER_KEY, entry(2, 4), recovery=True)
+        assert await client.read(2, 4) == entry(2, 4)  # reads are still served
+        with pytest.raises(Unauthorized):
+            await client.add(2, 5, OTHER_KEY, entry(2, 5), recovery=True)
+        # Fencing a ledger the bookie never saw creates it fenced.
+        assert await client.fence(77, MASTER_KEY) is None
+        with pytest.raises(Fenced):
+            await client.add(77, 0, MASTER_KEY, entry(77, 0))
+    bookie.kill()  # the fence was journalled and synced before the reply
+    bookie.start()
+    async with await BookieClient.connect(bookie.bookie_id) as client:
+        with pytest.raises(Fenced):
+            await client.add(2, 5, MASTER_KEY, entry(2, 5))
+        with pytest.raises(Fenced):
+            await client.add(77, 0, MASTER_KEY, entry(77, 0))
+        assert await client.read(2, -1) == entry(2, 4)
+
+
+def test_registration_follows_the_lease(start_bookie: BookieFactory, raw_etcd: RawEtcd) -> None:
+    bookie = start_bookie(lease_ttl=2)
+    value = raw_etcd.get(bookie_available(bookie.bookie_id))
+    assert value is not None
+    info = decode_bookie_service_info(bookie.bookie_id, value)
+    (endpoint,) = info.endpoints
+    assert (endpoint.host, endpoint.port, endpoint.protocol) == (
+        "127.0.0.1",
+        bookie.port,
+        BOOKIE_RPC,
+    )
+    # Still there after several lease periods: the bookie keeps its lease alive.
+    time.sleep(2.5)
+    assert raw_etcd.get(bookie_available(bookie.bookie_id)) is not None
+    bookie.kill()  # no clean-up: only the lease expiring removes the key
+    wait_until(lambda: raw_etcd.get(bookie_available(bookie.bookie_id)) is None, timeout=15)
+    bookie.start()
+    bookie.stop()  # a clean stop removes it at once
+    assert raw_etcd.get(bookie_available(bookie.bookie_id)) is None
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 32 MiB tmpfs, so that filling the disk is quick and exact (needs root to mount)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(mount)], capture_output=True
+    )
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(path: Path, leave_free: int) -> None:
+    stat = os.statvfs(path.parent)
+    size = stat.f_bavail * stat.f_frsize - leave_free
+    with open(path, "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, size)
+
+
+async def test_disk_full_switches_to_readonly_and_back(
+    start_bookie: BookieFactory, raw_etcd: RawEtcd, small_disk: Path
+) -> None:
+    conf = {"journalPreAllocSizeMB": "1", "diskCheckInterval": "100"}
+    bookie = start_bookie("disk/bookie", conf=conf)
+    assert bookie.log_path.parent == small_disk
+    writable, readonly = bookie_available(bookie.bookie_id), bookie_readonly(bookie.bookie_id)
+    async with await BookieClient.connect(bookie.bookie_id) as client:
+        await client.add(4, 0, MASTER_KEY, entry(4, 0))
+        filler = small_disk / "filler"
+        fill(filler, leave_free=512 * 1024)  # 98% used, over diskUsageThreshold 0.95
+        wait_until(lambda: raw_etcd.get(readonly) is not None and raw_etcd.get(writable) is None)
+        with pytest.raises(ReadOnly):
+            await client.add(4, 1, MASTER_KEY, entry(4, 1))
+        assert await client.read(4, 0) == entry(4, 0)  # reads go on
+        filler.unlink()
+        wait_until(lambda: raw_etcd.get(writable) is not None and raw_etcd.get(readonly) is None)
+        deadline = time.monotonic() + 5
+        while True:  # the bookie flips its own flag within one check interval
+            with contextlib.suppress(ReadOnly):
+                await client.add(4, 1, MASTER_KEY, entry(4, 1))
+                break
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        assert await client.read(4, 1) == entry(4, 1)
