@@ -69,8 +69,10 @@ def topic_service(topic_cluster: Cluster, tmp_path_factory: pytest.TempPathFacto
     """The service on `topic_cluster` (rollover every 10 entries, 64 KiB maxMessageSize), with
     cluster `test`, tenant `acme`, namespaces `acme/plain` and `acme/strict` (E=Qw=Qa=2,
     strict bookie affinity to group `iso`)."""
+    # The fixture creates cluster `test` itself: no first-start metadata racing its PUT.
+    conf = {**TOPIC_CONF, "initializeClusterMetadata": "false"}
     server = ServerProcess(topic_cluster.etcd.url, tmp_path_factory.mktemp("service"),
-                           extra_conf=TOPIC_CONF).start()
+                           extra_conf=conf).start()
     with httpx.Client(base_url=server.url, timeout=10) as http:
         http.put("/admin/v2/clusters/test", json={"serviceUrl": "http://x"}).raise_for_status()
         http.put("/admin/v2/tenants/acme", json={"allowedClusters": ["test"]}).raise_for_status()
