@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -39,6 +40,14 @@ class Cluster:
 
     def policy_index(self) -> dict[str, int]:
         return {ns: i for i, ns in enumerate(self.namespaces)}
+
+    def bookie_index(self) -> dict[str, int]:
+        """bookie id -> index (computed once)."""
+        return self._index
+
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {b: i for i, b in enumerate(self.bookie_ids)}
 
     def affinity(self, policy: int) -> AffinityGroups | None:
         return self.affinities[policy]

@@ -58,6 +58,7 @@ class SynthSpec:
     seed: int = 0
     namespaces: int = 12
     enforce: bool = True
+    degraded: bool = False  # group-0 read-only outside rack-00: faults a plan cannot fix
     rates: dict[str, float] = field(default_factory=lambda: dict.fromkeys(KINDS, 0.002))
 
 
@@ -100,6 +101,7 @@ def bookies_table(spec: SynthSpec, lay: Layout, rng: np.random.Generator) -> pa.
             registered[base + 1] = False
     for gi, b in enumerate(lay.default_rack.tolist()):
         group[b] = f"group-{gi}"
+    read_only |= degraded_bookies(spec, lay) & registered
     capacity = np.full(n, 4 << 40, np.int64)
     return pa.table({
         "bookie_index": np.arange(n, dtype=np.int32),
@@ -113,6 +115,16 @@ def bookies_table(spec: SynthSpec, lay: Layout, rng: np.random.Generator) -> pa.
         "disk_used": (capacity * rng.uniform(0.1, 0.8, n)).astype(np.int64),
         "disk_capacity": capacity,
     }, schema=TABLES["bookies"])
+
+
+def degraded_bookies(spec: SynthSpec, lay: Layout) -> npt.NDArray[np.bool_]:
+    """With `spec.degraded`: every bookie of group-0 outside rack-00 (read-only once)."""
+    mask = np.zeros(spec.bookies, np.bool_)
+    if spec.degraded:
+        for ri in range(1, spec.racks):
+            base = int(lay.cell_base[ri, 0])
+            mask[base:base + lay.per_cell] = True
+    return mask
 
 
 def policy_kind(ns: int) -> int:
@@ -234,6 +246,11 @@ def generate(spec: SynthSpec, out: Path) -> dict[str, float]:
         ens[sel, pos[sel]] = lay.cell_base[r_pos[sel], g_pos[sel]] + offset
         truth[sel] |= bit
 
+    if spec.degraded:  # the cell's unregistered bookie (offset 1) stays unregistered
+        gone = np.zeros(spec.bookies, np.bool_)
+        gone[(lay.cell_base + 1).reshape(-1)] = True
+        hit = (degraded_bookies(spec, lay) & ~gone)[np.maximum(ens, 0)] & (ens >= 0)
+        truth[hit.any(axis=1)] |= Violation.READ_ONLY
     out.mkdir(parents=True, exist_ok=True)
     ns_names = np.array([namespace_name(i) for i in range(spec.namespaces)], dtype=object)
     tenants = np.array([namespace_name(i).split("/")[0] for i in range(spec.namespaces)],
@@ -299,10 +316,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="share of fragments given each kind of fault (default 0.002)")
     parser.add_argument("--no-enforce", action="store_true",
                         help="config without enforceMinNumRacksPerWriteQuorum")
+    parser.add_argument("--degraded", action="store_true",
+                        help="group-0 read-only outside rack-00 (faults a plan cannot fix)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     spec = SynthSpec(args.ledgers, args.bookies, args.racks, args.groups, args.seed,
-                     args.namespaces, not args.no_enforce, dict.fromkeys(KINDS, args.rate))
+                     args.namespaces, not args.no_enforce, args.degraded,
+                     dict.fromkeys(KINDS, args.rate))
     started = time.perf_counter()
     try:
         counts = generate(spec, args.out)

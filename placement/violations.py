@@ -108,6 +108,22 @@ def check_fragment(
     return FragmentVerdict(grade, found, tuple(reasons) or ("adheres",))
 
 
+def member_violations(
+    topology: Topology, bookie: str, config: PlacementConfig, *,
+    affinity: AffinityGroups | None = None,
+) -> Violation:
+    """The kinds one member brings to any fragment of the namespace (what a repair replaces).
+
+    Includes DEFAULT_RACK_UNDER_ENFORCE in rack-aware mode: every member sits in the write
+    quorum that starts at its own position, so the window rule and this one agree.
+    """
+    kind, _ = _member(topology, bookie, effective_groups(affinity, config))
+    if (topology.mode is PlacementMode.RACK and config.enforce_min_num_racks_per_write_quorum
+            and topology.rack_of(bookie) == topology.default_location):
+        kind |= Violation.DEFAULT_RACK_UNDER_ENFORCE
+    return kind
+
+
 def _member(
     topology: Topology, bookie: str, groups: AffinityGroups | None,
 ) -> tuple[Violation, list[str]]:
