@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import api_bench, placement_bench
+from bench import api_bench, audit_bench, placement_bench
 
 
 def main() -> None:
@@ -11,6 +11,9 @@ def main() -> None:
     print()
     print("## Placement")
     placement_bench.main([])
+    print()
+    print("## Placement audit (Spark local[2] vs plain Python, 1M synthetic ledgers)")
+    audit_bench.main([])
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ from pipeline.plan import plan_fragment
 from pipeline.report import render_report
 from pipeline.schema import TABLES, SnapshotError, check_snapshot, read_table
 from placement.batch import BatchTopology, PolicyTable, check_batch
-from placement.config import PlacementConfig
+from placement.config import PlacementConfig, PlacementMode
 from placement.violations import Violation, kind_names
 
 CHECKED = pa.schema([
@@ -141,6 +141,9 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
     paths = check_snapshot(snapshot)
     cluster = build_cluster(*(read_table(paths[t], TABLES[t])
                               for t in ("bookies", "policies", "config")))
+    if cluster.config.mode is PlacementMode.ZONE:
+        raise SnapshotError("table 'config': zone-aware placement is not covered by the batch "
+                            "check (rack-aware and region-aware are)")
     n_fragments = ds.dataset(paths["fragments"], format="parquet").count_rows()
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(n_fragments)))
     progress(f"1/5 snapshot: {n_fragments:,} fragments, {len(cluster.bookie_ids):,} bookies, "
