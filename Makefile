@@ -26,10 +26,12 @@ bench: system-deps $(VENV)/.installed-test
 openapi: $(VENV)/.installed
 	$(PY) -m api.openapi_export > openapi.yaml
 
-# etcd (the metadata store) and Java 17 (for the Spark pipeline) from Debian when missing.
+# etcd (the metadata store), Java 17 (for the Spark pipeline) and Chromium (the audit report's
+# headless test) from Debian when missing.
 system-deps:
 	@command -v etcd >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; }
 	@command -v java >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jre-headless; }
+	@command -v chromium >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
 apt-update:
 	@[ -f $(APT_UPDATED) ] || { apt-get update && touch $(APT_UPDATED); }

@@ -47,14 +47,15 @@ from placement.violations import Violation, kind_names
 
 CHECKED = pa.schema([
     ("ledger_id", pa.int64()), ("segment", pa.int32()), ("first_entry_id", pa.int64()),
-    ("last_entry_id", pa.int64()), ("namespace", pa.string()), ("state", pa.string()),
-    ("policy", pa.int32()), ("write_quorum", pa.int32()), ("ack_quorum", pa.int32()),
+    ("last_entry_id", pa.int64()), ("ns_index", pa.int32()), ("policy", pa.int32()),
+    ("write_quorum", pa.int32()), ("ack_quorum", pa.int32()),
     ("ensemble", pa.list_(pa.int32())), ("bytes", pa.float64()),
     ("adherence", pa.int32()), ("violations", pa.int32()),
 ])
 PARTIAL = pa.schema([("dim", pa.string()), ("key", pa.int32()), ("ledgers", pa.int64()),
                      ("replicas", pa.int64()), ("violating_replicas", pa.int64()),
                      ("bytes", pa.float64())])
+JOINED = CHECKED.names[:9]  # the columns check_partition passes through
 DIMS = ("bookie", "rack", "region", "group")
 KINDS = [v for v in Violation if v]
 Tables = tuple[BatchTopology, PolicyTable, PlacementConfig]
@@ -77,7 +78,7 @@ def check_partition(batches: Iterator[pa.RecordBatch], tables: Tables
         length = b.column("length").to_numpy(zero_copy_only=False).astype(np.float64)
         nbytes = np.where(entries > 0, length * (last - first + 1) / np.maximum(entries, 1), 0.0)
         yield pa.RecordBatch.from_arrays(
-            [b.column(c) for c in CHECKED.names[:10]]
+            [b.column(c) for c in JOINED]
             + [pa.array(nbytes), pa.array(verdict.astype(np.int32)), pa.array(kinds)],
             schema=CHECKED)
 
@@ -86,9 +87,11 @@ def aggregate_partition(batches: Iterator[pa.RecordBatch], topology: BatchTopolo
                         ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: per-partition ledgers/replicas/bytes per bookie, rack, region, group.
 
-    Stored bytes of a fragment spread over its E members as bytes x Qw / E each.
+    Stored bytes of a fragment spread over its E members as bytes x Qw / E each. The
+    `namespace` rows (key: ns_index) count fragments, not replicas, and stored bytes.
     """
     ledgers, bookies, shares, bad = [], [], [], []
+    per_ns: list[tuple[np.ndarray, ...]] = []
     for b in batches:
         ens = padded(b.column("ensemble"))
         valid = ens >= 0
@@ -98,17 +101,24 @@ def aggregate_partition(batches: Iterator[pa.RecordBatch], topology: BatchTopolo
         lid = b.column("ledger_id").to_numpy(zero_copy_only=False)
         viol = b.column("violations").to_numpy(zero_copy_only=False) != 0
         rows = np.nonzero(valid)[0]
+        ns = b.column("ns_index").to_numpy(zero_copy_only=False)
+        per_ns.append((lid, ns, viol, share * size))
         ledgers.append(lid[rows])
         bookies.append(ens[valid])
         shares.append(share[rows])
         bad.append(viol[rows])
     if not ledgers:
         return
-    lid_all, bk = np.concatenate(ledgers), np.concatenate(bookies)
-    share_all, bad_all = np.concatenate(shares), np.concatenate(bad)
+    lid_m, bk = np.concatenate(ledgers), np.concatenate(bookies)
+    share_m, bad_m = np.concatenate(shares), np.concatenate(bad)
     out: list[pa.RecordBatch] = []
-    for dim, key in (("bookie", bk), ("rack", topology.rack[bk]),
-                     ("region", topology.region[bk]), ("group", topology.group[bk])):
+    lid_f, ns_f, bad_f, stored_f = (np.concatenate(c) for c in zip(*per_ns, strict=True))
+    for dim, key, lid_all, bad_all, share_all in (
+            ("bookie", bk, lid_m, bad_m, share_m),
+            ("rack", topology.rack[bk], lid_m, bad_m, share_m),
+            ("region", topology.region[bk], lid_m, bad_m, share_m),
+            ("group", topology.group[bk], lid_m, bad_m, share_m),
+            ("namespace", ns_f, lid_f, bad_f, stored_f)):
         k = key.astype(np.int64) + 1  # group -1 (none) -> 0
         width = int(k.max()) + 1 if len(k) else 1
         pairs = np.unique(lid_all * width + k)
@@ -151,50 +161,54 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
     tables = spark.sparkContext.broadcast((cluster.batch, cluster.policies, cluster.config))
     topology_bc = spark.sparkContext.broadcast(cluster.batch)
 
-    policy_df = spark.createDataFrame(list(cluster.policy_index().items()),
-                                      "namespace string, policy int")
-    ledgers = (spark.read.parquet(str(paths["ledgers"]))
-               .select("ledger_id", "namespace", "state", "write_quorum", "ack_quorum",
-                       "length", F.col("last_entry_id").alias("ledger_last_entry_id"))
-               .join(F.broadcast(policy_df), "namespace", "left")
-               .withColumn("policy", F.coalesce("policy", F.lit(cluster.default_policy))))
+    ledgers_raw = spark.read.parquet(str(paths["ledgers"]))
+    ns_names = sorted(r[0] for r in ledgers_raw.select("namespace").distinct().collect())
+    policy = cluster.policy_index()
+    ns_df = spark.createDataFrame(
+        [(ns, i, policy.get(ns, cluster.default_policy)) for i, ns in enumerate(ns_names)],
+        "namespace string, ns_index int, policy int")
+    names_df = F.broadcast(ns_df.select("ns_index", "namespace"))
+    ledgers = (ledgers_raw
+               .select("ledger_id", "namespace", "write_quorum", "ack_quorum", "length",
+                       F.col("last_entry_id").alias("ledger_last_entry_id"))
+               .join(F.broadcast(ns_df), "namespace").drop("namespace"))
     fragments = spark.read.parquet(str(paths["fragments"]))
     joined = fragments.join(ledgers, "ledger_id").select(
-        *CHECKED.names[:10], "length", "ledger_last_entry_id")
+        *JOINED, "length", "ledger_last_entry_id")
     checked = joined.mapInArrow(lambda it: check_partition(it, tables.value),
                                 _spark_schema(CHECKED))
     checked.persist(StorageLevel.MEMORY_AND_DISK)
     out.mkdir(parents=True, exist_ok=True)
-    checked.write.mode("overwrite").parquet(str(out / "fragment_verdicts"))
+    (checked.join(names_df, "ns_index").drop("ns_index", "policy")
+     .write.mode("overwrite").parquet(str(out / "fragment_verdicts")))
     check_seconds = time.perf_counter() - started
     progress(f"2/5 every fragment judged in {check_seconds:.1f}s")
 
-    findings = (checked.filter("violations != 0")
-                .groupBy("ledger_id", "namespace", "state")
-                .agg(F.bit_or("violations").alias("violations"),
-                     F.count("*").alias("violating_fragments"),
-                     F.sum("bytes").alias("violating_bytes")))
-    findings.write.mode("overwrite").parquet(str(out / "ledger_findings"))
     partial = checked.mapInArrow(lambda it: aggregate_partition(it, topology_bc.value),
                                  _spark_schema(PARTIAL))
     agg_rows = (partial.groupBy("dim", "key")
                 .agg(*(F.sum(c).alias(c) for c in PARTIAL.names[2:])).collect())
+    violating = checked.filter("violations != 0").persist(StorageLevel.MEMORY_AND_DISK)
+    checked.unpersist()
+    findings = (violating.groupBy("ledger_id", "ns_index")
+                .agg(F.bit_or("violations").alias("violations"),
+                     F.count("*").alias("violating_fragments"),
+                     F.sum("bytes").alias("violating_bytes")))
+    (F.broadcast(findings).join(ledgers_raw.select("ledger_id", "state"), "ledger_id")
+     .join(names_df, "ns_index").drop("ns_index")
+     .write.mode("overwrite").parquet(str(out / "ledger_findings")))
     kind_cols = [F.sum(((F.col("violations").bitwiseAND(int(k))) != 0).cast("long"))
                  .alias(k.name or "") for k in KINDS]
-    ns_kinds = {r["namespace"]: r.asDict() for r in
-                checked.groupBy("namespace").agg(
-                    F.count("*").alias("fragments"),
-                    F.sum((F.col("violations") != 0).cast("long")).alias("violating_fragments"),
-                    *kind_cols).collect()}
-    ns_rows = (spark.read.parquet(str(paths["ledgers"])).groupBy("namespace")
+    ns_kinds = {ns_names[r["ns_index"]]: r.asDict()
+                for r in violating.groupBy("ns_index").agg(*kind_cols).collect()}
+    ns_rows = (ledgers_raw.groupBy("namespace")
                .agg(F.count("*").alias("ledgers"), F.sum("length").alias("bytes"),
                     F.sum(F.col("length") * F.col("write_quorum")).alias("stored_bytes"))
                .collect())
     progress(f"3/5 findings and aggregates at {time.perf_counter() - started:.1f}s")
 
     plans = []
-    for row in (checked.filter("violations != 0")
-                .select("ledger_id", "segment", "ensemble", "write_quorum", "ack_quorum",
+    for row in (violating.select("ledger_id", "segment", "ensemble", "write_quorum", "ack_quorum",
                         "policy", "bytes", "violations").toLocalIterator()):
         plans.append((row["ledger_id"], row["segment"], row["violations"], plan_fragment(
             cluster, row["ledger_id"], row["segment"], row["ensemble"],
@@ -202,10 +216,10 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
             policy=row["policy"], nbytes=row["bytes"])))
     progress(f"4/5 repair plan for {len(plans):,} violating fragments at "
              f"{time.perf_counter() - started:.1f}s")
-    checked.unpersist()
+    violating.unpersist()
 
-    summary = write_outputs(cluster, out, snapshot, agg_rows, ns_rows, ns_kinds, plans,
-                            n_fragments, check_seconds, time.perf_counter() - started)
+    summary = write_outputs(cluster, out, snapshot, ns_names, agg_rows, ns_rows, ns_kinds,
+                            plans, n_fragments, check_seconds, time.perf_counter() - started)
     progress(f"5/5 wrote {out} in {summary['seconds']:.1f}s")
     return summary
 
@@ -216,19 +230,22 @@ def _spark_schema(schema: pa.Schema) -> Any:
     return from_arrow_schema(schema)
 
 
-def write_outputs(cluster: Cluster, out: Path, snapshot: Path, agg_rows: list[Any],
+def write_outputs(cluster: Cluster, out: Path, snapshot: Path, ns_names: list[str],
+                  agg_rows: list[Any],
                   ns_rows: list[Any], ns_kinds: dict[str, dict[str, Any]],
                   plans: list[Any], n_fragments: int, check_seconds: float,
                   seconds: float) -> dict[str, Any]:
     racks, regions = cluster.location_names()
     names = {"bookie": list(cluster.bookie_ids), "rack": racks, "region": regions,
-             "group": list(cluster.batch.groups)}
+             "group": list(cluster.batch.groups), "namespace": ns_names}
     aggregates = [{"dim": r["dim"], "key": r["key"],
                    "name": "(no group)" if r["dim"] == "group" and r["key"] < 0
                    else names[r["dim"]][r["key"]],
                    "ledgers": int(r["ledgers"]), "replicas": int(r["replicas"]),
                    "violating_replicas": int(r["violating_replicas"]),
                    "bytes": float(r["bytes"])} for r in agg_rows]
+    per_ns = {a["name"]: a for a in aggregates if a["dim"] == "namespace"}
+    aggregates = [a for a in aggregates if a["dim"] != "namespace"]
     # bookies that hold nothing still count for skew
     held = {a["key"] for a in aggregates if a["dim"] == "bookie"}
     aggregates += [{"dim": "bookie", "key": i, "name": b, "ledgers": 0, "replicas": 0,
@@ -244,8 +261,9 @@ def write_outputs(cluster: Cluster, out: Path, snapshot: Path, agg_rows: list[An
         namespaces.append({
             "namespace": r["namespace"], "ledgers": int(r["ledgers"]),
             "bytes": int(r["bytes"] or 0), "stored_bytes": int(r["stored_bytes"] or 0),
-            "fragments": int(kinds.get("fragments") or 0),
-            "violating_fragments": int(kinds.get("violating_fragments") or 0),
+            "fragments": int(per_ns.get(r["namespace"], {}).get("replicas", 0)),
+            "violating_fragments": int(per_ns.get(r["namespace"], {})
+                                       .get("violating_replicas", 0)),
             **{k.name or "": int(kinds.get(k.name or "") or 0) for k in KINDS}})
     pq.write_table(pa.Table.from_pylist(namespaces), out / "namespaces.parquet")
 
