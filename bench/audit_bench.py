@@ -48,6 +48,16 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of `pid` so far (its own threads)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def _kind(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -62,11 +72,15 @@ def _kind(pid: int) -> str:
 
 
 def run_measured(cmd: list[str]) -> tuple[float, dict[str, int], str]:
-    """(wall seconds, peak RSS MiB per kind, stdout) of a subprocess tree."""
+    """(wall seconds, peak RSS MiB per kind + CPU seconds per kind, stdout) of a process tree.
+
+    CPU seconds are the last sample of each process (up to 0.2 s short for short-lived ones).
+    """
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     peaks = {"driver": 0, "jvm": 0, "workers": 0}
+    cpu: dict[int, tuple[str, float]] = {}
     done = threading.Event()
 
     def sample() -> None:
@@ -81,6 +95,7 @@ def run_measured(cmd: list[str]) -> tuple[float, dict[str, int], str]:
                 kind = "driver" if pid == proc.pid else _kind(pid)
                 if kind in now:
                     now[kind] += _rss_kib(pid)
+                    cpu[pid] = (kind, max(_cpu_s(pid), cpu.get(pid, (kind, 0.0))[1]))
                 todo += _children(pid)
             for k, v in now.items():
                 peaks[k] = max(peaks[k], v)
@@ -94,7 +109,10 @@ def run_measured(cmd: list[str]) -> tuple[float, dict[str, int], str]:
     sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd} failed ({proc.returncode}): {err[-2000:]}")
-    return wall, {k: v // 1024 for k, v in peaks.items()}, out
+    measured = {f"rss_mib_{k}": v // 1024 for k, v in peaks.items()}
+    for kind, seconds in cpu.values():
+        measured[f"cpu_s_{kind}"] = measured.get(f"cpu_s_{kind}", 0) + round(seconds)
+    return wall, measured, out
 
 
 def snapshot(data: Path, ledgers: int) -> Path:
@@ -112,7 +130,7 @@ def spark_run(snap: Path, out: Path) -> dict[str, object]:
     return {"fragments": n, "wall_s": round(wall, 1), "audit_s": summary["seconds"],
             "check_s": summary["check_seconds"],
             "fragments_per_s_wall": round(n / wall), "fragments_per_s_audit":
-            round(n / summary["seconds"]), "peak_rss_mib": rss,
+            round(n / summary["seconds"]), "measured": rss,
             "violating": summary["violating_fragments"]}
 
 
@@ -126,7 +144,46 @@ def plain_run(snap: Path) -> dict[str, object]:
     n = ds.dataset(snap / "fragments", format="parquet").count_rows()
     found, inner = json.loads(stdout)
     return {"fragments": n, "wall_s": round(wall, 1), "audit_s": round(inner, 1),
-            "fragments_per_s_wall": round(n / wall), "peak_rss_mib": rss["driver"],
+            "fragments_per_s_wall": round(n / wall), "measured": rss,
+            "violating": found}
+
+
+NUMPY_CODE = """
+import json, sys, time
+from pathlib import Path
+import numpy as np, pyarrow.dataset as ds
+from pipeline.io import padded
+from pipeline.plain import load_cluster
+from placement.batch import check_batch
+t = time.perf_counter()
+snap = Path(sys.argv[1]); c = load_cluster(snap)
+led = ds.dataset(snap / "ledgers", format="parquet").to_table(
+    columns=["ledger_id", "namespace", "write_quorum", "ack_quorum"])
+ids = led.column("ledger_id").to_numpy(); order = np.argsort(ids); ids = ids[order]
+index = c.policy_index()
+pol = np.array([index.get(n, c.default_policy) for n in led.column("namespace").to_pylist()],
+               np.int32)[order]
+qw = led.column("write_quorum").to_numpy()[order]; qa = led.column("ack_quorum").to_numpy()[order]
+found = 0
+for b in ds.dataset(snap / "fragments", format="parquet").to_batches(
+        columns=["ledger_id", "ensemble"], batch_size=262144):
+    at = np.searchsorted(ids, b.column("ledger_id").to_numpy())
+    _, kinds = check_batch(c.batch, c.policies, c.config, padded(b.column("ensemble")),
+                           qw[at], qa[at], pol[at])
+    found += int((kinds != 0).sum())
+print(json.dumps([found, time.perf_counter() - t]))
+"""
+
+
+def numpy_run(snap: Path) -> dict[str, object]:
+    """The batch check in one process without Spark (ledger join by sorted search)."""
+    wall, measured, stdout = run_measured([sys.executable, "-c", NUMPY_CODE, str(snap)])
+    import pyarrow.dataset as ds
+
+    n = ds.dataset(snap / "fragments", format="parquet").count_rows()
+    found, inner = json.loads(stdout)
+    return {"fragments": n, "wall_s": round(wall, 1), "audit_s": round(inner, 1),
+            "fragments_per_s_wall": round(n / wall), "measured": measured,
             "violating": found}
 
 
@@ -148,6 +205,7 @@ def main(argv: list[str] | None = None) -> None:
         assert isinstance(spark, dict) and isinstance(plain, dict)
         results["ratio_wall"] = round(float(plain["wall_s"]) / float(spark["wall_s"]), 2)
         results["ratio_audit"] = round(float(plain["wall_s"]) / float(spark["audit_s"]), 2)
+    results["numpy_single_process"] = numpy_run(snap)
     for more in args.also:
         big = snapshot(args.data, more)
         results[f"spark_local2_{more}"] = spark_run(big, args.data / f"out-{more}")
