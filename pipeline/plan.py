@@ -61,8 +61,8 @@ def plan_fragment(
         if not member_violations(topology, bookie, config, affinity=affinity):
             continue
         try:
-            placed = replace_bookie(topology, request, config, rng, current, bookie,
-                                    affinity=affinity)
+            placed = replace_bookie(topology, request, config, rng, ensemble=current,
+                                    bookie=bookie, affinity=affinity)
         except PlacementError as exc:
             failures.append(f"no replacement for {bookie}: {exc}")
             continue
@@ -70,7 +70,7 @@ def plan_fragment(
     if check_fragment(topology, current, write_quorum, ack_quorum, config,
                       affinity=affinity).violations & WINDOW_KINDS:
         try:
-            placed = replace_to_adhere(topology, request, config, rng, current,
+            placed = replace_to_adhere(topology, request, config, rng, ensemble=current,
                                        affinity=affinity)
         except PlacementError as exc:
             failures.append(f"no adhering ensemble: {exc}")
