@@ -135,7 +135,7 @@ def policy_kind(ns: int) -> int:
 def policies_table(spec: SynthSpec) -> pa.Table:
     rows = []
     for ns in range(spec.namespaces):
-        kind, g = policy_kind(ns), ns % spec.groups
+        kind, g = policy_kind(ns), int(primary_group(np.array([ns], np.int32), spec.groups)[0])
         if kind == 0:
             continue
         secondary = [f"group-{(g + 1) % spec.groups}"] if kind == 2 and spec.groups > 1 else []
@@ -143,6 +143,11 @@ def policies_table(spec: SynthSpec) -> pa.Table:
                      "secondary_groups": secondary, "strict": kind >= 2,
                      "ensemble_size": None, "write_quorum": None, "ack_quorum": None})
     return pa.Table.from_pylist(rows, schema=TABLES["policies"])
+
+
+def primary_group(ns: I32, groups: int) -> I32:
+    """A namespace's primary group index (spread over every group whatever its kind)."""
+    return (ns + ns // 4) % groups
 
 
 def namespace_name(ns: int) -> str:
@@ -191,7 +196,7 @@ def generate(spec: SynthSpec, out: Path) -> dict[str, float]:
     kind_of_ns = np.arange(spec.namespaces) % 4  # policy_kind of each namespace
     isolated = kind_of_ns[ns_of] > 0
     strict = kind_of_ns[ns_of] >= 2
-    primary = (ns_of % g).astype(np.int32)
+    primary = primary_group(ns_of, g).astype(np.int32)
 
     emax = int(SHAPES[shapes_ok, 0].max())
     racks = np.argsort(rng.random((f, r)), axis=1)[:, :emax].astype(np.int32)
