@@ -30,7 +30,8 @@ bench: system-deps $(VENV)/.installed-test
 openapi: $(VENV)/.installed
 	$(PY) -m api.openapi_export > openapi.yaml
 
-# etcd (the metadata store), etcdctl (the README's examples) and Java 17 (for the Spark pipeline) from Debian when missing.
+# etcd (the metadata store), etcdctl (the README's examples), Java 17 (for the Spark pipeline)
+# and Chromium (the docs and audit report's headless tests) from Debian when missing.
 system-deps:
 	@command -v etcd >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; }
 	@command -v etcdctl >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-client; }

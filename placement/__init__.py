@@ -36,6 +36,7 @@ from placement.model import (
 )
 from placement.striping import entries_striped_to_bookie, has_entry, write_set
 from placement.topology import Topology
+from placement.violations import FragmentVerdict, Violation, check_fragment
 
 __all__ = [
     "Adherence",
@@ -45,6 +46,7 @@ __all__ = [
     "EnsembleRequest",
     "ExcludedBookie",
     "Explanation",
+    "FragmentVerdict",
     "InvalidPlacementRequest",
     "IsolationPolicy",
     "NotEnoughBookies",
@@ -54,8 +56,10 @@ __all__ = [
     "PlacementMode",
     "Source",
     "Topology",
+    "Violation",
     "acked_bookies_adhere",
     "adherence",
+    "check_fragment",
     "default_request",
     "effective_groups",
     "entries_striped_to_bookie",
