@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp
 
 from api.deadline import RequestDeadline
 from api.encoded_slash import EncodedSlashes
 from api.errors import install_error_handlers
 from api.hot_path import RackWriteHotPath
+from api.request_rules import RequestRules, require_json_media_type
 from api.routes import ROUTERS
 from api.settings import Settings
 from api.state import AppState
@@ -28,9 +29,11 @@ DESCRIPTION = (
 
 
 def create_server_app(settings: Settings) -> ASGIApp:
-    """What `python -m api` serves: the app behind the `set-bookie-rack` fast path."""
+    """What `python -m api` serves: the request rules (`api.request_rules`) in front of
+    everything, then the `set-bookie-rack` fast path, then the app."""
     app = create_app(settings)
-    return RackWriteHotPath(app, deadline_seconds=request_timeout(settings))
+    limit = settings.httpMaxRequestSize if settings.httpMaxRequestSize > 0 else 2**62
+    return RequestRules(RackWriteHotPath(app, deadline_seconds=request_timeout(settings)), limit)
 
 
 def request_timeout(settings: Settings) -> float:
@@ -62,6 +65,7 @@ def create_app(settings: Settings) -> FastAPI:
             "url": "http://www.apache.org/licenses/LICENSE-2.0.html",
         },
         lifespan=lifespan,
+        dependencies=[Depends(require_json_media_type)],
     )
     install_error_handlers(app)
     for router in ROUTERS:

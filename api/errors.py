@@ -8,6 +8,8 @@
     ├── NotAllowed                  405
     ├── Conflict                    409
     ├── PreconditionFailed          412
+    ├── PayloadTooLarge             413
+    ├── UnsupportedMediaType        415
     └── ServiceUnavailable          503
 
 Errors of the layers below are mapped here too (one table, `STATUS_BY_ERROR`): the metadata
@@ -23,6 +25,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from metastore import errors as store_errors
@@ -65,6 +68,14 @@ class PreconditionFailed(ServiceError):
     pass
 
 
+class PayloadTooLarge(ServiceError):
+    pass
+
+
+class UnsupportedMediaType(ServiceError):
+    pass
+
+
 class ServiceUnavailable(ServiceError):
     pass
 
@@ -77,6 +88,8 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     NotAllowed: 405,
     Conflict: 409,
     PreconditionFailed: 412,
+    PayloadTooLarge: 413,
+    UnsupportedMediaType: 415,
     ServiceUnavailable: 503,
     ServiceError: 500,
     store_errors.Unavailable: 503,
@@ -84,6 +97,7 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     store_errors.AlreadyExists: 409,
     store_errors.NotFound: 404,
     store_errors.ContentDeserializationError: 500,
+    store_errors.ValueTooLarge: 413,
     store_errors.MetastoreError: 500,
     placement_errors.NotEnoughBookies: 412,
     placement_errors.InvalidPlacementRequest: 400,
@@ -137,9 +151,30 @@ async def _handle_known(_: Request, exc: Exception) -> JSONResponse:
     return error_response(*error_status_and_reason(exc))
 
 
-async def _handle_http(_: Request, exc: Exception) -> JSONResponse:
+async def _handle_http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    return error_response(exc.status_code, str(exc.detail))
+    response = error_response(exc.status_code, str(exc.detail))
+    if exc.status_code == 405:  # Jersey lists every method of the path, not one route's
+        response.headers["Allow"] = ", ".join(allowed_methods(request))
+    elif exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers on the request's path."""
+    path = request.scope["path"]
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, APIRoute) and route.path_regex.match(path):
+            methods |= route.methods or set()
+    return sorted(methods)
+
+
+async def _handle_unexpected(_: Request, exc: Exception) -> JSONResponse:
+    """A bug still answers in Pulsar's shape; the log names the error type, never a body."""
+    log.error("unexpected %s while serving a request", type(exc).__name__, exc_info=exc)
+    return error_response(500, f"Internal server error: {type(exc).__name__}")
 
 
 async def _handle_validation(_: Request, exc: Exception) -> JSONResponse:
@@ -151,6 +186,7 @@ async def _handle_validation(_: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(Exception, _handle_unexpected)
     for kind in KNOWN_ERRORS:
         app.add_exception_handler(kind, _handle_known)
     app.add_exception_handler(StarletteHTTPException, _handle_http)

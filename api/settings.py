@@ -56,6 +56,9 @@ class Settings:
     maxNamespacesPerTenant: int = 0
     forceDeleteTenantAllowed: bool = False
     forceDeleteNamespaceAllowed: bool = False
+    # Largest request body accepted (413 above it); <= 0: no limit, as Pulsar's -1. The
+    # default admits a 10,000-bookie rack map (~1 MB) and stays near etcd's 1.5 MiB limit.
+    httpMaxRequestSize: int = 2 * 1024 * 1024
 
     extra: Mapping[str, str] = field(default_factory=dict)
 

@@ -5,7 +5,8 @@ MetastoreError
 ├── BadVersion          a compare-and-swap lost: the key changed since it was read
 │   └── AlreadyExists   a create found the key already there
 ├── Unavailable         etcd did not answer in time or refused the connection
-└── ContentDeserializationError  a stored value an update must parse is not JSON
+├── ContentDeserializationError  a stored value an update must parse is not JSON
+└── ValueTooLarge       etcd refused a request over its size limit (--max-request-bytes)
 """
 
 from __future__ import annotations
@@ -41,4 +42,21 @@ class ContentDeserializationError(MetastoreError):
 
     def __init__(self, path: str) -> None:
         super().__init__(f"Failed to deserialize payload for key '{path}'")  # Pulsar's text
+        self.path = path
+
+
+# etcd's default `--max-request-bytes` (1.5 MiB); one request holds a whole document.
+ETCD_DEFAULT_MAX_REQUEST_BYTES = 1536 * 1024
+
+
+class ValueTooLarge(MetastoreError):
+    """etcd refused the write as larger than its request limit; nothing was written."""
+
+    def __init__(self, path: str | None = None) -> None:
+        where = f" for key '{path}'" if path else ""
+        super().__init__(
+            f"The metadata store refused the write{where}: the document is larger than etcd's "
+            f"request limit (--max-request-bytes, default {ETCD_DEFAULT_MAX_REQUEST_BYTES} "
+            "bytes = 1.5 MiB)"
+        )
         self.path = path

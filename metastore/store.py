@@ -17,7 +17,7 @@ from typing import Any, Protocol, TypeVar
 import aetcd
 
 from metastore.codec import load_json
-from metastore.errors import AlreadyExists, BadVersion, NotFound, Unavailable
+from metastore.errors import AlreadyExists, BadVersion, NotFound, Unavailable, ValueTooLarge
 from metastore.group_commit import (
     MAX_CAS_ATTEMPTS,
     Draft,
@@ -175,6 +175,10 @@ class MetadataStore:
         except _UNAVAILABLE_ERRORS as exc:
             await self._failover()
             raise Unavailable(f"metadata store unavailable: {type(exc).__name__}") from exc
+        except aetcd.InvalidArgumentError as exc:
+            if "too large" in str(exc):
+                raise ValueTooLarge() from exc
+            raise
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from api.errors import InvalidInput, NotFound
 from api.models import BrokerNamespaceIsolationData, NamespaceIsolationData
 from api.services.brokers import registered_brokers
 from api.services.clusters import ClusterService
+from api.services.naming import require_free_name
 from metastore import paths
 from metastore.codec import dump_json, load_stored
 from metastore.store import Guard, MetadataStore, retry_on_conflict
@@ -163,7 +164,7 @@ class IsolationService:
         if found is None:
             raise NotFound(record_missing_reason(cluster))
         return {
-            name: NamespaceIsolationData.model_validate(policy)
+            name: NamespaceIsolationData.from_stored(path, policy)
             for name, policy in sorted(decode_policies(path, found.value).items())
         }
 
@@ -177,6 +178,7 @@ class IsolationService:
         self, cluster: str, name: str, data: NamespaceIsolationData | None
     ) -> None:
         await self.clusters.require_cluster(cluster)
+        require_free_name("Namespace isolation policy name", name)
         if data is None or not is_valid_policy(data):
             raise InvalidInput(invalid_policy_reason(name, data))
         document = data.dump()

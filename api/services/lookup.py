@@ -332,8 +332,9 @@ class LookupService:
         return {b: Broker.from_registration(b, v.value) for b, v in entries.items()}
 
     async def _local(self, tenant: str, namespace: str) -> LocalPolicies | None:
-        found = await self.store.get(paths.local_policies(tenant, namespace))
-        return None if found is None else LocalPolicies.from_bytes(found.value)
+        path = paths.local_policies(tenant, namespace)
+        found = await self.store.get(path)
+        return None if found is None else LocalPolicies.from_stored(path, found.value)
 
     async def _json(self, path: str) -> Any:
         found = await self.store.get(path)

@@ -25,7 +25,7 @@ from api.services.namespaces import (
     require_valid_namespace_name,
     validate_persistence,
 )
-from api.services.naming import java_set
+from api.services.naming import java_set, require_free_name
 from api.settings import Settings
 from metastore import paths
 from metastore.store import UNCHANGED, MetadataStore, Unchanged
@@ -48,6 +48,9 @@ def groups_of(value: str | None) -> list[str]:
 
 
 def validate_bookie_affinity(data: BookieAffinityGroupData) -> None:
+    for value in (data.bookkeeperAffinityGroupPrimary, data.bookkeeperAffinityGroupSecondary):
+        for group in groups_of(value):
+            require_free_name("Bookie group name", group)
     if not data.strict:
         return
     primary = groups_of(data.bookkeeperAffinityGroupPrimary)
@@ -74,6 +77,7 @@ class NamespacePolicyService:
         require_valid_namespace_name(tenant, namespace)
         if not group.strip():
             raise PreconditionFailed(EMPTY_ANTI_AFFINITY_GROUP)
+        require_free_name("Anti-affinity group name", group)
         await self.namespaces.policies(tenant, namespace)
 
         def change(local: LocalPolicies) -> LocalPolicies:
@@ -104,10 +108,11 @@ class NamespacePolicyService:
         wanted = group.casefold()
         found = []
         for name in await self.namespaces.namespaces_of(tenant):
-            raw = await self.store.get(paths.join(paths.LOCAL_POLICIES, name))
+            path = paths.join(paths.LOCAL_POLICIES, name)
+            raw = await self.store.get(path)
             if raw is None:
                 continue
-            stored = LocalPolicies.from_bytes(raw.value).namespaceAntiAffinityGroup
+            stored = LocalPolicies.from_stored(path, raw.value).namespaceAntiAffinityGroup
             if stored is not None and stored.casefold() == wanted:
                 found.append(name)
         return found
@@ -186,7 +191,7 @@ class NamespacePolicyService:
         def change(raw: bytes | None) -> bytes:
             if raw is None:
                 raise NotFound(NAMESPACE_NOT_FOUND)
-            policies = Policies.from_bytes(raw)
+            policies = Policies.from_stored(paths.namespace(tenant, namespace), raw)
             policies.persistence = persistence
             return policies.to_bytes()
 
@@ -195,8 +200,9 @@ class NamespacePolicyService:
     # -- local policies document ----------------------------------------------------------------
 
     async def _local(self, tenant: str, namespace: str) -> LocalPolicies | None:
-        found = await self.store.get(paths.local_policies(tenant, namespace))
-        return None if found is None else LocalPolicies.from_bytes(found.value)
+        path = paths.local_policies(tenant, namespace)
+        found = await self.store.get(path)
+        return None if found is None else LocalPolicies.from_stored(path, found.value)
 
     async def _update_local(
         self,
@@ -212,7 +218,8 @@ class NamespacePolicyService:
         def mutate(raw: bytes | None) -> bytes | Unchanged:
             if raw is None and not create:
                 return UNCHANGED
-            local = LocalPolicies() if raw is None else LocalPolicies.from_bytes(raw)
+            path = paths.local_policies(tenant, namespace)
+            local = LocalPolicies() if raw is None else LocalPolicies.from_stored(path, raw)
             return change(local).to_bytes()
 
         await self.store.update(paths.local_policies(tenant, namespace), mutate)

@@ -151,8 +151,9 @@ class NamespaceService:
     # -- reads --------------------------------------------------------------------------------
 
     async def tenant_info(self, tenant: str) -> TenantInfo | None:
-        found = await self.store.get(paths.tenant(tenant))
-        return None if found is None else TenantInfo.from_bytes(found.value)
+        path = paths.tenant(tenant)
+        found = await self.store.get(path)
+        return None if found is None else TenantInfo.from_stored(path, found.value)
 
     async def namespaces_of(self, tenant: str) -> list[str]:
         keys = await self.store.get_children_values(paths.tenant(tenant))
@@ -178,10 +179,11 @@ class NamespaceService:
 
     async def policies(self, tenant: str, namespace: str) -> Policies:
         require_valid_namespace_name(tenant, namespace)
-        found = await self.store.get(paths.namespace(tenant, namespace))
+        path = paths.namespace(tenant, namespace)
+        found = await self.store.get(path)
         if found is None:
             raise NotFound(NAMESPACE_NOT_FOUND)
-        return Policies.from_bytes(found.value)
+        return Policies.from_stored(path, found.value)
 
     # -- create -------------------------------------------------------------------------------
 

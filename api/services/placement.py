@@ -63,8 +63,9 @@ def affinity_of(local: LocalPolicies | None) -> AffinityGroups | None:
 
 
 async def local_policies(store: MetadataStore, tenant: str, namespace: str) -> LocalPolicies | None:
-    found = await store.get(paths.local_policies(tenant, namespace))
-    return None if found is None else LocalPolicies.from_bytes(found.value)
+    path = paths.local_policies(tenant, namespace)
+    found = await store.get(path)
+    return None if found is None else LocalPolicies.from_stored(path, found.value)
 
 
 class PlacementService:

@@ -76,13 +76,15 @@ def test_fast_path_writes_what_the_route_writes(admin: httpx.Client, clean_store
 
 
 @pytest.mark.parametrize("content_type", [None, "text/plain"])
-def test_a_body_not_sent_as_json_is_400_and_writes_nothing(
+def test_a_body_not_sent_as_json_is_415_and_writes_nothing(
     admin: httpx.Client, clean_store: RawEtcd, content_type: str | None
 ) -> None:
+    """Jersey's answer for a body a `@Consumes(APPLICATION_JSON)` resource cannot read (no
+    Content-Type reads as application/octet-stream)."""
     headers = {} if content_type is None else {"content-type": content_type}
     response = admin.post(
         f"{RACKS}/b1:3181", params={"group": "default"}, content=b'{"rack":"/r1"}', headers=headers
     )
-    assert response.status_code == 400
+    assert response.status_code == 415
     assert "reason" in response.json()
     assert clean_store.get("/bookies") is None
