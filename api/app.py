@@ -16,6 +16,7 @@ from api.errors import install_error_handlers
 from api.hot_path import RackWriteHotPath
 from api.request_rules import RequestRules, require_json_media_type
 from api.routes import ROUTERS
+from api.secrets import install_log_masking
 from api.settings import Settings
 from api.state import AppState
 from metastore.store import MetadataStore, parse_metadata_store_url
@@ -31,6 +32,7 @@ DESCRIPTION = (
 def create_server_app(settings: Settings) -> ASGIApp:
     """What `python -m api` serves: the request rules (`api.request_rules`) in front of
     everything, then the `set-bookie-rack` fast path, then the app."""
+    install_log_masking()
     app = create_app(settings)
     limit = settings.httpMaxRequestSize if settings.httpMaxRequestSize > 0 else 2**62
     return RequestRules(RackWriteHotPath(app, deadline_seconds=request_timeout(settings)), limit)

@@ -173,7 +173,7 @@ def allowed_methods(request: Request) -> list[str]:
 
 async def _handle_unexpected(_: Request, exc: Exception) -> JSONResponse:
     """A bug still answers in Pulsar's shape; the log names the error type, never a body."""
-    log.error("unexpected %s while serving a request", type(exc).__name__, exc_info=exc)
+    log.error("unexpected %s while serving a request", type(exc).__name__)
     return error_response(500, f"Internal server error: {type(exc).__name__}")
 
 

@@ -228,9 +228,9 @@ async def require_json_media_type(request: Request) -> None:
     without one (Jersey reads that as application/octet-stream). The anti-affinity POST takes
     its bare group name as any text type."""
     content_type = request.headers.get("content-type")
-    if is_text_body_route(request.method, request.url.path):
-        if content_type is None or content_type.lower().startswith("text/"):
-            return
+    text_type = content_type is None or content_type.lower().startswith("text/")
+    if text_type and is_text_body_route(request.method, request.url.path):
+        return
     if content_type is None:
         if request.method in _WITH_BODY and await request.body():
             raise UnsupportedMediaType(UNSUPPORTED_MEDIA_TYPE)

@@ -75,8 +75,9 @@ class Settings:
             )
 
     def runtime_configuration(self) -> dict[str, str]:
-        """What `GET /admin/v2/brokers/configuration/runtime` reports: every key as a string."""
-        values = {key: value for key, value in self.extra.items() if "password" not in key.lower()}
+        """Every key as a string (secrets included: `api.secrets.masked_config` is what the
+        runtime-configuration endpoint answers)."""
+        values = dict(self.extra)
         for f in fields(self):
             if f.name != "extra":
                 values[f.name] = _to_text(getattr(self, f.name))

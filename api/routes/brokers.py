@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from api.deps import MetastoreDep, SettingsDep
+from api.secrets import masked_config
 from api.services.brokers import Redirect, active_brokers
 
 router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"])
@@ -17,7 +18,7 @@ router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"])
     response_model=dict[str, str],
 )
 async def get_runtime_configuration(settings: SettingsDep) -> dict[str, str]:
-    return settings.runtime_configuration()
+    return masked_config(settings.runtime_configuration())
 
 
 @router.get(

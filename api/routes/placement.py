@@ -87,9 +87,15 @@ async def get_placement_preview(
     tenant: str,
     namespace: str,
     placement: PlacementDep,
-    ensembleSize: int | None = Query(default=None, description=SIZE_HELP.format("EnsembleSize")),
-    writeQuorum: int | None = Query(default=None, description=SIZE_HELP.format("WriteQuorum")),
-    ackQuorum: int | None = Query(default=None, description=SIZE_HELP.format("AckQuorum")),
+    ensembleSize: int | None = Query(
+        default=None, ge=-(2**31), le=2**31 - 1, description=SIZE_HELP.format("EnsembleSize")
+    ),
+    writeQuorum: int | None = Query(
+        default=None, ge=-(2**31), le=2**31 - 1, description=SIZE_HELP.format("WriteQuorum")
+    ),
+    ackQuorum: int | None = Query(
+        default=None, ge=-(2**31), le=2**31 - 1, description=SIZE_HELP.format("AckQuorum")
+    ),
 ) -> JSONResponse:
     sizes = Sizes(ensembleSize, writeQuorum, ackQuorum)
     return JSONResponse(await placement.preview(tenant, namespace, sizes))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import logging
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,7 +36,9 @@ from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.codec import dump_json
 from metastore.store import MetadataStore, Versioned, child_range, to_key
-from placement import parse_policies, select_broker
+from placement import IsolationPolicy, parse_valid_policies, select_broker
+
+log = logging.getLogger(__name__)
 
 TOPIC_DOMAINS = ("persistent", "non-persistent")
 FULL_RANGE_END = 0xFFFFFFFF
@@ -272,7 +275,7 @@ class LookupService:
         assignment = select_broker(
             namespace,
             sorted(brokers),
-            policies=parse_policies(await self._json(paths.namespace_isolation_policies(cluster))),
+            policies=await self._isolation_policies(cluster),
             loads={b: broker.load for b, broker in brokers.items()},
             anti_affinity_counts=counts,
             failure_domains=await self._failure_domains(cluster),
@@ -316,6 +319,15 @@ class LookupService:
             for broker in owned.get(name, {}):
                 counts[broker] = counts.get(broker, 0) + 1
         return counts
+
+    async def _isolation_policies(self, cluster: str) -> tuple[IsolationPolicy, ...]:
+        """The cluster's applicable isolation policies; one that cannot be applied (a pattern
+        or shape another tool stored) is logged by name and skipped, never failing lookups."""
+        document = await self._json(paths.namespace_isolation_policies(cluster))
+        policies, skipped = parse_valid_policies(document if isinstance(document, dict) else None)
+        for name, why in skipped.items():
+            log.warning("isolation policy %r of cluster %r skipped: %s", name, cluster, why)
+        return policies
 
     async def _failure_domains(self, cluster: str) -> dict[str, list[str]]:
         root = paths.failure_domains(cluster)

@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from api.errors import InvalidInput
 from api.models import LocalPolicies, Policies
 from api.services.namespaces import NamespaceService
 from api.services.topology import TopologySnapshot
@@ -68,6 +69,20 @@ async def local_policies(store: MetadataStore, tenant: str, namespace: str) -> L
     return None if found is None else LocalPolicies.from_stored(path, found.value)
 
 
+def check_bounds(request: EnsembleRequest, settings: Settings, bookies: int) -> None:
+    """Sizes bounded (400 otherwise) by the broker's maximums or, for a what-if beyond them,
+    by the bookies the cluster knows, so no request asks for more work than the topology
+    holds (`?ensembleSize=3000000` is refused before any placement runs)."""
+    for value, bound, label in (
+        (request.ensemble_size, settings.managedLedgerMaxEnsembleSize, "Bookkeeper-Ensemble"),
+        (request.write_quorum, settings.managedLedgerMaxWriteQuorum, "Bookkeeper-WriteQuorum"),
+        (request.ack_quorum, settings.managedLedgerMaxAckQuorum, "Bookkeeper-AckQuorum"),
+    ):
+        bound = max(bound, bookies)
+        if not 0 < value <= bound:
+            raise InvalidInput(f"{label} must be <= {bound} and > 0.")
+
+
 class PlacementService:
     def __init__(
         self,
@@ -77,6 +92,7 @@ class PlacementService:
         rng: random.Random | None = None,
     ) -> None:
         self.store = store
+        self.settings = settings
         self.namespaces = NamespaceService(store, settings)
         self.snapshot = snapshot
         self.config = snapshot.config
@@ -87,8 +103,9 @@ class PlacementService:
         ensemble cannot be placed."""
         policies = await self.namespaces.policies(tenant, namespace)
         request = with_sizes(default_request(policies, self.config), sizes)
-        request.validate()
-        affinity = affinity_of(await local_policies(self.store, tenant, namespace))
         view = await self.snapshot.current()
+        request.validate()
+        check_bounds(request, self.settings, len(view.topology.known | set(view.topology.bookies)))
+        affinity = affinity_of(await local_policies(self.store, tenant, namespace))
         explanation = explain(view.topology, request, self.config, self.rng, affinity=affinity)
         return explanation.to_json()
