@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from api.errors import InvalidInput, ServiceUnavailable
+from api.errors import InvalidInput, NotFound, ServiceUnavailable
 from api.models import BundlesData, LocalPolicies
-from api.services.namespaces import NamespaceService, bundles_for
+from api.services.namespaces import NAMESPACE_NOT_FOUND, NamespaceService, bundles_for
 from api.settings import Settings
 from metastore import paths
 from metastore.cache import WatchedRange
@@ -241,21 +241,27 @@ class LookupService:
     async def _claim(
         self, key: str, record: dict[str, Any], broker_id: str, expected: int
     ) -> tuple[bool, Versioned | None]:
-        """Write `record` if `key` is still at `expected` (0: absent), on the broker's lease;
-        otherwise return what is there now, read in the same transaction."""
+        """Write `record` if `key` is still at `expected` (0: absent) and its namespace still
+        exists, on the broker's lease; otherwise return what is there now, read in the same
+        transaction (NotFound when the namespace is gone: no ownership record outlives it,
+        since a namespace DELETE takes its records in its own transaction)."""
         value = dump_json(record)
         registration = await self.store.call(lambda c: c.get(to_key(paths.broker(broker_id))))
         lease = registration.lease if registration is not None and registration.lease else None
+        tenant, namespace = key.removeprefix(paths.NAMESPACE_OWNERSHIP + "/").split("/")[:2]
+        policies_key = to_key(paths.namespace(tenant, namespace))
         tx = self.store.client.transactions
         ok, responses = await self.store.call(
             lambda c: c.transaction(
-                compare=[tx.mod(to_key(key)) == expected],
+                compare=[tx.mod(to_key(key)) == expected, tx.version(policies_key) > 0],
                 success=[tx.put(to_key(key), value, lease=lease)],
-                failure=[tx.get(to_key(key))],
+                failure=[tx.get(to_key(key)), tx.get(policies_key)],
             )
         )
         if ok:
             return True, Versioned(value, int(responses[0].response_put.header.revision))
+        if not responses[1]:
+            raise NotFound(NAMESPACE_NOT_FOUND)
         found = responses[0]  # a range response: [(value, Get)] for the key, if present
         if not found:
             return False, None

@@ -28,7 +28,7 @@ from api.services.namespaces import (
 from api.services.naming import java_set, require_free_name
 from api.settings import Settings
 from metastore import paths
-from metastore.store import UNCHANGED, MetadataStore, Unchanged
+from metastore.store import Guard, MetadataStore, retry_on_conflict
 
 LOCAL_POLICIES_NOT_FOUND = "Namespace local-policies does not exist"
 EMPTY_ANTI_AFFINITY_GROUP = "antiAffinityGroup can't be empty"
@@ -215,11 +215,25 @@ class NamespacePolicyService:
         """CAS update of the local policies; with `create=False` an absent document stays
         absent (clearing a field that was never set writes nothing)."""
 
-        def mutate(raw: bytes | None) -> bytes | Unchanged:
-            if raw is None and not create:
-                return UNCHANGED
+        async def attempt() -> None:
+            """One transaction guarded by the namespace's revision too: a write racing a
+            namespace DELETE either lands first (and is deleted with it) or fails, never
+            leaving local policies behind the deleted namespace."""
+            namespace_path = paths.namespace(tenant, namespace)
+            owner = await self.store.get(namespace_path)
+            if owner is None:
+                raise NotFound(NAMESPACE_NOT_FOUND)
             path = paths.local_policies(tenant, namespace)
-            local = LocalPolicies() if raw is None else LocalPolicies.from_stored(path, raw)
-            return change(local).to_bytes()
+            found = await self.store.get(path)
+            if found is None and not create:
+                return
+            local = (
+                LocalPolicies() if found is None else LocalPolicies.from_stored(path, found.value)
+            )
+            await self.store.commit(
+                [Guard(namespace_path, owner.revision),
+                 Guard(path, 0 if found is None else found.revision)],
+                puts={path: change(local).to_bytes()},
+            )  # fmt: skip
 
-        await self.store.update(paths.local_policies(tenant, namespace), mutate)
+        await retry_on_conflict(attempt)
