@@ -14,6 +14,7 @@ from api.deadline import RequestDeadline
 from api.encoded_slash import EncodedSlashes
 from api.errors import install_error_handlers
 from api.hot_path import RackWriteHotPath
+from api.openapi_errors import install_error_responses
 from api.request_rules import RequestRules, require_json_media_type
 from api.routes import ROUTERS
 from api.secrets import install_log_masking
@@ -70,6 +71,7 @@ def create_app(settings: Settings) -> FastAPI:
         dependencies=[Depends(require_json_media_type)],
     )
     install_error_handlers(app)
+    install_error_responses(app)
     for router in ROUTERS:
         app.include_router(router)
     app.add_middleware(RequestDeadline, seconds=timeout)
