@@ -25,8 +25,8 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from metastore import errors as store_errors
 from placement import errors as placement_errors
@@ -161,14 +161,18 @@ async def _handle_http(request: Request, exc: Exception) -> JSONResponse:
     return response
 
 
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
+
+
 def allowed_methods(request: Request) -> list[str]:
-    """Every method some route answers on the request's path."""
-    path = request.scope["path"]
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        if isinstance(route, APIRoute) and route.path_regex.match(path):
-            methods |= route.methods or set()
-    return sorted(methods)
+    """Every method some route answers on the request's path (asked of the router itself,
+    so included routers and mounts count too)."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in HTTP_METHODS
+        if any(r.matches({**request.scope, "method": method})[0] == Match.FULL for r in routes)
+    ]
 
 
 async def _handle_unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -18,7 +18,7 @@ from tests.api.routes.test_lookup import brokers_seen, register_broker
 from tests.api.routes.test_tenants import add_cluster, create_tenant
 from tests.support import RawEtcd, ServerProcess
 
-ROUNDS = 8
+ROUNDS = 5
 NS = "/admin/v2/namespaces"
 CLUSTER = "test"
 

@@ -66,7 +66,7 @@ def test_every_operation_answers_as_documented(seeded: str, label: str) -> None:
         checks.append(response_schema_conformance)
 
     @settings(
-        max_examples=12,
+        max_examples=6,
         derandomize=True,
         deadline=None,
         database=None,
