@@ -73,7 +73,10 @@ class TenantService:
 
     async def update(self, tenant: str, info: TenantInfo | None) -> None:
         new = await self._validated(info)
-        old = await self.namespaces.tenant_info(tenant)
+        try:
+            old = await self.namespaces.tenant_info(tenant)
+        except store_errors.ContentDeserializationError:
+            old = TenantInfo()  # unreadable: a full overwrite is how an operator repairs it
         if old is None:
             raise NotFound(f"Tenant {tenant} not found")
         removed = set(old.allowedClusters) - set(new.allowedClusters) - {"global"}

@@ -215,6 +215,11 @@ def test_stored_documents_that_do_not_load_name_their_key_and_can_be_repaired(
     assert "/admin/clusters/test/namespaceIsolationPolicies" in response.json()["reason"]
     assert seeded.delete("/admin/v2/clusters/test/namespaceIsolationPolicies/p").status_code == 204
     assert seeded.get("/admin/v2/clusters/test/namespaceIsolationPolicies").json() == {}
+    clean_store.put("/admin/policies/acme", b"not json")
+    assert seeded.get("/admin/v2/tenants/acme").status_code == 500
+    body = {"allowedClusters": ["test"]}
+    assert seeded.post("/admin/v2/tenants/acme", json=body).status_code == 204
+    assert seeded.get("/admin/v2/tenants/acme").json()["allowedClusters"] == ["test"]
 
 
 ISOLATION = "/admin/v2/clusters/test/namespaceIsolationPolicies"
