@@ -134,7 +134,12 @@ class KeyWriter:
             raise
 
     async def _send(self, updates: list[PendingUpdate]) -> None:
-        draft, guard = await self._start()
+        try:
+            draft, guard = await self._start()
+        except Exception as exc:  # e.g. etcd down: answer these now, not at the deadline
+            fail(updates, exc)
+            self.tip = None
+            return
         failures = apply_all(draft, [apply for apply, _ in updates])
         batch = _Batch(updates, failures)
         if not draft.changed:
