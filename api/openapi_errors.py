@@ -10,7 +10,7 @@ Which statuses an operation declares:
   not answer within the request deadline);
 - every write (POST, PUT, DELETE): 409 (a compare-and-swap lost after all retries) and 413
   (the body is over `httpMaxRequestSize`, or the document over etcd's request limit);
-- every operation with a request body: 415 (a body that is not JSON);
+- every POST and PUT: 415 (a body, or a Content-Type, that is not JSON);
 - the statuses of `STATUSES_BY_OPERATION` (what the services raise for that operation).
 A description a route already gives for a status is kept; the schema is added to it.
 """
@@ -96,7 +96,7 @@ def statuses_of(method: str, operation: dict[str, Any]) -> set[int]:
     statuses = set(ALWAYS) | set(STATUSES_BY_OPERATION.get(operation.get("operationId", ""), ()))
     if method in ("post", "put", "delete"):
         statuses |= set(WRITES)
-    if "requestBody" in operation:
+    if method in ("post", "put"):
         statuses |= set(BODIES)
     return statuses
 

@@ -43,6 +43,7 @@ JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
 # float without saying so: such bodies are parsed again, integers checked one by one.
 _LONG_DIGITS = re.compile(rb"\d{19,}")
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_MAY_CONSUME = frozenset({"POST", "PUT", "PATCH"})  # methods whose body a resource reads
 
 
 class RequestRejected(Exception):
@@ -227,12 +228,14 @@ async def require_json_media_type(request: Request) -> None:
     path stays 404 and a wrong method 405): a Content-Type that is not JSON, or a body sent
     without one (Jersey reads that as application/octet-stream). The anti-affinity POST takes
     its bare group name as any text type."""
+    if request.method not in _MAY_CONSUME:
+        return
     content_type = request.headers.get("content-type")
     text_type = content_type is None or content_type.lower().startswith("text/")
     if text_type and is_text_body_route(request.method, request.url.path):
         return
     if content_type is None:
-        if request.method in _WITH_BODY and await request.body():
+        if await request.body():
             raise UnsupportedMediaType(UNSUPPORTED_MEDIA_TYPE)
         return
     if not is_json_media_type(content_type):
