@@ -10,6 +10,8 @@ unless forced, and forcing needs `forceDeleteTenantAllowed` (and, for each names
 
 from __future__ import annotations
 
+import builtins
+
 from api.errors import Conflict, NotAllowed, NotFound, PreconditionFailed
 from api.models import TenantInfo
 from api.services.namespaces import NamespaceService, namespace_names
@@ -58,12 +60,7 @@ class TenantService:
         limit = self.settings.maxTenants
         if limit > 0 and len(await self.list()) >= limit:
             raise PreconditionFailed("Exceed the maximum number of tenants")
-        guards = [Guard(path, 0)]
-        for cluster in info.allowedClusters:
-            found = await self.store.get(paths.cluster(cluster))
-            if found is None:
-                raise PreconditionFailed("Clusters do not exist")
-            guards.append(Guard(paths.cluster(cluster), found.revision))
+        guards = [Guard(path, 0), *await self._cluster_guards(info)]
         try:
             await self.store.commit(guards, puts={path: info.to_bytes()})
         except store_errors.BadVersion:
@@ -72,25 +69,41 @@ class TenantService:
             raise
 
     async def update(self, tenant: str, info: TenantInfo | None) -> None:
+        await retry_on_conflict(lambda: self._update_once(tenant, info))
+
+    async def _update_once(self, tenant: str, info: TenantInfo | None) -> None:
+        """One transaction guarded by the tenant's revision, by nothing written under it
+        since the read (a namespace created meanwhile may use a cluster being removed) and by
+        the revisions of its clusters (a cluster DELETE meanwhile fails it)."""
         new = await self._validated(info)
+        path = paths.tenant(tenant)
+        found = await self.store.get(path)
+        if found is None:
+            raise NotFound(f"Tenant {tenant} not found")
         try:
-            old = await self.namespaces.tenant_info(tenant)
+            old = TenantInfo.from_stored(path, found.value)
         except store_errors.ContentDeserializationError:
             old = TenantInfo()  # unreadable: a full overwrite is how an operator repairs it
-        if old is None:
-            raise NotFound(f"Tenant {tenant} not found")
+        children = await self.store.get_children_values(path)
         removed = set(old.allowedClusters) - set(new.allowedClusters) - {"global"}
         if removed:
             policies = await self.namespaces.policies_by_namespace(tenant)
             if any(removed & set(p.replication_clusters) for p in policies.values()):
                 raise PreconditionFailed("Active namespaces")
+        newest = max([found.revision, *(v.revision for v in children.values())])
+        guards = [Guard(path, found.revision), Guard(path, newest, tree=True)]
+        guards += await self._cluster_guards(new)
+        await self.store.commit(guards, puts={path: new.to_bytes()})
 
-        def replace(current: bytes | None) -> bytes:
-            if current is None:
-                raise NotFound(f"Tenant {tenant} not found")
-            return new.to_bytes()
-
-        await self.store.update(paths.tenant(tenant), replace)
+    async def _cluster_guards(self, info: TenantInfo) -> builtins.list[Guard]:
+        """Each allowed cluster still at the revision read now (412 when it is gone)."""
+        guards = []
+        for cluster in info.allowedClusters:
+            found = await self.store.get(paths.cluster(cluster))
+            if found is None:
+                raise PreconditionFailed("Clusters do not exist")
+            guards.append(Guard(paths.cluster(cluster), found.revision))
+        return guards
 
     async def delete(self, tenant: str, force: bool) -> None:
         if force:

@@ -167,3 +167,26 @@ def test_namespace_delete_vs_lookup_leaves_no_ownership_record(
         assert statuses[0] == 204
         assert statuses[1] in (200, 404), statuses
         assert clean_store.keys(f"/namespace/acme/{name}/") == [], (n, statuses)
+
+
+ONLY_TEST = {"allowedClusters": [CLUSTER]}
+
+
+def test_tenant_update_dropping_a_cluster_vs_namespace_create_using_it(
+    clients: list[httpx.Client], clean_store: RawEtcd
+) -> None:
+    admin = clients[0]
+    add_cluster(clean_store, CLUSTER)
+    add_cluster(clean_store, "east")
+    for n in range(ROUNDS):
+        tenant = f"t{n}"
+        assert create_tenant(admin, tenant, [CLUSTER, "east"]).status_code == 204
+        statuses = race(
+            clients,
+            lambda c, t=tenant: c.post(f"/admin/v2/tenants/{t}", json=ONLY_TEST),
+            lambda c, t=tenant: c.put(f"{NS}/{t}/ns", json={"replication_clusters": ["east"]}),
+        )
+        allowed = clean_store.get_json(f"/admin/policies/{tenant}")["allowedClusters"]
+        namespace = clean_store.get_json(f"/admin/policies/{tenant}/ns")
+        assert namespace is None or set(namespace["replication_clusters"]) <= set(allowed), (
+            n, statuses, allowed)  # fmt: skip
