@@ -19,7 +19,10 @@ from api.encoded_slash import EncodedSlashes
 from api.errors import install_error_handlers
 from api.hot_path import RackWriteHotPath
 from api.openapi_doc import OpenApiApp
+from api.openapi_errors import install_error_responses
+from api.request_rules import RequestRules, require_json_media_type
 from api.routes import ROUTERS
+from api.secrets import install_log_masking
 from api.services.cluster_metadata import Initialised, keep_initializing
 from api.settings import Settings
 from api.state import AppState
@@ -34,9 +37,12 @@ DESCRIPTION = (
 
 
 def create_server_app(settings: Settings) -> ASGIApp:
-    """What `python -m api` serves: the app behind the `set-bookie-rack` fast path."""
+    """What `python -m api` serves: the request rules (`api.request_rules`) in front of
+    everything, then the `set-bookie-rack` fast path, then the app."""
+    install_log_masking()
     app = create_app(settings)
-    return RackWriteHotPath(app, deadline_seconds=request_timeout(settings))
+    limit = settings.httpMaxRequestSize if settings.httpMaxRequestSize > 0 else 2**62
+    return RequestRules(RackWriteHotPath(app, deadline_seconds=request_timeout(settings)), limit)
 
 
 def request_timeout(settings: Settings) -> float:
@@ -84,12 +90,13 @@ def create_app(settings: Settings) -> FastAPI:
             "url": "http://www.apache.org/licenses/LICENSE-2.0.html",
         },
         lifespan=lifespan,
-        dependencies=[Depends(authorize_request)],
+        dependencies=[Depends(authorize_request), Depends(require_json_media_type)],
         docs_url=None,
         redoc_url=None,
     )
     install_docs_ui(app)
     install_error_handlers(app)
+    install_error_responses(app)
     for router in ROUTERS:
         app.include_router(router)
     app.add_middleware(RequestDeadline, seconds=timeout)

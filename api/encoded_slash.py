@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-ENCODED_SLASH = "\u2215"  # DIVISION SLASH
+ENCODED_SLASH = "\x00"  # refused by every name rule (api.services.naming)
 _ENCODED = re.compile(rb"%2f", re.IGNORECASE)
 
 

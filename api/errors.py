@@ -9,6 +9,7 @@
     ├── Conflict                    409
     ├── PreconditionFailed          412
     ├── PayloadTooLarge             413
+    ├── UnsupportedMediaType        415
     └── ServiceUnavailable          503
 
 Errors of the layers below are mapped here too (one table, `STATUS_BY_ERROR`): the metadata
@@ -26,6 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from metastore import errors as store_errors
 from placement import errors as placement_errors
@@ -69,12 +71,16 @@ class PreconditionFailed(ServiceError):
     pass
 
 
-class ServiceUnavailable(ServiceError):
+class PayloadTooLarge(ServiceError):
+    """413: a body over httpMaxRequestSize, or a message over maxMessageSize; nothing stored."""
+
+
+class UnsupportedMediaType(ServiceError):
     pass
 
 
-class PayloadTooLarge(ServiceError):
-    """413: a message is over the broker's maxMessageSize; nothing was stored."""
+class ServiceUnavailable(ServiceError):
+    pass
 
 
 STATUS_BY_ERROR: dict[type[Exception], int] = {
@@ -85,8 +91,9 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     NotAllowed: 405,
     Conflict: 409,
     PreconditionFailed: 412,
-    ServiceUnavailable: 503,
     PayloadTooLarge: 413,
+    UnsupportedMediaType: 415,
+    ServiceUnavailable: 503,
     ServiceError: 500,
     store_errors.Unavailable: 503,
     store_errors.BadVersion: 409,
@@ -95,6 +102,7 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     store_errors.ContentDeserializationError: 500,
     store_errors.MetadataFormatError: 500,
     store_errors.InvalidValue: 400,
+    store_errors.ValueTooLarge: 413,
     store_errors.MetastoreError: 500,
     placement_errors.NotEnoughBookies: 412,
     placement_errors.InvalidPlacementRequest: 400,
@@ -162,9 +170,34 @@ async def _handle_known(_: Request, exc: Exception) -> JSONResponse:
     return error_response(*error_status_and_reason(exc))
 
 
-async def _handle_http(_: Request, exc: Exception) -> JSONResponse:
+async def _handle_http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    return error_response(exc.status_code, str(exc.detail))
+    response = error_response(exc.status_code, str(exc.detail))
+    if exc.status_code == 405:  # Jersey lists every method of the path, not one route's
+        response.headers["Allow"] = ", ".join(allowed_methods(request))
+    elif exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers on the request's path (asked of the router itself,
+    so included routers and mounts count too)."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in HTTP_METHODS
+        if any(r.matches({**request.scope, "method": method})[0] == Match.FULL for r in routes)
+    ]
+
+
+async def _handle_unexpected(_: Request, exc: Exception) -> JSONResponse:
+    """A bug still answers in Pulsar's shape; the log names the error type, never a body."""
+    log.error("unexpected %s while serving a request", type(exc).__name__)
+    return error_response(500, f"Internal server error: {type(exc).__name__}")
 
 
 async def _handle_validation(_: Request, exc: Exception) -> JSONResponse:
@@ -176,6 +209,7 @@ async def _handle_validation(_: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(Exception, _handle_unexpected)
     for kind in KNOWN_ERRORS:
         app.add_exception_handler(kind, _handle_known)
     app.add_exception_handler(StarletteHTTPException, _handle_http)

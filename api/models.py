@@ -9,14 +9,19 @@ document a real broker wrote is never truncated by us. Unknown input fields are 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.config import JsonDict
 
 from metastore.codec import dump_json
+from metastore.errors import ContentDeserializationError
 
 M = TypeVar("M", bound="PulsarModel")
+
+# Numbers as Java holds them: a field Pulsar declares `int` is 32-bit, `long` 64-bit.
+JavaInt = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+JavaLong = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 
 
 def _unknown_enum_as_null(allowed: tuple[str, ...]) -> Any:
@@ -108,6 +113,18 @@ class PulsarModel(BaseModel):
     @classmethod
     def from_bytes(cls: type[M], raw: bytes) -> M:
         return cls.model_validate_json(raw)
+
+    @classmethod
+    def from_stored(cls: type[M], path: str, raw: bytes | Any) -> M:
+        """The document stored at `path` (bytes, or an already parsed part of one);
+        `ContentDeserializationError` naming the key when it is not JSON of this shape
+        (Pulsar answers 500 "Failed to deserialize payload for key '...'")."""
+        try:
+            if isinstance(raw, bytes | bytearray):
+                return cls.model_validate_json(raw)
+            return cls.model_validate(raw)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise ContentDeserializationError(path) from exc
 
 
 class OpenPulsarModel(PulsarModel):
@@ -250,9 +267,9 @@ class TenantInfo(PulsarModel):
 
 
 class PersistencePolicies(PulsarModel):
-    bookkeeperEnsemble: int = 2
-    bookkeeperWriteQuorum: int = 2
-    bookkeeperAckQuorum: int = 2
+    bookkeeperEnsemble: JavaInt = 2
+    bookkeeperWriteQuorum: JavaInt = 2
+    bookkeeperAckQuorum: JavaInt = 2
     managedLedgerMaxMarkDeleteRate: float = 0.0
     managedLedgerStorageClassName: str | None = None
 
@@ -290,7 +307,7 @@ class BookieAffinityGroupData(PulsarModel):
 
 class BundlesData(OpenPulsarModel):
     boundaries: list[str] | None = None
-    numBundles: int = 0
+    numBundles: JavaInt = 0
 
 
 class AuthPolicies(OpenPulsarModel):
@@ -320,8 +337,8 @@ class Policies(OpenPulsarModel):
     deleted: bool = False
     encryption_required: bool = False
     subscription_auth_mode: str = "None"
-    offload_threshold: int = -1
-    offload_threshold_in_seconds: int = -1
+    offload_threshold: JavaLong = -1
+    offload_threshold_in_seconds: JavaLong = -1
     schema_auto_update_compatibility_strategy: str = "Full"
     schema_compatibility_strategy: str = "UNDEFINED"
     is_allow_auto_update_schema: bool = True

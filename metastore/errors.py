@@ -7,7 +7,8 @@ MetastoreError
 ├── Unavailable         etcd did not answer in time or refused the connection
 ├── ContentDeserializationError  a stored value an update must parse is not JSON
 ├── MetadataFormatError  a stored binary/text record (ledger metadata, ...) cannot be decoded
-└── InvalidValue        an update's new value cannot be encoded (fails that update only)
+├── InvalidValue        an update's new value cannot be encoded (fails that update only)
+└── ValueTooLarge       etcd refused a request over its size limit (--max-request-bytes)
 """
 
 from __future__ import annotations
@@ -65,3 +66,20 @@ class InvalidValue(MetastoreError):
         super().__init__(f"Cannot encode the new value of '{path}': {reason}")
         self.path = path
         self.reason = reason
+
+
+# etcd's default `--max-request-bytes` (1.5 MiB); one request holds a whole document.
+ETCD_DEFAULT_MAX_REQUEST_BYTES = 1536 * 1024
+
+
+class ValueTooLarge(MetastoreError):
+    """etcd refused the write as larger than its request limit; nothing was written."""
+
+    def __init__(self, path: str | None = None) -> None:
+        where = f" for key '{path}'" if path else ""
+        super().__init__(
+            f"The metadata store refused the write{where}: the document is larger than etcd's "
+            f"request limit (--max-request-bytes, default {ETCD_DEFAULT_MAX_REQUEST_BYTES} "
+            "bytes = 1.5 MiB)"
+        )
+        self.path = path

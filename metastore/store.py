@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 import aetcd
 
 from metastore.codec import load_json
-from metastore.errors import AlreadyExists, BadVersion, NotFound, Unavailable
+from metastore.errors import AlreadyExists, BadVersion, NotFound, Unavailable, ValueTooLarge
 from metastore.group_commit import Draft, GroupCommit
 from metastore.guards import Guard, GuardKind
 from metastore.retry import retry_on_conflict
@@ -204,6 +204,10 @@ class MetadataStore:
         except _UNAVAILABLE_ERRORS as exc:
             await self._failover()
             raise Unavailable(f"metadata store unavailable: {type(exc).__name__}") from exc
+        except aetcd.InvalidArgumentError as exc:
+            if "too large" in str(exc):
+                raise ValueTooLarge() from exc
+            raise
 
     async def _transaction(
         self, compare: list[Any], success: list[Any], failure: list[Any] | None = None
@@ -301,20 +305,31 @@ class MetadataStore:
         return await self.put(path, value, expected_revision=0)
 
     async def put_if_revision(
-        self, path: str, value: bytes, expected_revision: int, *, lease: int | None = None
+        self,
+        path: str,
+        value: bytes,
+        expected_revision: int,
+        *,
+        lease: int | None = None,
+        requires: str | None = None,
     ) -> tuple[bool, Versioned | None]:
         """Write `value` (on `lease`, if given) if the key is still at `expected_revision`
-        (0: absent). Returns (True, what was written) or (False, what the key holds now, read
-        in the same transaction; None when absent)."""
+        (0: absent) and the key `requires` (if given) exists. Returns (True, what was written)
+        or (False, what the key holds now, read in the same transaction; None when absent);
+        `NotFound(requires)` when that key is gone."""
         tx = self._client().transactions
         key = to_key(path)
-        ok, responses = await self._transaction(
-            [tx.mod(key) == expected_revision],
-            [tx.put(key, value, lease=lease)],
-            [tx.get(key)],
-        )
+        compare = [tx.mod(key) == expected_revision]
+        failure = [tx.get(key)]
+        if requires is not None:
+            compare.append(tx.version(to_key(requires)) > 0)
+            failure.append(tx.get(to_key(requires)))
+        ok, responses = await self._transaction(compare, [tx.put(key, value, lease=lease)],
+                                                failure)  # fmt: skip
         if ok:
             return True, Versioned(value, int(responses[0].response_put.header.revision))
+        if requires is not None and not responses[1]:
+            raise NotFound(requires)
         found = responses[0]  # a range response: [(value, metadata)] for the key, if present
         if not found:
             return False, None

@@ -10,6 +10,7 @@ from placement.brokers import (
     filter_anti_affinity,
     isolation_candidates,
     parse_policies,
+    parse_valid_policies,
     select_broker,
     should_unload_anti_affinity,
 )
@@ -26,6 +27,7 @@ from placement.engine import (
 from placement.errors import InvalidPlacementRequest, NotEnoughBookies, PlacementError
 from placement.inputs import default_request, with_sizes
 from placement.isolation import AffinityGroups, effective_groups
+from placement.java_regex import JavaRegexError, compile_java, is_valid_java_regex, java_matches
 from placement.model import (
     Adherence,
     ChosenBookie,
@@ -49,6 +51,7 @@ __all__ = [
     "FragmentVerdict",
     "InvalidPlacementRequest",
     "IsolationPolicy",
+    "JavaRegexError",
     "NotEnoughBookies",
     "Placement",
     "PlacementConfig",
@@ -60,15 +63,19 @@ __all__ = [
     "acked_bookies_adhere",
     "adherence",
     "check_fragment",
+    "compile_java",
     "default_request",
     "effective_groups",
     "entries_striped_to_bookie",
     "explain",
     "filter_anti_affinity",
     "has_entry",
+    "is_valid_java_regex",
     "isolation_candidates",
+    "java_matches",
     "new_ensemble",
     "parse_policies",
+    "parse_valid_policies",
     "replace_bookie",
     "replace_to_adhere",
     "select_broker",

@@ -9,12 +9,12 @@ fewest bundles of this namespace -> least loaded.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from placement.errors import InvalidPlacementRequest
+from placement.java_regex import JavaRegexError, compile_java, java_matches
 
 DEFAULT_DOMAIN = "default"
 
@@ -43,24 +43,42 @@ class IsolationPolicy:
                      tuple(data.get("secondary") or ()), min_limit, usage)
         for rx in (*policy.namespaces, *policy.primary, *policy.secondary):
             try:
-                re.compile(rx)
-            except re.error as exc:
+                compile_java(rx)  # Java's dialect, run by RE2 in linear time
+            except JavaRegexError as exc:
                 raise InvalidPlacementRequest(f"policy {name}: bad regex {rx!r}") from exc
         return policy
 
     def applies_to(self, namespace: str) -> bool:
-        return any(re.fullmatch(rx, namespace) for rx in self.namespaces)
+        return any(java_matches(rx, namespace) for rx in self.namespaces)
 
     def is_primary(self, host: str) -> bool:
-        return any(re.fullmatch(rx, host) for rx in self.primary)
+        return any(java_matches(rx, host) for rx in self.primary)
 
     def is_secondary(self, host: str) -> bool:
-        return any(re.fullmatch(rx, host) for rx in self.secondary)
+        return any(java_matches(rx, host) for rx in self.secondary)
 
 
 def parse_policies(data: Mapping[str, Mapping[str, Any]] | None) -> tuple[IsolationPolicy, ...]:
     """The stored `namespaceIsolationPolicies` document, in name order."""
     return tuple(IsolationPolicy.from_json(n, d) for n, d in sorted((data or {}).items()))
+
+
+def parse_valid_policies(
+    data: Mapping[str, Any] | None,
+) -> tuple[tuple[IsolationPolicy, ...], dict[str, str]]:
+    """The policies of a stored document that can be applied, and `{name: why}` for the ones
+    that cannot (a bad pattern or shape stored by another tool never stops every lookup)."""
+    policies: list[IsolationPolicy] = []
+    skipped: dict[str, str] = {}
+    for name, policy in sorted((data or {}).items()):
+        if not isinstance(policy, Mapping):
+            skipped[name] = "not a JSON object"
+            continue
+        try:
+            policies.append(IsolationPolicy.from_json(name, policy))
+        except (InvalidPlacementRequest, TypeError, AttributeError) as exc:
+            skipped[name] = str(exc)
+    return tuple(policies), skipped
 
 
 def broker_host(broker: str) -> str:

@@ -145,6 +145,14 @@ class RawEtcd:
             for kv in self._post("kv/range", body).get("kvs", [])
         ]
 
+    def snapshot(self) -> dict[str, bytes]:
+        """Every key with its value (and nothing else), to compare before and after."""
+        body = {"key": _b64(b"\0"), "range_end": _b64(b"\0")}
+        return {
+            base64.b64decode(kv["key"]).decode(): base64.b64decode(kv.get("value", ""))
+            for kv in self._post("kv/range", body).get("kvs", [])
+        }
+
     def wipe(self) -> None:
         self._post("kv/deleterange", {"key": _b64(b"\0"), "range_end": _b64(b"\0")})
 

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request, Response
 from api.deps import MetastoreDep, SettingsDep
 from api.params import ClusterName
 from api.response_shapes import BrokerIds, RuntimeConfiguration
+from api.secrets import masked_config
 from api.services.brokers import Redirect, active_brokers
 
 router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"])
@@ -23,7 +24,7 @@ async def get_runtime_configuration(settings: SettingsDep) -> dict[str, str]:
 
     `pulsar-admin clusters list` reads `clusterName` from here to mark the current cluster.
     """
-    return settings.runtime_configuration()
+    return masked_config(settings.runtime_configuration())
 
 
 @router.get(

@@ -191,7 +191,7 @@ async def get_namespace_anti_affinity_group(
 async def set_namespace_anti_affinity_group(
     tenant: TenantName, namespace: NamespaceName, request: Request, policies: NamespacePoliciesDep
 ) -> Response:
-    group = (await request.body()).decode("utf-8", errors="replace")
+    group = (await request.body()).decode("utf-8")  # UTF-8 checked by api.request_rules
     await policies.set_anti_affinity_group(tenant, namespace, group)
     return no_content()
 

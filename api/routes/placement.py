@@ -183,9 +183,15 @@ async def get_placement_preview(
     tenant: TenantName,
     namespace: NamespaceName,
     placement: PlacementDep,
-    ensembleSize: int | None = Query(default=None, description=SIZE_HELP.format("EnsembleSize")),
-    writeQuorum: int | None = Query(default=None, description=SIZE_HELP.format("WriteQuorum")),
-    ackQuorum: int | None = Query(default=None, description=SIZE_HELP.format("AckQuorum")),
+    ensembleSize: int | None = Query(
+        default=None, ge=-(2**31), le=2**31 - 1, description=SIZE_HELP.format("EnsembleSize")
+    ),
+    writeQuorum: int | None = Query(
+        default=None, ge=-(2**31), le=2**31 - 1, description=SIZE_HELP.format("WriteQuorum")
+    ),
+    ackQuorum: int | None = Query(
+        default=None, ge=-(2**31), le=2**31 - 1, description=SIZE_HELP.format("AckQuorum")
+    ),
 ) -> PlacementPreview:
     sizes = Sizes(ensembleSize, writeQuorum, ackQuorum)
     explanation = await placement.preview(tenant, namespace, sizes)

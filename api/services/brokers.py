@@ -40,10 +40,11 @@ async def active_brokers(
     )
     if answered_here:
         return await registered_brokers(store)
-    found = await store.get(paths.cluster(cluster))
+    path = paths.cluster(cluster)
+    found = await store.get(path)
     if found is None:
         raise NotFound(f"Cluster does not exist: cluster={cluster}")
-    return Redirect(service_netloc(cluster, ClusterData.from_bytes(found.value)))
+    return Redirect(service_netloc(cluster, ClusterData.from_stored(path, found.value)))
 
 
 def service_netloc(cluster: str, data: ClusterData) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from api.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from api.models import ClusterData, FailureDomain
-from api.services.naming import is_valid_name
+from api.services.naming import is_valid_name, require_free_name
 from metastore import errors as store_errors
 from metastore import paths
 from metastore.store import Guard, MetadataStore, Versioned, retry_on_conflict
@@ -154,10 +154,11 @@ class ClusterService:
         return [c for c in await self.store.children(paths.CLUSTERS) if c != GLOBAL_CLUSTER]
 
     async def get_cluster(self, cluster: str) -> ClusterData:
-        found = await self.store.get(paths.cluster(cluster))
+        path = paths.cluster(cluster)
+        found = await self.store.get(path)
         if found is None:
             raise NotFound(CLUSTER_NOT_FOUND)
-        return ClusterData.from_bytes(found.value)
+        return ClusterData.from_stored(path, found.value)
 
     async def create_cluster(self, cluster: str, data: ClusterData | None) -> None:
         check_cluster_name(cluster)
@@ -217,13 +218,14 @@ class ClusterService:
 
     async def get_failure_domain(self, cluster: str, domain: str) -> FailureDomain:
         await self.require_cluster(cluster)
-        found = await self.store.get(paths.failure_domain(cluster, domain))
-        decoded = None if found is None else decode_domain(found.value)
-        if decoded is None:
+        path = paths.failure_domain(cluster, domain)
+        found = await self.store.get(path)
+        if found is None:
             raise NotFound(f"Domain {domain} for cluster {cluster} does not exist")
-        return decoded
+        return FailureDomain.from_stored(path, found.value)
 
     async def set_failure_domain(self, cluster: str, domain: str, data: FailureDomain) -> None:
+        require_free_name("Failure domain name", domain)
         brokers = None if data.brokers is None else unique(data.brokers)
         document = FailureDomain(brokers=brokers)
         await retry_on_conflict(lambda: self._set_failure_domain_once(cluster, domain, document))

@@ -19,9 +19,11 @@ from api.errors import InvalidInput, NotFound
 from api.models import BrokerNamespaceIsolationData, NamespaceIsolationData
 from api.services.brokers import registered_brokers
 from api.services.clusters import ClusterService
+from api.services.naming import require_free_name
 from metastore import paths
 from metastore.codec import dump_json, load_stored
 from metastore.store import Guard, MetadataStore, retry_on_conflict
+from placement import is_valid_java_regex, java_matches
 
 Policies = dict[str, NamespaceIsolationData]
 
@@ -49,20 +51,15 @@ def is_java_int(text: str) -> bool:
 
 
 def compiles(patterns: list[str]) -> bool:
-    for pattern in patterns:
-        if pattern.strip():
-            try:
-                re.compile(pattern)
-            except re.error:
-                return False
-    return True
+    """Each pattern is valid Java and runs on RE2 (`placement.java_regex`)."""
+    return all(is_valid_java_regex(pattern) for pattern in patterns if pattern.strip())
 
 
 def is_valid_policy(data: NamespaceIsolationData | None) -> bool:
     """NamespaceIsolationDataImpl.validate, then the min_available policy's own checks."""
     if data is None or not data.namespaces or not data.primary or data.secondary is None:
         return False
-    if not compiles(data.primary) or not compiles(data.secondary):
+    if not all(compiles(p) for p in (data.namespaces, data.primary, data.secondary)):
         return False
     failover = data.auto_failover_policy
     if failover is None or failover.policy_type != MIN_AVAILABLE or failover.parameters is None:
@@ -121,13 +118,7 @@ def jackson_pretty(value: Any, depth: int = 0) -> str:
 
 def matches_any(patterns: list[str] | None, broker: str) -> bool:
     """Java's `broker.matches(regex)`: the whole name must match."""
-    for pattern in patterns or []:
-        try:
-            if re.fullmatch(pattern, broker):
-                return True
-        except re.error:
-            continue
-    return False
+    return any(java_matches(pattern, broker) for pattern in patterns or [])
 
 
 def broker_isolation(broker: str, policies: Policies) -> BrokerNamespaceIsolationData:
@@ -163,7 +154,7 @@ class IsolationService:
         if found is None:
             raise NotFound(record_missing_reason(cluster))
         return {
-            name: NamespaceIsolationData.model_validate(policy)
+            name: NamespaceIsolationData.from_stored(path, policy)
             for name, policy in sorted(decode_policies(path, found.value).items())
         }
 
@@ -177,6 +168,7 @@ class IsolationService:
         self, cluster: str, name: str, data: NamespaceIsolationData | None
     ) -> None:
         await self.clusters.require_cluster(cluster)
+        require_free_name("Namespace isolation policy name", name)
         if data is None or not is_valid_policy(data):
             raise InvalidInput(invalid_policy_reason(name, data))
         document = data.dump()

@@ -20,22 +20,31 @@
 from __future__ import annotations
 
 import bisect
+import logging
 import zlib
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from api.errors import InvalidInput, ServiceUnavailable
+from api.errors import InvalidInput, NotFound, ServiceUnavailable
 from api.models import BundlesData
-from api.services.namespaces import TOPIC_DOMAINS, NamespaceService, bundles_for
+from api.services.namespaces import (
+    NAMESPACE_NOT_FOUND,
+    TOPIC_DOMAINS,
+    NamespaceService,
+    bundles_for,
+)
 from api.settings import Settings
+from metastore import errors as store_errors
 from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.codec import dump_json, load_json
 from metastore.documents import BrokerRegistration, LocalPolicies, decode_broker, direct_children
 from metastore.readers import read_all_local_policies, read_failure_domains, read_local_policies
 from metastore.store import MetadataStore, Versioned
-from placement import parse_policies, select_broker
+from placement import IsolationPolicy, parse_valid_policies, select_broker
+
+log = logging.getLogger(__name__)
 
 FULL_RANGE_END = 0xFFFFFFFF
 
@@ -176,10 +185,19 @@ class LookupService:
     async def _claim(
         self, key: str, record: dict[str, Any], broker_id: str, expected: int
     ) -> tuple[bool, Versioned | None]:
-        """Write `record` if `key` is still at `expected` (0: absent), on the broker's lease;
-        otherwise return what is there now, read in the same transaction."""
+        """Write `record` if `key` is still at `expected` (0: absent) and its namespace still
+        exists, on the broker's lease; otherwise return what is there now, read in the same
+        transaction (NotFound when the namespace is gone: no ownership record outlives it,
+        since a namespace DELETE takes its records in its own transaction)."""
         lease = await self.store.lease_of(paths.broker(broker_id))
-        return await self.store.put_if_revision(key, dump_json(record), expected, lease=lease)
+        tenant, namespace = key.removeprefix(paths.NAMESPACE_OWNERSHIP + "/").split("/")[:2]
+        try:
+            return await self.store.put_if_revision(
+                key, dump_json(record), expected, lease=lease,
+                requires=paths.namespace(tenant, namespace),
+            )  # fmt: skip
+        except store_errors.NotFound:
+            raise NotFound(NAMESPACE_NOT_FOUND) from None
 
     async def _choose(
         self, namespace: str, local: LocalPolicies | None,
@@ -195,7 +213,7 @@ class LookupService:
         assignment = select_broker(
             namespace,
             sorted(brokers),
-            policies=parse_policies(await self._json(paths.namespace_isolation_policies(cluster))),
+            policies=await self._isolation_policies(cluster),
             loads={b: broker.load for b, broker in brokers.items()},
             anti_affinity_counts=counts,
             failure_domains=await read_failure_domains(self.store, cluster),
@@ -238,6 +256,15 @@ class LookupService:
     async def _brokers(self) -> dict[str, BrokerRegistration]:
         entries = direct_children(await self.brokers.entries(), paths.BROKERS)
         return {b: decode_broker(b, v.value) for b, v in entries.items()}
+
+    async def _isolation_policies(self, cluster: str) -> tuple[IsolationPolicy, ...]:
+        """The cluster's applicable isolation policies; one that cannot be applied (a pattern
+        or shape another tool stored) is logged by name and skipped, never failing lookups."""
+        document = await self._json(paths.namespace_isolation_policies(cluster))
+        policies, skipped = parse_valid_policies(document if isinstance(document, dict) else None)
+        for name, why in skipped.items():
+            log.warning("isolation policy %r of cluster %r skipped: %s", name, cluster, why)
+        return policies
 
     async def _json(self, path: str) -> Any:
         found = await self.store.get(path)

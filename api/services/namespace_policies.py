@@ -25,10 +25,10 @@ from api.services.namespaces import (
     require_valid_namespace_name,
     validate_persistence,
 )
-from api.services.naming import java_set
+from api.services.naming import java_set, require_free_name
 from api.settings import Settings
 from metastore import paths
-from metastore.store import UNCHANGED, MetadataStore, Unchanged
+from metastore.store import Guard, MetadataStore, retry_on_conflict
 from placement.config import split_groups
 
 LOCAL_POLICIES_NOT_FOUND = "Namespace local-policies does not exist"
@@ -45,6 +45,9 @@ STRICT_WITH_WILDCARD = (
 
 
 def validate_bookie_affinity(data: BookieAffinityGroupData) -> None:
+    for value in (data.bookkeeperAffinityGroupPrimary, data.bookkeeperAffinityGroupSecondary):
+        for group in split_groups(value):
+            require_free_name("Bookie group name", group)
     if not data.strict:
         return
     primary = split_groups(data.bookkeeperAffinityGroupPrimary)
@@ -71,6 +74,7 @@ class NamespacePolicyService:
         require_valid_namespace_name(tenant, namespace)
         if not group.strip():
             raise PreconditionFailed(EMPTY_ANTI_AFFINITY_GROUP)
+        require_free_name("Anti-affinity group name", group)
         await self.namespaces.policies(tenant, namespace)
 
         def change(local: LocalPolicies) -> LocalPolicies:
@@ -101,10 +105,11 @@ class NamespacePolicyService:
         wanted = group.casefold()
         found = []
         for name in await self.namespaces.namespaces_of(tenant):
-            raw = await self.store.get(paths.join(paths.LOCAL_POLICIES, name))
+            path = paths.join(paths.LOCAL_POLICIES, name)
+            raw = await self.store.get(path)
             if raw is None:
                 continue
-            stored = LocalPolicies.from_bytes(raw.value).namespaceAntiAffinityGroup
+            stored = LocalPolicies.from_stored(path, raw.value).namespaceAntiAffinityGroup
             if stored is not None and stored.casefold() == wanted:
                 found.append(name)
         return found
@@ -183,7 +188,7 @@ class NamespacePolicyService:
         def change(raw: bytes | None) -> bytes:
             if raw is None:
                 raise NotFound(NAMESPACE_NOT_FOUND)
-            policies = Policies.from_bytes(raw)
+            policies = Policies.from_stored(paths.namespace(tenant, namespace), raw)
             policies.persistence = persistence
             return policies.to_bytes()
 
@@ -192,8 +197,9 @@ class NamespacePolicyService:
     # -- local policies document ----------------------------------------------------------------
 
     async def _local(self, tenant: str, namespace: str) -> LocalPolicies | None:
-        found = await self.store.get(paths.local_policies(tenant, namespace))
-        return None if found is None else LocalPolicies.from_bytes(found.value)
+        path = paths.local_policies(tenant, namespace)
+        found = await self.store.get(path)
+        return None if found is None else LocalPolicies.from_stored(path, found.value)
 
     async def _update_local(
         self,
@@ -206,10 +212,25 @@ class NamespacePolicyService:
         """CAS update of the local policies; with `create=False` an absent document stays
         absent (clearing a field that was never set writes nothing)."""
 
-        def mutate(raw: bytes | None) -> bytes | Unchanged:
-            if raw is None and not create:
-                return UNCHANGED
-            local = LocalPolicies() if raw is None else LocalPolicies.from_bytes(raw)
-            return change(local).to_bytes()
+        async def attempt() -> None:
+            """One transaction guarded by the namespace's revision too: a write racing a
+            namespace DELETE either lands first (and is deleted with it) or fails, never
+            leaving local policies behind the deleted namespace."""
+            namespace_path = paths.namespace(tenant, namespace)
+            owner = await self.store.get(namespace_path)
+            if owner is None:
+                raise NotFound(NAMESPACE_NOT_FOUND)
+            path = paths.local_policies(tenant, namespace)
+            found = await self.store.get(path)
+            if found is None and not create:
+                return
+            local = (
+                LocalPolicies() if found is None else LocalPolicies.from_stored(path, found.value)
+            )
+            await self.store.commit(
+                [Guard(namespace_path, owner.revision),
+                 Guard(path, 0 if found is None else found.revision)],
+                puts={path: change(local).to_bytes()},
+            )  # fmt: skip
 
-        await self.store.update(paths.local_policies(tenant, namespace), mutate)
+        await retry_on_conflict(attempt)

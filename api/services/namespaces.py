@@ -24,7 +24,7 @@ from api.services.naming import is_valid_namespace_name
 from api.settings import Settings
 from metastore import errors as store_errors
 from metastore import paths
-from metastore.store import MetadataStore
+from metastore.store import Guard, MetadataStore, retry_on_conflict
 
 NAMESPACE_NOT_FOUND = "Namespace does not exist"
 INVALID_NAMESPACE_NAME = "Namespace name is not valid"
@@ -151,8 +151,9 @@ class NamespaceService:
     # -- reads --------------------------------------------------------------------------------
 
     async def tenant_info(self, tenant: str) -> TenantInfo | None:
-        found = await self.store.get(paths.tenant(tenant))
-        return None if found is None else TenantInfo.from_bytes(found.value)
+        path = paths.tenant(tenant)
+        found = await self.store.get(path)
+        return None if found is None else TenantInfo.from_stored(path, found.value)
 
     async def namespaces_of(self, tenant: str) -> list[str]:
         keys = await self.store.get_children_values(paths.tenant(tenant))
@@ -178,26 +179,41 @@ class NamespaceService:
 
     async def policies(self, tenant: str, namespace: str) -> Policies:
         require_valid_namespace_name(tenant, namespace)
-        found = await self.store.get(paths.namespace(tenant, namespace))
+        path = paths.namespace(tenant, namespace)
+        found = await self.store.get(path)
         if found is None:
             raise NotFound(NAMESPACE_NOT_FOUND)
-        return Policies.from_bytes(found.value)
+        return Policies.from_stored(path, found.value)
 
     # -- create -------------------------------------------------------------------------------
 
     async def create(self, tenant: str, namespace: str, requested: Policies | None) -> Policies:
         require_valid_namespace_name(tenant, namespace)
-        tenant_info = await self.tenant_info(tenant)
-        if tenant_info is None:
+        return await retry_on_conflict(lambda: self._create_once(tenant, namespace, requested))
+
+    async def _create_once(
+        self, tenant: str, namespace: str, requested: Policies | None
+    ) -> Policies:
+        """One guarded transaction: the tenant is still at the revision read (a concurrent
+        tenant DELETE fails it) and the namespace still absent."""
+        tenant_path, path = paths.tenant(tenant), paths.namespace(tenant, namespace)
+        found = await self.store.get(tenant_path)
+        if found is None:
             raise NotFound("Tenant does not exist")
+        tenant_info = TenantInfo.from_stored(tenant_path, found.value)
         policies = self.with_defaults(tenant, tenant_info, requested or Policies())
         limit = self.settings.maxNamespacesPerTenant
         if limit > 0 and len(await self.namespaces_of(tenant)) >= limit:
             raise PreconditionFailed(f"Exceed the maximum number of namespace in tenant :{tenant}")
         try:
-            await self.store.create(paths.namespace(tenant, namespace), policies.to_bytes())
-        except store_errors.AlreadyExists as exc:
-            raise Conflict("Namespace already exists") from exc
+            await self.store.commit(
+                [Guard(tenant_path, found.revision), Guard(path, 0)],
+                puts={path: policies.to_bytes()},
+            )
+        except store_errors.BadVersion:
+            if await self.store.exists(path):
+                raise Conflict("Namespace already exists") from None
+            raise  # the tenant changed: read it again
         return policies
 
     def with_defaults(self, tenant: str, tenant_info: TenantInfo, given: Policies) -> Policies:
@@ -234,20 +250,35 @@ class NamespaceService:
         require_valid_namespace_name(tenant, namespace)
         if force and not self.settings.forceDeleteNamespaceAllowed:
             raise NotAllowed("Broker doesn't allow forced deletion of namespaces")
-        if not await self.store.exists(paths.namespace(tenant, namespace)):
+        await retry_on_conflict(lambda: self._delete_once(tenant, namespace, force))
+
+    async def _delete_once(self, tenant: str, namespace: str, force: bool) -> None:
+        """One transaction deletes the policies, the local policies and the bundle ownership
+        records (and, forced, the topics), guarded by the revision of the policies read: of
+        two DELETEs exactly one wins, and a write of the local policies (guarded by the same
+        revision) either lands before, and is deleted with it, or fails after."""
+        path = paths.namespace(tenant, namespace)
+        found = await self.store.get(path)
+        if found is None:
             raise NotFound(NAMESPACE_NOT_FOUND)
         topic_roots = [
             paths.join(root, tenant, namespace, domain)
             for root in (MANAGED_LEDGERS, PARTITIONED_TOPICS)
             for domain in TOPIC_DOMAINS
         ]
+        guards = [Guard(path, found.revision)]
         if not force:
             for root in topic_roots:
                 if await self.store.children(root):
                     raise Conflict("Cannot delete non empty namespace")
-        else:
-            for root in topic_roots:
-                await self.store.delete_tree(root)
-        # Global policies first: once they are gone every per-namespace write answers 404.
-        await self.store.delete_tree(paths.namespace(tenant, namespace))
-        await self.store.delete_tree(paths.local_policies(tenant, namespace))
+                # Empty when read after `found`: a topic created since fails the commit.
+                guards.append(Guard(root, found.revision, tree=True))
+        await self.store.commit(
+            guards,
+            delete_trees=[
+                path,
+                paths.local_policies(tenant, namespace),
+                paths.namespace_ownership(tenant, namespace),
+                *(topic_roots if force else []),
+            ],
+        )

@@ -12,11 +12,13 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from api.errors import InvalidInput
 from api.services.namespaces import NamespaceService
+from api.settings import Settings
 from metastore.readers import read_namespace_placement
 from metastore.store import MetadataStore
 from metastore.topology import TopologySnapshot
-from placement import Explanation, explain, with_sizes
+from placement import EnsembleRequest, Explanation, explain, with_sizes
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,20 @@ class Sizes:
     ensemble_size: int | None = None
     write_quorum: int | None = None
     ack_quorum: int | None = None
+
+
+def check_bounds(request: EnsembleRequest, settings: Settings, bookies: int) -> None:
+    """Sizes bounded (400 otherwise) by the broker's maximums or, for a what-if beyond them,
+    by the bookies the cluster knows, so no request asks for more work than the topology
+    holds (`?ensembleSize=3000000` is refused before any placement runs)."""
+    for value, bound, label in (
+        (request.ensemble_size, settings.managedLedgerMaxEnsembleSize, "Bookkeeper-Ensemble"),
+        (request.write_quorum, settings.managedLedgerMaxWriteQuorum, "Bookkeeper-WriteQuorum"),
+        (request.ack_quorum, settings.managedLedgerMaxAckQuorum, "Bookkeeper-AckQuorum"),
+    ):
+        bound = max(bound, bookies)
+        if not 0 < value <= bound:
+            raise InvalidInput(f"{label} must be <= {bound} and > 0.")
 
 
 class PlacementService:
@@ -38,6 +54,7 @@ class PlacementService:
     ) -> None:
         self.store = store
         self.namespaces = namespaces
+        self.settings = namespaces.settings
         self.snapshot = snapshot
         self.config = snapshot.config
         self.rng = rng or random.Random()
@@ -55,4 +72,5 @@ class PlacementService:
         )
         request.validate()
         view = await self.snapshot.current()
+        check_bounds(request, self.settings, len(view.topology.known | set(view.topology.bookies)))
         return explain(view.topology, request, self.config, self.rng, affinity=inputs.affinity)

@@ -12,6 +12,7 @@ from typing import Any
 
 from api.errors import NotFound, PreconditionFailed
 from api.models import BookieInfo
+from api.services.naming import require_free_name
 from api.settings import Settings
 from metastore import paths
 from metastore.cache import CachedDocument, WatchedRange
@@ -128,11 +129,13 @@ class RackService:
         located = find_bookie(await self.racks_info(), bookie)
         if located is None:
             raise NotFound(not_found_reason(bookie))
-        return BookieInfo.model_validate(located[1])
+        return BookieInfo.from_stored(paths.BOOKIES_RACK_CONFIG, located[1])
 
     async def set_bookie(self, bookie: str, group: str | None, info: BookieInfo) -> None:
         if group is None:
             raise PreconditionFailed(MISSING_GROUP_REASON)
+        require_free_name("Bookie id", bookie)
+        require_free_name("Bookie group name", group)
         validate_rack(info.rack, self.settings)
         await self._update(lambda config: put_bookie(config, bookie, group, info))
 

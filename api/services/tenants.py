@@ -10,14 +10,16 @@ unless forced, and forcing needs `forceDeleteTenantAllowed` (and, for each names
 
 from __future__ import annotations
 
+import builtins
+
 from api.errors import Conflict, NotAllowed, NotFound, PreconditionFailed
 from api.models import TenantInfo
-from api.services.namespaces import NamespaceService
+from api.services.namespaces import NamespaceService, namespace_names
 from api.services.naming import is_valid_name
 from api.settings import Settings
 from metastore import errors as store_errors
 from metastore import paths
-from metastore.store import MetadataStore
+from metastore.store import Guard, MetadataStore, retry_on_conflict
 
 
 def normalised(info: TenantInfo) -> TenantInfo:
@@ -46,34 +48,62 @@ class TenantService:
     async def create(self, tenant: str, info: TenantInfo | None) -> None:
         if not is_valid_name(tenant) or not tenant:
             raise PreconditionFailed("Tenant name is not valid")
-        info = await self._validated(info)
-        if await self.store.exists(paths.tenant(tenant)):
+        await retry_on_conflict(lambda: self._create_once(tenant, info))
+
+    async def _create_once(self, tenant: str, given: TenantInfo | None) -> None:
+        """One guarded transaction: the tenant still absent and every allowed cluster still
+        at the revision read (a concurrent cluster DELETE fails it)."""
+        info = await self._validated(given)
+        path = paths.tenant(tenant)
+        if await self.store.exists(path):
             raise Conflict("Tenant already exist")
         limit = self.settings.maxTenants
         if limit > 0 and len(await self.list()) >= limit:
             raise PreconditionFailed("Exceed the maximum number of tenants")
+        guards = [Guard(path, 0), *await self._cluster_guards(info)]
         try:
-            await self.store.create(paths.tenant(tenant), info.to_bytes())
-        except store_errors.AlreadyExists as exc:
-            raise Conflict("Tenant already exist") from exc
+            await self.store.commit(guards, puts={path: info.to_bytes()})
+        except store_errors.BadVersion:
+            if await self.store.exists(path):
+                raise Conflict("Tenant already exist") from None
+            raise
 
     async def update(self, tenant: str, info: TenantInfo | None) -> None:
+        await retry_on_conflict(lambda: self._update_once(tenant, info))
+
+    async def _update_once(self, tenant: str, info: TenantInfo | None) -> None:
+        """One transaction guarded by the tenant's revision, by nothing written under it
+        since the read (a namespace created meanwhile may use a cluster being removed) and by
+        the revisions of its clusters (a cluster DELETE meanwhile fails it)."""
         new = await self._validated(info)
-        old = await self.namespaces.tenant_info(tenant)
-        if old is None:
+        path = paths.tenant(tenant)
+        found = await self.store.get(path)
+        if found is None:
             raise NotFound(f"Tenant {tenant} not found")
+        try:
+            old = TenantInfo.from_stored(path, found.value)
+        except store_errors.ContentDeserializationError:
+            old = TenantInfo()  # unreadable: a full overwrite is how an operator repairs it
+        children = await self.store.get_children_values(path)
         removed = set(old.allowedClusters) - set(new.allowedClusters) - {"global"}
         if removed:
             policies = await self.namespaces.policies_by_namespace(tenant)
             if any(removed & set(p.replication_clusters) for p in policies.values()):
                 raise PreconditionFailed("Active namespaces")
+        newest = max([found.revision, *(v.revision for v in children.values())])
+        guards = [Guard(path, found.revision), Guard(path, newest, tree=True)]
+        guards += await self._cluster_guards(new)
+        await self.store.commit(guards, puts={path: new.to_bytes()})
 
-        def replace(current: bytes | None) -> bytes:
-            if current is None:
-                raise NotFound(f"Tenant {tenant} not found")
-            return new.to_bytes()
-
-        await self.store.update(paths.tenant(tenant), replace)
+    async def _cluster_guards(self, info: TenantInfo) -> builtins.list[Guard]:
+        """Each allowed cluster still at the revision read now (412 when it is gone)."""
+        guards = []
+        for cluster in info.allowedClusters:
+            found = await self.store.get(paths.cluster(cluster))
+            if found is None:
+                raise PreconditionFailed("Clusters do not exist")
+            guards.append(Guard(paths.cluster(cluster), found.revision))
+        return guards
 
     async def delete(self, tenant: str, force: bool) -> None:
         if force:
@@ -83,18 +113,24 @@ class TenantService:
                 parts = name.split("/")
                 if len(parts) == 2:
                     await self.namespaces.delete(parts[0], parts[1], force=True)
-        if not await self.store.exists(paths.tenant(tenant)):
+        await retry_on_conflict(lambda: self._delete_once(tenant))
+
+    async def _delete_once(self, tenant: str) -> None:
+        """One transaction guarded by the tenant's revision and by nothing having been
+        written under it since the read: a namespace created meanwhile fails it, and of two
+        DELETEs one wins."""
+        path = paths.tenant(tenant)
+        found = await self.store.get(path)
+        if found is None:
             raise NotFound("Tenant doesn't exist")
-        if await self.namespaces.namespaces_of(tenant):
+        children = await self.store.get_children_values(path)
+        if namespace_names(tenant, list(children)):
             raise Conflict("The tenant still has active namespaces")
-
-        def remove(current: bytes | None) -> bytes | None:
-            if current is None:
-                raise NotFound("Tenant doesn't exist")
-            return None
-
-        await self.store.update(paths.tenant(tenant), remove)
-        await self.store.delete_tree(paths.join(paths.LOCAL_POLICIES, tenant))
+        newest = max([found.revision, *(v.revision for v in children.values())])
+        await self.store.commit(
+            [Guard(path, found.revision), Guard(path, newest, tree=True)],
+            delete_trees=[path, paths.join(paths.LOCAL_POLICIES, tenant)],
+        )
 
     async def _validated(self, info: TenantInfo | None) -> TenantInfo:
         if info is None:

@@ -35,7 +35,7 @@ CASES: list[tuple[str, Query, bytes]] = [
     ("b1:3181", [("group", "default")], b'{"rack":null,"hostname":"h1"}'),
     ("b1:3181", [("group", "default")], b'{"rack":"/r1","extra":[1,2]}'),
     ("b1:3181", [("group", "default")], b'{"rack":"/a","rack":"/b"}'),
-    ("b1:3181", [("group", "default")], b'{"rack":5}'),  # not a string: the route's 422
+    ("b1:3181", [("group", "default")], b'{"rack":5}'),  # not a string: 400 from both
     ("b1:3181", [("group", "default")], b"[]"),
     ("b1:3181", [("group", "default")], b"null"),
     ("b1:3181", [("group", "default")], b"{not json"),
@@ -43,6 +43,16 @@ CASES: list[tuple[str, Query, bytes]] = [
     ("b%C3%B8:3181", [("group", "default")], b'{"rack":"/rack1"}'),
     ("a%2Fb:3181", [("group", "default")], b'{"rack":"/rack1"}'),
 ]
+# Requests the rules refuse (api.request_rules, naming): 4xx from both, nothing written.
+RULE_CASES: list[tuple[str, Query, bytes]] = [
+    ("b1:3181", [("group", "default")], b'{"rack":"/r\\ud800"}'),
+    ("b1:3181", [("group", "default")], b'{"rack":"/r1","hostname":1e999}'),
+    ("b1:3181", [("group", "default")], b'{"rack":"/r1","x":' + b"[" * 100 + b"]" * 100 + b"}"),
+    ("b1:3181", [("group", "default")], b'{"rack":"/r1","x":99999999999999999999}'),
+    ("b%00:3181", [("group", "default")], b'{"rack":"/rack1"}'),
+    ("b1:3181", [("group", "a\nb")], b'{"rack":"/rack1"}'),
+]
+CASES += RULE_CASES
 
 
 def answer(
@@ -76,13 +86,24 @@ def test_fast_path_writes_what_the_route_writes(admin: httpx.Client, clean_store
 
 
 @pytest.mark.parametrize("content_type", [None, "text/plain"])
-def test_a_body_not_sent_as_json_is_400_and_writes_nothing(
+def test_a_body_not_sent_as_json_is_415_and_writes_nothing(
     admin: httpx.Client, clean_store: RawEtcd, content_type: str | None
 ) -> None:
+    """Jersey's answer for a body a `@Consumes(APPLICATION_JSON)` resource cannot read (no
+    Content-Type reads as application/octet-stream)."""
     headers = {} if content_type is None else {"content-type": content_type}
     response = admin.post(
         f"{RACKS}/b1:3181", params={"group": "default"}, content=b'{"rack":"/r1"}', headers=headers
     )
-    assert response.status_code == 400
+    assert response.status_code == 415
     assert "reason" in response.json()
     assert clean_store.get("/bookies") is None
+
+
+@pytest.mark.parametrize("case", RULE_CASES, ids=[f"{c[0]}-{c[1]}-{c[2]!r}" for c in RULE_CASES])
+def test_fast_path_applies_the_request_rules(
+    admin: httpx.Client, clean_store: RawEtcd, case: tuple[str, Query, bytes]
+) -> None:
+    status, content, stored = answer(admin, clean_store, case, FAST)
+    assert status in (400, 412) and "reason" in content
+    assert stored == SEED

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from api.secrets import MASK, mask_text, masked_config
 from api.settings import SettingsError, load_settings
 
 
@@ -58,10 +59,27 @@ def test_bad_settings_are_refused(tmp_path: Path, text: str, message: str) -> No
         load_settings(write_conf(tmp_path, text), environ={})
 
 
-def test_runtime_configuration_is_all_text_and_hides_passwords(tmp_path: Path) -> None:
-    conf = write_conf(tmp_path, "brokerClientTlsTrustStorePassword=secret\nfoo=bar\n")
-    runtime = load_settings(conf, environ={}).runtime_configuration()
+def test_runtime_configuration_is_all_text_and_masks_secrets(tmp_path: Path) -> None:
+    conf = write_conf(
+        tmp_path,
+        "brokerClientTlsTrustStorePassword=pw1\ntokenSecretKey=data:;base64,c2VjcmV0\n"
+        "brokerClientAuthenticationParameters=token:abc\n"
+        "bookkeeperClientAuthenticationParameters={\"a\":1}\nfoo=bar\n",
+    )
+    runtime = masked_config(load_settings(conf, environ={}).runtime_configuration())
     assert runtime["clusterName"] == "standalone"
     assert runtime["bookkeeperClientRackawarePolicyEnabled"] == "true"
     assert runtime["foo"] == "bar"
-    assert "secret" not in runtime.values()
+    for key in (
+        "brokerClientTlsTrustStorePassword",
+        "tokenSecretKey",
+        "brokerClientAuthenticationParameters",
+        "bookkeeperClientAuthenticationParameters",
+    ):
+        assert runtime[key] == MASK
+
+
+def test_log_lines_mask_secrets_and_are_cut() -> None:
+    line = mask_text('tokenSecretKey=abc authParams: "token:xyz" rack=/r1 ' + "x" * 5000)
+    assert "abc" not in line and "xyz" not in line and "rack=/r1" in line
+    assert len(line) < 1100

@@ -190,6 +190,17 @@ def test_unknown_namespace_is_404(admin: httpx.Client) -> None:
     assert (response.status_code, response.json()) == (404, {"reason": "Namespace does not exist"})
 
 
+def test_sizes_beyond_the_maximums_and_the_bookies_are_400(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    make_namespace(admin, clean_store)
+    for sizes in ({"ensembleSize": 3_000_000}, {"ensembleSize": 2**31 - 1, "writeQuorum": 2},
+                  {"ensembleSize": 2**40}, {"ackQuorum": 10**30}):  # fmt: skip
+        response = admin.get(PREVIEW, params=sizes)
+        assert response.status_code == 400, sizes
+        assert "reason" in response.json()
+
+
 # -- GET /admin/v2/bookies/lint ------------------------------------------------------------
 
 LINT = "/admin/v2/bookies/lint"

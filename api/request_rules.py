@@ -1,0 +1,244 @@
+"""One set of rules every request passes before anything routes it or touches etcd.
+
+A plain ASGI layer outside the whole server (the rack-write fast path included), so no route
+can forget a rule. A request that breaks one is answered at once with Pulsar's error shape
+`{"reason": ...}` and never reaches a service, so it changes nothing:
+
+- the URI: its path and query must percent-decode to UTF-8 (400);
+- the size: a body over `httpMaxRequestSize` bytes is 413, refused from its Content-Length
+  before it is read, or as soon as a streamed body passes the limit;
+- JSON bodies (a JSON content type): they must parse as strict JSON that Java's Jackson can
+  hold: no NaN/Infinity, no number that overflows a double, no integer beyond a Java long,
+  no text that does not encode as UTF-8 (a lone surrogate such as `"\\ud800"`), at most
+  `MAX_JSON_DEPTH` levels of arrays and objects (400 for each);
+- text bodies (the anti-affinity group, a bare string even when sent as application/json):
+  valid UTF-8 (400).
+
+Narrower rules (an int field is a Java `int`, a name matches Pulsar's pattern) are the
+models' and services' business; the media type (415) is checked after routing, where the
+route is known (`require_json_body`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+import orjson
+from fastapi import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.deadline import send_response
+from api.errors import UnsupportedMediaType
+from metastore.codec import dump_json
+
+MAX_JSON_DEPTH = 64
+JAVA_LONG_MIN, JAVA_LONG_MAX = -(2**63), 2**63 - 1
+JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
+# A run of 19 digits or more may be an integer beyond a Java long, which orjson reads as a
+# float without saying so: such bodies are parsed again, integers checked one by one.
+_LONG_DIGITS = re.compile(rb"\d{19,}")
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_MAY_CONSUME = frozenset({"POST", "PUT", "PATCH"})  # methods whose body a resource reads
+
+
+class RequestRejected(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    """`application/json` or a structured `application/...+json` type."""
+    if not content_type:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+def is_text_body_route(method: str, path: str) -> bool:
+    """The anti-affinity group POST: a bare string body, not JSON (as Pulsar's client sends)."""
+    return method == "POST" and path.startswith("/admin/") and path.endswith("/antiAffinity")
+
+
+def check_uri(scope: Scope) -> None:
+    raw_path = scope.get("raw_path") or scope["path"].encode("utf-8", "surrogatepass")
+    for part, what in ((raw_path, "path"), (scope.get("query_string", b""), "query")):
+        try:
+            unquote_to_bytes(part).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RequestRejected(400, f"Invalid URI: the {what} is not UTF-8") from exc
+
+
+def _reject_long_overflow(text: str) -> int:
+    value = int(text)
+    if not JAVA_LONG_MIN <= value <= JAVA_LONG_MAX:
+        raise ValueError(f"Numeric value ({text}) out of range of a Java long")
+    return value
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"Non-standard token '{name}': only finite numbers are accepted")
+
+
+def parse_json_body(body: bytes) -> Any:
+    """The body as JSON under the rules above; `RequestRejected` (400) when it breaks one."""
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise RequestRejected(400, f"Invalid JSON body: {exc}") from exc
+    if _LONG_DIGITS.search(body):
+        try:
+            document = json.loads(
+                body, parse_int=_reject_long_overflow, parse_constant=_reject_constant
+            )
+        except (ValueError, RecursionError) as exc:
+            raise RequestRejected(400, f"Invalid JSON body: {exc}") from exc
+    check_document(document)
+    return document
+
+
+def check_document(document: Any, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Depth, numbers and text of a parsed document (iteratively: no recursion limit)."""
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > max_depth:
+                raise RequestRejected(
+                    400, f"Invalid JSON body: nested deeper than {max_depth} levels"
+                )
+            items: Iterator[Any]
+            if isinstance(value, dict):
+                for key in value:
+                    _check_text(key)
+                items = iter(value.values())
+            else:
+                items = iter(value)
+            stack.extend((item, depth + 1) for item in items)
+        elif isinstance(value, str):
+            _check_text(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise RequestRejected(400, "Invalid JSON body: only finite numbers are accepted")
+        elif isinstance(value, int) and not JAVA_LONG_MIN <= value <= JAVA_LONG_MAX:
+            raise RequestRejected(400, f"Invalid JSON body: {value} is out of range of a Java long")
+
+
+def _check_text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RequestRejected(400, "Invalid JSON body: text that is not valid UTF-8") from exc
+
+
+def check_body(method: str, path: str, content_type: str | None, body: bytes) -> None:
+    if not body:
+        return
+    if is_text_body_route(method, path):
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RequestRejected(400, "Invalid body: not UTF-8 text") from exc
+        return
+    if is_json_media_type(content_type):
+        parse_json_body(body)
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def too_large(limit: int) -> RequestRejected:
+    return RequestRejected(413, f"Request body exceeds httpMaxRequestSize ({limit} bytes)")
+
+
+class RequestRules:
+    """The ASGI layer: checks, then hands the app the body it already read."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            check_uri(scope)
+            if scope["method"] not in _WITH_BODY:
+                await self.app(scope, receive, send)
+                return
+            length = header(scope, b"content-length")
+            if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+                raise too_large(self.max_body_bytes)
+            body = await self._read_body(receive)
+            if body is None:  # the client went away
+                return
+            check_body(scope["method"], scope["path"], header(scope, b"content-type"), body)
+        except RequestRejected as rejected:
+            await send_response(send, rejected.status, dump_json({"reason": rejected.reason}))
+            return
+        await self.app(scope, replay(body, receive), send)
+
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise too_large(self.max_body_bytes)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands the already-read body over again, then defers to the real one."""
+    replayed = False
+
+    async def replayed_receive() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed_receive
+
+
+UNSUPPORTED_MEDIA_TYPE = "Unsupported Media Type: request bodies are application/json"
+
+
+async def require_json_media_type(request: Request) -> None:
+    """Jersey's 415 on a `@Consumes(APPLICATION_JSON)` resource, after routing (so an unknown
+    path stays 404 and a wrong method 405): a Content-Type that is not JSON, or a body sent
+    without one (Jersey reads that as application/octet-stream). The anti-affinity POST takes
+    its bare group name as any text type (or octet-stream, what generated clients send)."""
+    if request.method not in _MAY_CONSUME:
+        return
+    content_type = request.headers.get("content-type")
+    text_type = content_type is None or content_type.lower().startswith(
+        ("text/", "application/octet-stream")
+    )
+    if text_type and is_text_body_route(request.method, request.url.path):
+        return
+    if content_type is None:
+        if await request.body():
+            raise UnsupportedMediaType(UNSUPPORTED_MEDIA_TYPE)
+        return
+    if not is_json_media_type(content_type):
+        raise UnsupportedMediaType(UNSUPPORTED_MEDIA_TYPE)

@@ -1,0 +1,66 @@
+"""Sensitive configuration never leaves the process: masked in the runtime-configuration
+answer and in every log line.
+
+Pulsar's rule for what is sensitive: a key naming a token, a secret, a password or
+authentication parameters (`tokenSecretKey`, `brokerClientAuthenticationParameters`,
+`bookkeeperClientAuthenticationParameters`, `authParams`, `...Password`). Log lines are also
+cut to `MAX_LOG_MESSAGE` characters, so no line carries a whole document or request body.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+MASK = "******"
+MAX_LOG_MESSAGE = 1000
+_SENSITIVE = re.compile(r"token|secret|password|auth(entication)?param", re.IGNORECASE)
+# `key=value`, `key: value`, `"key": "value"` where the key is sensitive.
+_IN_TEXT = re.compile(
+    r"""(?P<key>["']?[\w.-]*(?:token|secret|password|auth(?:entication)?param)[\w.-]*["']?)"""
+    r"""(?P<sep>\s*[=:]\s*)(?P<value>"[^"]*"|'[^']*'|[^\s,;}&]+)""",
+    re.IGNORECASE,
+)
+
+
+def is_sensitive(key: str) -> bool:
+    return _SENSITIVE.search(key) is not None
+
+
+def masked_config(values: Mapping[str, str]) -> dict[str, str]:
+    """`values` with every sensitive key's value replaced by `MASK` (empty values stay)."""
+    return {key: MASK if value and is_sensitive(key) else value for key, value in values.items()}
+
+
+def mask_text(text: str) -> str:
+    """Sensitive `key=value` pairs in free text masked, the text cut to `MAX_LOG_MESSAGE`."""
+    masked = _IN_TEXT.sub(lambda m: f"{m.group('key')}{m.group('sep')}{MASK}", text)
+    if len(masked) > MAX_LOG_MESSAGE:
+        masked = f"{masked[:MAX_LOG_MESSAGE]}... ({len(masked) - MAX_LOG_MESSAGE} more chars)"
+    return masked
+
+
+class _MaskedRecord(logging.LogRecord):
+    def getMessage(self) -> str:
+        return mask_text(super().getMessage())
+
+
+_installed = False
+
+
+def install_log_masking() -> None:
+    """Every log record of the process, whatever logger or handler, masked and cut."""
+    global _installed
+    if _installed:
+        return
+    previous: Callable[..., logging.LogRecord] = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        record.__class__ = _MaskedRecord
+        return record
+
+    logging.setLogRecordFactory(factory)
+    _installed = True
