@@ -18,10 +18,10 @@ EXAMPLE_BOOKIE: dict[str, Any] = {
     "state": "writable",
     "rack": "/rack1",
     "group": "iso",
+    "ledgers": 3,
     "supervised": True,
     "diskUsed": 4259840,
     "diskCapacity": 107374182400,
-    "ledgers": 3,
 }
 
 StorageBookieId = Annotated[
@@ -49,6 +49,7 @@ class StorageBookie(BaseModel):
     )
     rack: str | None = Field(description="Rack in the rack map, null when it has no entry")
     group: str | None = Field(description="Bookie affinity group in the rack map, or null")
+    ledgers: int = Field(description="Ledgers whose ensembles include it")
     supervised: bool = Field(description="Whether this service runs it (and can control it)")
     diskUsed: int | None = Field(
         description="Bytes its data directory takes (supervised bookies only, else null)"
@@ -56,7 +57,6 @@ class StorageBookie(BaseModel):
     diskCapacity: int | None = Field(
         description="Size of the file system of its data directory (supervised only, else null)"
     )
-    ledgers: int = Field(description="Ledgers whose ensembles include it")
 
 
 def _error(description: str) -> dict[str, Any]:

@@ -52,10 +52,10 @@ class BookieStatus:
     state: str
     rack: str | None
     group: str | None
+    ledgers: int
     supervised: bool
     diskUsed: int | None
     diskCapacity: int | None
-    ledgers: int
 
 
 def directory_size(path: Path) -> int:
