@@ -21,7 +21,7 @@ import uvicorn
 from api.app import create_server_app
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
-from storage.cluster import FIRST_PORT, LocalBookies, default_ports, free_ports
+from storage.cluster import FIRST_PORT, LocalBookies, default_ports, ports_for
 
 log = logging.getLogger("api")
 
@@ -51,14 +51,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--bookie-port", type=int, default=FIRST_PORT,
         help="port of the first supervised bookie, the others follow it (default 3181; 0: "
-        "free ports chosen at start, and the bookie ids follow them)",
+        "the ports of the bookie data already under --data-dir when free, else free ports; "
+        "the bookie ids follow the ports)",
     )  # fmt: skip
     return parser.parse_args(argv)
 
 
-def bookie_ports(args: argparse.Namespace) -> list[int]:
+def bookie_ports(args: argparse.Namespace, data_dir: Path) -> list[int]:
     if args.bookie_port == 0:
-        return free_ports(args.bookies)
+        return ports_for(data_dir, args.bookies)
     return default_ports(args.bookies, args.bookie_port)
 
 
@@ -170,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     bookies = None
     if args.bookies > 0:
         bookies = LocalBookies(
-            Path(settings.dataDir), settings.metadataStoreUrl, bookie_ports(args)
+            Path(settings.dataDir),
+            settings.metadataStoreUrl,
+            bookie_ports(args, Path(settings.dataDir)),
         )
         bookies.start()
     app = create_server_app(settings, bookies)

@@ -54,6 +54,33 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def ports_for(data_dir: Path, count: int) -> list[int]:
+    """Ports for `count` bookies chosen freely: those of the bookies that already have data
+    under `data_dir` (`bookie-<port>/`, lowest first) when free, so a restart keeps their ids
+    and their ledgers stay readable, then free ports."""
+    existing = sorted(
+        int(path.name.removeprefix("bookie-"))
+        for path in data_dir.glob("bookie-*")
+        if path.is_dir() and path.name.removeprefix("bookie-").isdigit()
+    )
+    kept = [port for port in existing if port_is_free(port)][:count]
+    for port in existing:
+        if port not in kept and len(kept) < count:
+            log.warning("bookie data %s/bookie-%d not used: its port is taken", data_dir, port)
+    fresh = [port for port in free_ports(count) if port not in kept]
+    return kept + fresh[: count - len(kept)]
+
+
 def _die_with_parent() -> None:
     """In the child: be killed if the supervising process dies, even by SIGKILL (Linux)."""
     with contextlib.suppress(OSError, AttributeError):
