@@ -15,6 +15,7 @@ from api.services.namespace_policies import NamespacePolicyService
 from api.services.namespaces import NamespaceService
 from api.services.placement import PlacementService
 from api.services.racks import RackService
+from api.services.storage_bookies import StorageBookieService
 from api.services.tenants import TenantService
 from api.services.topics import TopicService
 from api.settings import Settings
@@ -25,6 +26,7 @@ from metastore.topology import TopologySnapshot
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
 from storage.bookie.client import BookieClient
+from storage.cluster import LocalBookies
 from storage.engine import build_ledger_client, build_managed_ledger_factory
 from storage.ledger import BookiePool, LedgerClient
 from storage.managed_ledger import ManagedLedgerFactory
@@ -50,6 +52,7 @@ class Services:
     lint: LintService
     lookup: LookupService
     topics: TopicService
+    storage_bookies: StorageBookieService
 
 
 @dataclass
@@ -68,7 +71,9 @@ class AppState:
     versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
 
     @classmethod
-    def build(cls, settings: Settings, store: MetadataStore) -> AppState:
+    def build(
+        cls, settings: Settings, store: MetadataStore, local_bookies: LocalBookies | None = None
+    ) -> AppState:
         config = placement_config(settings)
         topology = TopologySnapshot.watching(store, config)
         broker_watch = WatchedRange(store, paths.BROKERS, prefix=True)
@@ -82,6 +87,7 @@ class AppState:
         ledgers = build_ledger_client(store, BookiePool(BookieClient.connect), current_topology,
                                       config)
         managed_ledgers = build_managed_ledger_factory(store, ledgers)
+        versioned_keys = VersionedKeys.of(store)
         services = Services(
             racks=RackService(store, settings, topology.racks),
             tenants=TenantService(store, settings),
@@ -93,6 +99,7 @@ class AppState:
             lint=LintService(store, topology),
             lookup=LookupService(store, settings, broker_watch, ownership_watch),
             topics=TopicService(store, settings, config, managed_ledgers),
+            storage_bookies=StorageBookieService(store, versioned_keys, config, local_bookies),
         )
         return cls(
             settings=settings,
@@ -106,7 +113,7 @@ class AppState:
             services=services,
             ledgers=ledgers,
             managed_ledgers=managed_ledgers,
-            versioned_keys=VersionedKeys.of(store),
+            versioned_keys=versioned_keys,
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:
