@@ -20,8 +20,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.api.routes.test_lookup import register_broker
-from tests.api.routes.test_tenants import add_cluster
+from tests.factories import add_cluster, register_broker
 from tests.support import REPO, RawEtcd, ServerProcess
 
 SEEDED = {
