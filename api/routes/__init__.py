@@ -10,6 +10,7 @@ from api.routes import (
     namespaces_v1,
     ns_isolation_policies,
     placement,
+    storage_audit,
     tenants,
     topics,
 )
@@ -26,6 +27,7 @@ ROUTERS = [
     lookup.router,
     topics.router,
     bookkeeper_admin.router,
+    storage_audit.router,
 ]
 
 __all__ = ["ROUTERS"]
