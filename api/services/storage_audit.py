@@ -26,6 +26,7 @@ from api.errors import Conflict, NotFound
 
 LEDGERS_READ = re.compile(r"snapshot: (\d+) ledgers read")
 AUDIT_STAGE = re.compile(r"^\[audit\s+[\d.]+s\] (.*)$")
+AUDIT_STEP = re.compile(r"^(\d)/(\d) ")
 _TAIL = 20
 
 
@@ -38,6 +39,7 @@ class AuditJob:
     state: str = "SNAPSHOT"
     stage: str = "reading the metadata store"
     ledgers_read: int = 0
+    steps_done: float = 0.0  # share of the audit's own stages done (its `k/5` lines)
     started: float = field(default_factory=time.time)
     finished: float | None = None
     error: str | None = None
@@ -53,8 +55,12 @@ class AuditJob:
         return self.directory / "audit" / "report.html"
 
     def progress(self) -> float:
-        """A rough share done: the snapshot is the first tenth, the audit the rest."""
-        return {"SNAPSHOT": 0.05, "AUDIT": 0.5, "DONE": 1.0}.get(self.state, 1.0)
+        """A rough share done: the snapshot is the first tenth, the audit's stages the rest."""
+        if self.state == "SNAPSHOT":
+            return 0.0
+        if self.state == "AUDIT":
+            return 0.1 + 0.9 * self.steps_done
+        return 1.0
 
 
 class StorageAuditService:
@@ -135,6 +141,8 @@ class StorageAuditService:
                             job.ledgers_read = int(m.group(1))
                         elif m := AUDIT_STAGE.match(line):
                             job.stage = m.group(1)
+                            if step := AUDIT_STEP.match(job.stage):
+                                job.steps_done = int(step.group(1)) / int(step.group(2))
             code = await process.wait()
         except asyncio.CancelledError:
             process.kill()
