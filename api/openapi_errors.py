@@ -42,6 +42,7 @@ DESCRIPTIONS: dict[int, str] = {
     413: "Request body over httpMaxRequestSize, or a document over etcd's request limit",
     415: "Unsupported media type: bodies are application/json",
     500: "A stored document cannot be read (the reason names its key)",
+    501: "Not implemented yet (the reason says what is missing)",
     503: "The metadata store did not answer in time",
 }
 

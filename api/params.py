@@ -101,3 +101,13 @@ TopicName = Annotated[
         openapi_examples=_example("orders", "a topic name"),
     ),
 ]
+AuditId = Annotated[
+    str,
+    Path(
+        description=(
+            "Id of a placement audit, as `POST /admin/v2/storage/audit` returned it (12 hex "
+            "digits)."
+        ),
+        openapi_examples=_example("3f2a9c41d07e", "an audit started earlier"),
+    ),
+]

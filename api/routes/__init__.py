@@ -10,6 +10,7 @@ from api.routes import (
     namespaces_v1,
     ns_isolation_policies,
     placement,
+    storage_audit,
     storage_bookies,
     tenants,
     topics,
@@ -27,6 +28,7 @@ ROUTERS = [
     lookup.router,
     topics.router,
     bookkeeper_admin.router,
+    storage_audit.router,
     storage_bookies.router,
 ]
 
