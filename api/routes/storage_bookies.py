@@ -4,12 +4,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import StorageBookiesDep
+from api.params import StorageBookieId
 
 router = APIRouter(prefix="/admin/v2/storage/bookies", tags=["extensions"])
 
@@ -23,19 +24,6 @@ EXAMPLE_BOOKIE: dict[str, Any] = {
     "diskUsed": 4259840,
     "diskCapacity": 107374182400,
 }
-
-StorageBookieId = Annotated[
-    str,
-    Path(
-        description=(
-            "Bookie id in `host:port` form, as it registers under `/ledgers/available` "
-            "(a supervised bookie's id is `127.0.0.1:<its port>`)."
-        ),
-        openapi_examples={
-            "example": {"summary": "a bookie on its default port", "value": "127.0.0.1:3181"}
-        },
-    ),
-]
 
 
 class StorageBookie(BaseModel):
