@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from api.services.bookkeeper_admin import BookKeeperAdminService
 from api.services.clusters import ClusterService
 from api.services.isolation import IsolationService
 from api.services.lint import LintService
@@ -89,3 +90,10 @@ PlacementDep = Annotated[PlacementService, Depends(get_placement)]
 LintDep = Annotated[LintService, Depends(get_lint)]
 LookupDep = Annotated[LookupService, Depends(get_lookup)]
 TopicsDep = Annotated[TopicService, Depends(get_topics)]
+
+
+async def get_bookkeeper_admin(request: Request) -> BookKeeperAdminService:
+    return BookKeeperAdminService(app_state(request).versioned_keys)
+
+
+BookKeeperAdminDep = Annotated[BookKeeperAdminService, Depends(get_bookkeeper_admin)]

@@ -21,6 +21,7 @@ from api.settings import Settings
 from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.store import MetadataStore
+from metastore.versioned_keys import VersionedKeys
 from metastore.topology import TopologySnapshot
 from placement import PlacementConfig, Topology
 from storage.bookie.client import BookieClient
@@ -63,6 +64,7 @@ class AppState:
     topology: TopologySnapshot
     services: Services
     ledgers: LedgerClient
+    versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
     managed_ledgers: ManagedLedgerFactory
 
     @property
@@ -108,6 +110,7 @@ class AppState:
             services=services,
             ledgers=ledgers,
             managed_ledgers=managed_ledgers,
+            versioned_keys=VersionedKeys.of(store),
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:
@@ -122,4 +125,5 @@ class AppState:
         await self.ledgers.close()
         for watch in self.watches():
             await watch.stop()
+        await self.versioned_keys.close()
         await self.store.close()

@@ -143,3 +143,24 @@ def url_encode(name: str) -> str:
         else:
             out.append(f"%{byte:02X}")
     return "".join(out)
+
+
+# -- auto-recovery marks under /ledgers/underreplication (BookKeeper's layout, kept by Pulsar's
+# PulsarLedgerUnderreplicationManager on etcd) ----------------------------------------------
+
+UNDERREPLICATION = "/ledgers/underreplication"
+UNDERREPLICATION_LAYOUT = "/ledgers/underreplication/LAYOUT"
+UNDERREPLICATED_LEDGERS = "/ledgers/underreplication/ledgers"
+UNDERREPLICATION_LOCKS = "/ledgers/underreplication/locks"
+
+
+def underreplicated_ledger(ledger_id: int) -> str:
+    """A ledger's under-replication mark: the id's four 16-bit groups in hex, then
+    `urL%010d` (`/ledgers/underreplication/ledgers/0000/0000/0000/0001/urL0000000001`)."""
+    groups = "/".join(f"{ledger_id >> shift & 0xFFFF:04x}" for shift in (48, 32, 16, 0))
+    return f"{UNDERREPLICATED_LEDGERS}/{groups}/urL{ledger_id:010d}"
+
+
+def underreplication_lock(ledger_id: int) -> str:
+    """The ephemeral lock a replication worker holds while it re-replicates the ledger."""
+    return f"{UNDERREPLICATION_LOCKS}/urL{ledger_id:010d}"

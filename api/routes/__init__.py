@@ -2,6 +2,7 @@
 
 from api.routes import (
     bookies,
+    bookkeeper_admin,
     brokers,
     clusters,
     lookup,
@@ -24,6 +25,7 @@ ROUTERS = [
     placement.router,
     lookup.router,
     topics.router,
+    bookkeeper_admin.router,
 ]
 
 __all__ = ["ROUTERS"]

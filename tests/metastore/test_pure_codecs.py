@@ -14,6 +14,7 @@ PURE_MODULES = [
     "metastore.managed_ledger_info",
     "metastore.paths",
     "metastore.proto",
+    "metastore.underreplication_marks",
 ]
 
 BLOCK_AND_IMPORT = """

@@ -1,0 +1,128 @@
+"""BookKeeper's own HTTP admin paths (`/api/v1/...`), as a bookie's HTTP server answers them:
+ledger metadata, the ledger list and the bookie list. Tagged `extensions` (they are not
+Pulsar admin paths); the answers copy upstream's, quirks included (see
+`api.services.bookkeeper_admin`):
+
+- no Content-Type header: upstream's server sets none, and its clients parse the body
+  regardless; we copy that rather than label a body upstream does not label;
+- each path also answers with a trailing slash (the documented form);
+- PUT, POST and DELETE are routed to the same handler upstream and answered
+  404 `Not found method. Should be GET method`; they are left out of the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from api.deps import BookKeeperAdminDep
+from api.services.bookkeeper_admin import NOT_GET_ANSWER, AdminAnswer
+
+router = APIRouter(prefix="/api/v1", tags=["extensions"])
+
+OTHER_METHODS = ["PUT", "POST", "DELETE"]
+TEXT_BODY = {"content": {"text/plain": {"schema": {"type": "string"}}}}
+
+
+def _query(*described: tuple[str, str]) -> dict[str, Any]:
+    """Query parameters for the OpenAPI document only: they are read as upstream reads them
+    (text, last value wins), so a bad value gets upstream's answer, not a validation error."""
+    return {
+        "parameters": [
+            {"name": name, "in": "query", "required": False, "schema": {"type": "string"},
+             "description": text}
+            for name, text in described
+        ]
+    }  # fmt: skip
+
+
+def _answer(answer: AdminAnswer) -> Response:
+    return Response(answer.body, status_code=answer.status, media_type=None)
+
+
+def _params(request: Request) -> dict[str, str]:
+    """Query parameters as upstream reads them: one value per name, the last one wins."""
+    return dict(request.query_params)
+
+
+async def _not_get() -> Response:
+    return _answer(NOT_GET_ANSWER)
+
+
+def _other_methods(path: str) -> None:
+    for suffix in ("", "/"):
+        router.add_api_route(
+            path + suffix, _not_get, methods=OTHER_METHODS, include_in_schema=False
+        )
+
+
+@router.get(
+    "/ledger/metadata",
+    operation_id="bookkeeperGetLedgerMetadata",
+    summary="BookKeeper: one ledger's metadata",
+    description=(
+        'BookKeeper\'s `GET /api/v1/ledger/metadata?ledger_id=N`: `{"N": <metadata>}` '
+        "with the fields of BookKeeper's `LedgerMetadataImpl` (bytes base64, ensembles as "
+        '`{"id": bookie}` objects). No `ledger_id`: 404; an unknown ledger: 500, as upstream.'
+    ),
+    responses={
+        200: {"description": "Jackson-pretty JSON, sent without Content-Type", **TEXT_BODY},
+        404: {"description": "`Not found method. Should be GET method`", **TEXT_BODY},
+        500: {"description": "`Internal Server Error` (e.g. no such ledger)", **TEXT_BODY},
+    },
+    response_class=Response,
+    openapi_extra=_query(("ledger_id", "The ledger id (a Java long)")),
+)
+@router.get("/ledger/metadata/", include_in_schema=False, response_class=Response)
+async def get_ledger_metadata(request: Request, service: BookKeeperAdminDep) -> Response:
+    return _answer(await service.ledger_metadata(_params(request)))
+
+
+@router.get(
+    "/ledger/list",
+    operation_id="bookkeeperListLedgers",
+    summary="BookKeeper: every ledger id, optionally with its metadata",
+    description=(
+        'BookKeeper\'s `GET /api/v1/ledger/list`: `{"<id>": null}` by id; with '
+        "`print_metadata=true` the value is the stored metadata as a string (binary, so "
+        "garbled), with `decode_meta=true` as well the decoded metadata. `page` (1-based, "
+        "100 a page) applies only with `print_metadata=true`; page 1 holds 99 ledgers, as "
+        "upstream's arithmetic makes it."
+    ),
+    responses={200: {"description": "Jackson-pretty JSON, sent without Content-Type", **TEXT_BODY}},
+    response_class=Response,
+    openapi_extra=_query(
+        ("print_metadata", "`true`: each id maps to its metadata"),
+        ("decode_meta", "`true` (with print_metadata): the metadata decoded"),
+        ("page", "1-based page of 100 ledgers (with print_metadata)"),
+    ),
+)
+@router.get("/ledger/list/", include_in_schema=False, response_class=Response)
+async def list_ledgers(request: Request, service: BookKeeperAdminDep) -> Response:
+    return _answer(await service.list_ledgers(_params(request)))
+
+
+@router.get(
+    "/bookie/list_bookies",
+    operation_id="bookkeeperListBookies",
+    summary="BookKeeper: registered bookies",
+    description=(
+        "BookKeeper's `GET /api/v1/bookie/list_bookies?type=rw|ro&print_hostnames=true`: "
+        "bookie id to hostname (null without `print_hostnames=true`); any `type` but `ro` "
+        "means writable bookies."
+    ),
+    responses={200: {"description": "Jackson-pretty JSON, sent without Content-Type", **TEXT_BODY}},
+    response_class=Response,
+    openapi_extra=_query(
+        ("type", "`ro`: read-only bookies; anything else: writable ones"),
+        ("print_hostnames", "`true`: map each bookie to its hostname"),
+    ),
+)
+@router.get("/bookie/list_bookies/", include_in_schema=False, response_class=Response)
+async def list_bookies(request: Request, service: BookKeeperAdminDep) -> Response:
+    return _answer(await service.list_bookies(_params(request)))
+
+
+for _path in ("/ledger/metadata", "/ledger/list", "/bookie/list_bookies"):
+    _other_methods(_path)

@@ -1,0 +1,212 @@
+"""BookKeeper's HTTP admin answers (`/api/v1/...`), as a real bookie's HTTP server gives
+them (shared/reference/storage-pipeline-anchors.md 1.4; BookKeeper's `GetLedgerMetaService`,
+`ListLedgerService`, `ListBookiesService`):
+
+- bodies are Jackson's default pretty printer (`"key" : value`, two-space indent);
+- a ledger is the `LedgerMetadataImpl` bean: `ledgerId, metadataFormatVersion, ensembleSize,
+  writeQuorumSize, ackQuorumSize, state, length, lastEntryId, ctime, digestType, password,
+  customMetadata, allEnsembles, closed, ctoken` (Jackson's order: properties backed by a
+  field in field order, then getter-only ones); bytes are base64, bookies `{"id": ...}`
+  objects, a missing ctime the store's creation time (0 on etcd; -1 for a V1 value);
+- `ledger/list` without `print_metadata=true` maps ids to null; with it, to the serialized
+  metadata as a (garbled) string, or with `decode_meta=true` to the bean; `page` (100 a page,
+  1-based) only counts with `print_metadata=true`, and page 1 holds 99 ledgers (upstream's
+  index arithmetic, kept);
+- maps built as Java `HashMap`s come out in `HashMap` iteration order;
+- any other method than GET is 404 `Not found method. Should be GET method`, as is a missing
+  `ledger_id`; a failure while answering (unknown ledger, bad number, store down) is the
+  HTTP server's bare 500.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from api.services.isolation import jackson_pretty
+from metastore import paths
+from metastore.bookie_service_info import BOOKIE_RPC, decode_bookie_service_info
+from metastore.ledger_metadata import LedgerMetadata, encode_ledger_metadata
+from metastore.ledgers import LedgerMetadataStore
+from metastore.versioned_keys import VersionedKeys
+
+log = logging.getLogger(__name__)
+
+NOT_GET = "Not found method. Should be GET method"
+INTERNAL_ERROR = "Internal Server Error"
+LIST_LEDGER_BATCH_SIZE = 100
+_JAVA_LONG = re.compile(r"[+-]?[0-9]+")
+_JAVA_INT_RANGE = (-(2**31), 2**31 - 1)
+_JAVA_LONG_RANGE = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True)
+class AdminAnswer:
+    """What the bookie's HTTP server sends: a status and a text body, no Content-Type."""
+
+    status: int
+    body: str
+
+
+NOT_GET_ANSWER = AdminAnswer(404, NOT_GET)
+
+
+class BookKeeperAdminService:
+    def __init__(self, keys: VersionedKeys) -> None:
+        self.keys = keys
+        self.ledgers = LedgerMetadataStore(keys)
+
+    async def ledger_metadata(self, params: Mapping[str, str]) -> AdminAnswer:
+        """`GET /api/v1/ledger/metadata?ledger_id=N`: `{"N": <ledger bean>}`."""
+        if "ledger_id" not in params:
+            return NOT_GET_ANSWER
+        try:
+            ledger_id = _java_number(params["ledger_id"], _JAVA_LONG_RANGE)
+            found = await self.ledgers.read(ledger_id)
+        except Exception:
+            log.exception("ledger metadata of %r", params["ledger_id"])
+            return AdminAnswer(500, INTERNAL_ERROR)
+        return AdminAnswer(200, jackson_pretty({str(ledger_id): ledger_bean(found.metadata)}))
+
+    async def list_ledgers(self, params: Mapping[str, str]) -> AdminAnswer:
+        """`GET /api/v1/ledger/list?print_metadata=&decode_meta=&page=`."""
+        print_metadata = params.get("print_metadata") == "true"
+        decode = params.get("decode_meta", "false") == "true"
+        try:
+            page = -1
+            if print_metadata and "page" in params:
+                page = _java_number(params["page"], _JAVA_INT_RANGE)
+            output: dict[str, Any] = {}
+            if not print_metadata:
+                async for ledger_id in self.ledgers.ledger_ids():
+                    output[str(ledger_id)] = None
+            else:
+                start = (page - 1) * LIST_LEDGER_BATCH_SIZE if page > 0 else 0
+                end = start + LIST_LEDGER_BATCH_SIZE - 1 if page > 0 else 0
+                index = 0
+                async for stored in self.ledgers.ledgers():
+                    index += 1
+                    if end == 0 or start <= index <= end:
+                        metadata = stored.metadata
+                        output[str(metadata.ledger_id)] = (
+                            ledger_bean(metadata)
+                            if decode
+                            else encode_ledger_metadata(metadata).decode(errors="replace")
+                        )
+        except Exception:
+            log.exception("ledger list")
+            return AdminAnswer(500, INTERNAL_ERROR)
+        return AdminAnswer(200, jackson_pretty(output))
+
+    async def list_bookies(self, params: Mapping[str, str]) -> AdminAnswer:
+        """`GET /api/v1/bookie/list_bookies?type=rw|ro&print_hostnames=true`: bookie id to
+        hostname (null unless `print_hostnames=true`)."""
+        read_only = params.get("type") == "ro"
+        print_hostnames = params.get("print_hostnames") == "true"
+        parent = paths.BOOKIES_READONLY if read_only else paths.BOOKIES_AVAILABLE
+        try:
+            bookies = [b for b in await self.keys.children(parent) if b != "readonly"]
+            output: dict[str, str | None] = {}
+            for bookie in bookies:
+                host = await self._hostname(paths.join(parent, bookie), bookie)
+                output.setdefault(bookie, host if print_hostnames else None)
+        except Exception:
+            log.exception("bookie list")
+            return AdminAnswer(500, INTERNAL_ERROR)
+        return AdminAnswer(200, jackson_pretty(java_hash_map(output.items())))
+
+    async def _hostname(self, path: str, bookie_id: str) -> str:
+        """The host of the bookie's `bookie-rpc` endpoint (BookKeeper's address resolver),
+        else the host part of its id."""
+        found = await self.keys.read(path)
+        info = decode_bookie_service_info(bookie_id, found.value if found else b"")
+        endpoint = next((e for e in info.endpoints if e.protocol == BOOKIE_RPC), None)
+        if endpoint is not None:
+            return endpoint.host
+        host, sep, port = bookie_id.rpartition(":")
+        if not sep or not port.isdigit():
+            raise ValueError(f"bookie id {bookie_id!r} is not host:port")
+        return host
+
+
+def ledger_bean(metadata: LedgerMetadata) -> dict[str, Any]:
+    """`LedgerMetadataImpl` as Jackson writes it, in Jackson's property order."""
+    ctime = metadata.ctime
+    if ctime is None:  # the store's creation time: 0 on etcd; V1 values never had one
+        ctime = -1 if metadata.format_version == 1 else 0
+    return {
+        "ledgerId": metadata.ledger_id,
+        "metadataFormatVersion": metadata.format_version,
+        "ensembleSize": metadata.ensemble_size,
+        "writeQuorumSize": metadata.write_quorum_size,
+        "ackQuorumSize": metadata.ack_quorum_size,
+        "state": metadata.state.name,
+        "length": metadata.length,
+        "lastEntryId": metadata.last_entry_id,
+        "ctime": ctime,
+        "digestType": None if metadata.digest_type is None else metadata.digest_type.name,
+        "password": _base64(metadata.password or b""),
+        "customMetadata": java_hash_map(  # read into a HashMap, then copied as it iterates
+            (k, _base64(v)) for k, v in metadata.custom_metadata.items()
+        ),
+        "allEnsembles": {
+            str(first): [{"id": bookie} for bookie in bookies]
+            for first, bookies in metadata.ensembles.items()
+        },
+        "closed": metadata.is_closed,
+        "ctoken": metadata.ctoken,
+    }
+
+
+def _base64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def _java_number(text: str, bounds: tuple[int, int]) -> int:
+    """`Long.parseLong` / `Integer.parseInt`: optional sign, ASCII digits, in range."""
+    if not text.isascii() or not _JAVA_LONG.fullmatch(text):
+        raise ValueError(f"For input string: {text!r}")
+    value = int(text)
+    if not bounds[0] <= value <= bounds[1]:
+        raise ValueError(f"For input string: {text!r}")
+    return value
+
+
+def java_string_hash(text: str) -> int:
+    """Java's `String.hashCode` (over UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    for unit in _utf16_units(text):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - 2**32 if h >= 2**31 else h
+
+
+def java_hash_map(entries: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """The entries in the order a Java `HashMap<String, ?>` filled in this order iterates
+    them: by bucket (the spread hash masked by the table size, which starts at 16 and doubles
+    past 3/4 full), insertion order within a bucket."""
+    items = list(entries)
+    size = 16
+    while len(items) > size * 3 // 4:
+        size *= 2
+
+    def bucket(key: str) -> int:
+        h = java_string_hash(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (size - 1)
+
+    ordered = sorted(enumerate(items), key=lambda item: (bucket(item[1][0]), item[0]))
+    return {key: value for _, (key, value) in ordered}
+
+
+def _utf16_units(text: str) -> Iterable[int]:
+    for char in text:
+        code = ord(char)
+        if code < 0x10000:
+            yield code
+        else:
+            code -= 0x10000
+            yield 0xD800 + (code >> 10)
+            yield 0xDC00 + (code & 0x3FF)
