@@ -21,8 +21,8 @@ from api.settings import Settings
 from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.store import MetadataStore
-from metastore.versioned_keys import VersionedKeys
 from metastore.topology import TopologySnapshot
+from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
 from storage.bookie.client import BookieClient
 from storage.engine import build_ledger_client, build_managed_ledger_factory
