@@ -24,6 +24,7 @@ from metastore.store import MetadataStore
 from metastore.topology import TopologySnapshot
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
+from storage.autorecovery import AutoRecovery, AutoRecoveryConfig
 from storage.bookie.client import BookieClient
 from storage.engine import build_ledger_client, build_managed_ledger_factory
 from storage.ledger import BookiePool, LedgerClient
@@ -34,6 +35,21 @@ def placement_config(settings: Settings) -> PlacementConfig:
     """PlacementConfig from the broker.conf keys in effect (typed fields and extra keys such
     as `reppRegionsToWrite`); a bad value fails the start."""
     return PlacementConfig.from_broker_conf(settings.runtime_configuration())
+
+
+def autorecovery_config(settings: Settings) -> AutoRecoveryConfig:
+    return AutoRecoveryConfig.from_conf(settings.runtime_configuration())
+
+
+def autorecovery(settings: Settings, store: MetadataStore,
+                 ledgers: LedgerClient) -> AutoRecovery | None:
+    """The auditor candidate and replication worker of this service, when enabled; its id is
+    the service's advertised `host:port`."""
+    config = autorecovery_config(settings)
+    if not config.autoRecoveryDaemonEnabled:
+        return None
+    node = f"{settings.advertisedAddress}:{settings.webServicePort}"
+    return AutoRecovery(VersionedKeys.of(store), ledgers, config, node)
 
 
 @dataclass(frozen=True)
@@ -66,6 +82,7 @@ class AppState:
     ledgers: LedgerClient
     versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
     managed_ledgers: ManagedLedgerFactory
+    autorecovery: AutoRecovery | None = None  # with autoRecoveryDaemonEnabled
 
     @property
     def racks(self) -> RackService:
@@ -111,6 +128,7 @@ class AppState:
             ledgers=ledgers,
             managed_ledgers=managed_ledgers,
             versioned_keys=VersionedKeys.of(store),
+            autorecovery=autorecovery(settings, store, ledgers),
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:
@@ -119,8 +137,13 @@ class AppState:
     async def start(self) -> None:
         for watch in self.watches():
             await watch.start()
+        if self.autorecovery is not None:
+            self.autorecovery.start()
 
     async def stop(self) -> None:
+        if self.autorecovery is not None:
+            await self.autorecovery.stop()
+            await self.autorecovery.keys.close()
         await self.managed_ledgers.close()
         await self.ledgers.close()
         for watch in self.watches():

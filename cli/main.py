@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from cli.commands import GROUPS, topics
+from cli.commands import GROUPS, storage, topics
 from cli.config import GlobalFlags, load
 from cli.context import AdminContext
 from cli.errors import FAILURE, report
@@ -33,7 +33,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=True,
 )
-for group in (*GROUPS, topics.app):
+for group in (*GROUPS, topics.app, storage.app):
     app.add_typer(group)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from api.deps import BookKeeperAdminDep
-from api.services.bookkeeper_admin import NOT_GET_ANSWER, AdminAnswer
+from api.services.bookkeeper_admin import NOT_GET_ANSWER, NOT_PUT_ANSWER, AdminAnswer
 
 router = APIRouter(prefix="/api/v1", tags=["extensions"])
 
@@ -126,3 +126,83 @@ async def list_bookies(request: Request, service: BookKeeperAdminDep) -> Respons
 
 for _path in ("/ledger/metadata", "/ledger/list", "/bookie/list_bookies"):
     _other_methods(_path)
+
+
+@router.get(
+    "/autorecovery/list_under_replicated_ledger",
+    operation_id="bookkeeperListUnderReplicatedLedgers",
+    summary="BookKeeper: ledgers marked under-replicated",
+    description=(
+        "BookKeeper's `GET /api/v1/autorecovery/list_under_replicated_ledger/`: a JSON array "
+        "of ledger ids; with `printmissingreplica` (present is enough) a map of ledger id to "
+        "the bookies missing a copy. `missingreplica` keeps ledgers missing that bookie, "
+        "`excludingmissingreplica` drops them. None: 404 `No under replicated ledgers found`."
+    ),
+    responses={
+        200: {"description": "Jackson-pretty JSON, sent without Content-Type", **TEXT_BODY},
+        404: {"description": "`No under replicated ledgers found`", **TEXT_BODY},
+    },
+    response_class=Response,
+    openapi_extra=_query(
+        ("missingreplica", "only ledgers missing this bookie"),
+        ("excludingmissingreplica", "only ledgers not missing this bookie"),
+        ("printmissingreplica", "present: map each ledger to its missing bookies"),
+    ),
+)
+@router.get("/autorecovery/list_under_replicated_ledger/", include_in_schema=False,
+            response_class=Response)
+async def list_under_replicated(request: Request, service: BookKeeperAdminDep) -> Response:
+    return _answer(await service.list_under_replicated(_params(request)))
+
+
+_other_methods("/autorecovery/list_under_replicated_ledger")
+
+
+@router.put(
+    "/autorecovery/trigger_audit",
+    operation_id="bookkeeperTriggerAudit",
+    summary="BookKeeper: ask the auditor for an audit now",
+    description=(
+        "BookKeeper's `PUT /api/v1/autorecovery/trigger_audit`: rewrites "
+        "`/ledgers/underreplication/lostBookieRecoveryDelay` with its value, which the elected "
+        "auditor answers with a lost-bookie audit and a placement check. "
+        "200 `Success trigger audit.`"
+    ),
+    responses={200: {"description": "`Success trigger audit.`", **TEXT_BODY}},
+    response_class=Response,
+)
+@router.put("/autorecovery/trigger_audit/", include_in_schema=False, response_class=Response)
+async def trigger_audit(service: BookKeeperAdminDep) -> Response:
+    return _answer(await service.trigger_audit())
+
+
+async def _not_put() -> Response:
+    return _answer(NOT_PUT_ANSWER)
+
+
+for _suffix in ("", "/"):
+    router.add_api_route("/autorecovery/trigger_audit" + _suffix, _not_put,
+                         methods=["GET", "POST", "DELETE"], include_in_schema=False)
+
+
+@router.get(
+    "/autorecovery/who_is_auditor",
+    operation_id="bookkeeperWhoIsAuditor",
+    summary="BookKeeper: the elected auditor",
+    description=(
+        "BookKeeper's `GET /api/v1/autorecovery/who_is_auditor/`: plain text "
+        "`Auditor: <id>` (the id the auditor wrote at `/ledgers/underreplication/leader`); "
+        "none elected: 404 `No auditor elected`."
+    ),
+    responses={
+        200: {"description": "`Auditor: <id>`", **TEXT_BODY},
+        404: {"description": "`No auditor elected`", **TEXT_BODY},
+    },
+    response_class=Response,
+)
+@router.get("/autorecovery/who_is_auditor/", include_in_schema=False, response_class=Response)
+async def who_is_auditor(service: BookKeeperAdminDep) -> Response:
+    return _answer(await service.who_is_auditor())
+
+
+_other_methods("/autorecovery/who_is_auditor")
