@@ -4,8 +4,11 @@ Election (Pulsar's `PulsarLedgerAuditorManager` / `LeaderElectionImpl`): the can
 creates `/ledgers/underreplication/leader` on its lease leads; the value is its id as a JSON
 string (`"host:port"`). The others look again every tick; when the leader's lease expires
 (process gone) or it steps down, the key vanishes and one of them wins the next create.
-Leadership ends as soon as the lease cannot be refreshed, so two auditors never run at once
-(the store's create-if-absent and the lease are the only arbiters).
+Leadership ends as soon as the lease cannot be refreshed, and an auditor acts (marks a
+ledger) only while its last successful refresh is less than a lease TTL old (refreshes every
+TTL/3, also between ledgers of a long scan), so two auditors never act at once: a successor
+can only be elected after the lease expired (the store's create-if-absent and the lease are
+the only arbiters).
 
 While leading (`Auditor.java` and its tasks):
 - lost bookies: a bookie whose registration disappeared since the last look is lost. With
@@ -35,7 +38,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from metastore.errors import AlreadyExists
@@ -69,6 +72,10 @@ def ledger_adheres(md: LedgerMetadata, topology: Topology, config: PlacementConf
     return all(segment_adheres(md, e, topology, config) for e in md.ensembles.values())
 
 
+class LostLeadership(Exception):
+    """The auditor's lease may have expired: it must stop acting."""
+
+
 @dataclass
 class AuditorStats:
     bookie_audits: int = 0
@@ -99,6 +106,8 @@ class Auditor:
         self.tick = tick
         self.is_leader = False
         self.stats = AuditorStats()
+        self._lease: int | None = None
+        self._refreshed = 0.0  # monotonic start of the last successful refresh
 
     # -- election -----------------------------------------------------------------------------
 
@@ -116,9 +125,13 @@ class Auditor:
                     continue
                 log.info("auditor elected: %s", self.auditor_id)
                 self.is_leader = True
+                self._lease, self._refreshed = lease, time.monotonic()
                 try:
                     await self._lead(lease)
+                except LostLeadership:
+                    log.warning("auditor %s lost its lease", self.auditor_id)
                 finally:
+                    self._lease = None
                     self.is_leader = False
                     with contextlib.suppress(Exception):
                         await asyncio.shield(self.keys.revoke_lease(lease))
@@ -138,14 +151,9 @@ class Auditor:
         next_bookie_check = now + cfg.auditorPeriodicBookieCheckInterval
         next_placement = now if cfg.auditorPeriodicPlacementPolicyCheckInterval > 0 else None
         pending_audit_at: float | None = None
-        refreshed = now
         while True:
             now = time.monotonic()
-            if now - refreshed >= self.config.session_ttl / 3:
-                if not await self.keys.refresh_lease(lease):
-                    log.warning("auditor %s lost its lease", self.auditor_id)
-                    return
-                refreshed = now
+            await self._keep_leading()
             available = await registered_bookies(self.keys)
             lost = known - available
             known = available
@@ -174,6 +182,29 @@ class Auditor:
                 next_placement = now + cfg.auditorPeriodicPlacementPolicyCheckInterval
             await asyncio.sleep(self.tick)
 
+    async def _keep_leading(self) -> None:
+        """Refresh the lease when a third of its TTL passed; LostLeadership when it cannot be
+        refreshed or the last refresh is a TTL old."""
+        ttl = self.config.session_ttl
+        started = time.monotonic()
+        if self._lease is None or started - self._refreshed >= ttl:
+            raise LostLeadership()
+        if started - self._refreshed >= ttl / 3:
+            try:
+                alive = await self.keys.refresh_lease(self._lease)
+            except Exception as exc:
+                log.warning("auditor lease refresh failed: %s", exc)
+                alive = True
+            else:
+                if alive:
+                    self._refreshed = started
+            if not alive or time.monotonic() - self._refreshed >= ttl:
+                raise LostLeadership()
+
+    async def _mark(self, ledger_id: int, missing: Iterable[str]) -> None:
+        await self._keep_leading()
+        await self.marks.mark(ledger_id, missing)
+
     async def _delay(self) -> tuple[int, int]:
         found = await self.marks.lost_bookie_recovery_delay()
         return (self.config.lostBookieRecoveryDelay, -1) if found is None else found
@@ -189,7 +220,7 @@ class Auditor:
             missing = {b for ensemble in md.ensembles.values() for b in ensemble
                        if b not in available}
             if missing:
-                await self.marks.mark(md.ledger_id, missing)
+                await self._mark(md.ledger_id, missing)
                 marked.add(md.ledger_id)
         self.stats.bookie_audits += 1
         self.stats.ledgers_marked += len(marked)
@@ -204,7 +235,7 @@ class Auditor:
                 bad.add(stored.metadata.ledger_id)
         if self.config.repairedPlacementPolicyNotAdheringBookieEnable:
             for ledger_id in sorted(bad):
-                await self.marks.mark(ledger_id, ())
+                await self._mark(ledger_id, ())
         self.stats.placement_checks += 1
         self.stats.not_adhering = bad
         return bad

@@ -78,16 +78,19 @@ class ReplicationWorker:
         self.copied_bytes = 0
         self._retry_at: dict[int, float] = {}
         self._next_free = 0.0  # the byte-rate throttle's clock
+        self._lease: int | None = None
 
     # -- loop ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        lease = await self.keys.grant_lease(self.config.session_ttl)
-        keeper = asyncio.create_task(self._keep_alive(lease), name="worker lease")
+        self._lease = await self.keys.grant_lease(self.config.session_ttl)
+        keeper = asyncio.create_task(self._keep_alive(), name="worker lease")
         try:
             while True:
                 try:
-                    worked = await self.run_once(lease)
+                    if self._lease is None:  # expired: the locks it held are gone too
+                        self._lease = await self.keys.grant_lease(self.config.session_ttl)
+                    worked = await self.run_once(self._lease)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
@@ -99,14 +102,23 @@ class ReplicationWorker:
             keeper.cancel()
             with contextlib.suppress(BaseException):
                 await keeper
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self.keys.revoke_lease(lease))
+            if self._lease is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.keys.revoke_lease(self._lease))
 
-    async def _keep_alive(self, lease: int) -> None:
+    async def _keep_alive(self) -> None:
         while True:
             await asyncio.sleep(self.config.session_ttl / 3)
-            with contextlib.suppress(Exception):
-                await self.keys.refresh_lease(lease)
+            lease = self._lease
+            if lease is None:
+                continue
+            try:
+                alive = await self.keys.refresh_lease(lease)
+            except Exception as exc:
+                log.warning("worker lease refresh failed: %s", exc)
+                alive = False
+            if not alive and self._lease == lease:
+                self._lease = None
 
     async def run_once(self, lease: int) -> bool:
         """Repair one marked ledger this worker can lock; False when there was none."""

@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+import pytest
+
 from metastore import paths
 from metastore.ledger_metadata import decode_ledger_metadata
 from metastore.store import parse_metadata_store_url
@@ -25,6 +27,7 @@ from storage.autorecovery import (
     UnderReplication,
 )
 from storage.bookie.client import BookieClient
+from storage.bookie.errors import NoLedger
 from storage.ledger import LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.storage.bookie.support import BookieProcess
@@ -179,4 +182,139 @@ async def test_lost_bookie_is_marked_and_its_ledgers_restored_inside_the_group(
         doc = cluster.raw.get_json("/bookies")
         doc.pop(group, None)
         cluster.raw.put("/bookies", json.dumps(doc))
+        await keys.close()
+
+
+def start_group(cluster: Cluster, tmp_path: Path, group: str, count: int) -> list[BookieProcess]:
+    spares = [BookieProcess(cluster.raw, cluster.etcd.url, tmp_path / f"{group}{i}",
+                            lease_ttl=2) for i in range(count)]
+    for bookie in spares:
+        bookie.start()
+    doc = cluster.raw.get_json("/bookies")
+    doc[group] = {b.bookie_id: {"rack": f"/{group}{i}"} for i, b in enumerate(spares)}
+    cluster.raw.put("/bookies", json.dumps(doc))
+    return spares
+
+
+def drop_group(cluster: Cluster, spares: list[BookieProcess], *groups: str) -> None:
+    for bookie in spares:
+        bookie.kill()
+    doc = cluster.raw.get_json("/bookies")
+    for group in groups:
+        doc.pop(group, None)
+    cluster.raw.put("/bookies", json.dumps(doc))
+
+
+def stored(cluster: Cluster, ledger_id: int):  # type: ignore[no-untyped-def]
+    raw = cluster.raw.get(paths.ledger(ledger_id))
+    assert raw is not None
+    return decode_ledger_metadata(ledger_id, raw)
+
+
+async def test_placement_repair_moves_a_foreign_member_back_inside_the_group(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    spares = start_group(cluster, tmp_path, "pr", 4)
+    keys = keys_of(cluster)
+    groups = AffinityGroups(("pr",), strict=True)
+    config = AutoRecoveryConfig(**{**FAST.__dict__,
+                                   "auditorPeriodicPlacementPolicyCheckInterval": 1,
+                                   "repairedPlacementPolicyNotAdheringBookieEnable": True})
+    try:
+        async with engine(cluster) as running:
+            client = running.client
+            handle = await client.create(LedgerSpec(
+                3, 3, 2, managed_ledger_custom_metadata("t/ns/persistent/pr", groups), groups))
+            data = [bytes([i]) * (i + 1) for i in range(20)]
+            for p in data:
+                await handle.add(p)
+            await handle.close()
+            first = handle.metadata.current_ensemble
+            moved = first[0]
+            doc = cluster.raw.get_json("/bookies")  # the operator moves a bookie away
+            doc["elsewhere"] = {moved: doc["pr"].pop(moved)}
+            cluster.raw.put("/bookies", json.dumps(doc))
+            allowed = set(doc["pr"])
+            recovery = AutoRecovery(keys, client, config, "127.0.0.1:8081", tick=0.1)
+            recovery.start()
+            try:
+                async def repaired() -> bool:
+                    md = stored(cluster, handle.ledger_id)
+                    unmarked = cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
+                    return set(md.current_ensemble) <= allowed and unmarked is None
+
+                try:
+                    await eventually(repaired, 30)
+                except AssertionError:
+                    raise AssertionError(f"{recovery.worker.stuck} {recovery.auditor.stats} "
+                                         f"{stored(cluster, handle.ledger_id)}") from None
+                assert handle.ledger_id in recovery.auditor.stats.not_adhering or \
+                    recovery.auditor.stats.placement_checks >= 1
+                now = stored(cluster, handle.ledger_id).current_ensemble
+                assert moved not in now and now[1:] == first[1:]
+                async with await BookieClient.connect(now[0]) as fresh:
+                    for entry_id in range(len(data)):
+                        await fresh.read(handle.ledger_id, entry_id)
+                reader = await client.open(handle.ledger_id)
+                assert [(await reader.read(i)).payload for i in range(len(data))] == data
+            finally:
+                await recovery.stop()
+    finally:
+        drop_group(cluster, spares, "pr", "elsewhere")
+        await keys.close()
+
+
+async def test_open_ledger_of_a_dead_writer_is_recovered_then_repaired_and_strict_stays_inside(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    spares = start_group(cluster, tmp_path, "ol", 4)
+    keys = keys_of(cluster)
+    groups = AffinityGroups(("ol",), strict=True)
+    try:
+        async with engine(cluster) as writer:
+            handle = await writer.client.create(LedgerSpec(
+                3, 3, 2, managed_ledger_custom_metadata("t/ns/persistent/ol", groups), groups))
+            data = [bytes([i]) * 7 for i in range(30)]
+            for p in data:
+                await handle.add(p)
+        # the writer is gone, its ledger OPEN; now a bookie of the ensemble dies too
+        first = handle.metadata.current_ensemble
+        by_id = {b.bookie_id: b for b in spares}
+        by_id[first[2]].kill()
+        async with engine(cluster) as running:
+            recovery = AutoRecovery(keys, running.client, FAST, "127.0.0.1:8082", tick=0.1)
+            recovery.start()
+            try:
+                async def closed_and_repaired() -> bool:
+                    md = stored(cluster, handle.ledger_id)
+                    unmarked = cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
+                    return md.is_closed and first[2] not in md.current_ensemble and \
+                        unmarked is None
+
+                await eventually(closed_and_repaired, 60)
+                md = stored(cluster, handle.ledger_id)
+                assert md.last_entry_id == len(data) - 1
+                assert set(md.current_ensemble) <= set(by_id)
+                reader = await running.client.open(handle.ledger_id)
+                assert [(await reader.read(i)).payload for i in range(len(data))] == data
+
+                # a second loss: the strict group has no spare left, so the ledger stays
+                # marked with the reason, and nothing is written outside the group
+                by_id[md.current_ensemble[0]].kill()
+
+                async def stuck() -> str | None:
+                    return recovery.worker.stuck.get(handle.ledger_id)
+
+                reason = await eventually(stuck, 60)
+                assert "'ol'" in reason
+                assert cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
+                assert stored(cluster, handle.ledger_id).current_ensemble == md.current_ensemble
+                for outsider in cluster.ids:
+                    async with await BookieClient.connect(outsider) as connection:
+                        with pytest.raises(NoLedger):
+                            await connection.read(handle.ledger_id, -1)
+            finally:
+                await recovery.stop()
+    finally:
+        drop_group(cluster, spares, "ol")
         await keys.close()
