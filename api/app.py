@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp
 
 from api.deadline import RequestDeadline
+from api.deps import authorize_request
 from api.encoded_slash import EncodedSlashes
 from api.errors import install_error_handlers
 from api.hot_path import RackWriteHotPath
@@ -62,6 +63,7 @@ def create_app(settings: Settings) -> FastAPI:
             "url": "http://www.apache.org/licenses/LICENSE-2.0.html",
         },
         lifespan=lifespan,
+        dependencies=[Depends(authorize_request)],
     )
     install_error_handlers(app)
     for router in ROUTERS:

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from api.authorization import Access, authorize
 from api.services.bookkeeper_admin import BookKeeperAdminService
 from api.services.clusters import ClusterService
 from api.services.isolation import IsolationService
@@ -25,6 +26,13 @@ from api.state import AppState
 from metastore.store import MetadataStore
 
 
+async def authorize_request(request: Request) -> None:
+    """The app-wide dependency: every route is authorised by `api.authorization.authorize`."""
+    headers = {name.decode("latin-1"): value.decode("latin-1")
+               for name, value in request.scope["headers"]}  # fmt: skip
+    await authorize(Access(request.method, request.url.path, headers))
+
+
 def app_state(request: Request) -> AppState:
     state: AppState = request.app.state.pulsar
     return state
@@ -39,7 +47,7 @@ async def get_store(request: Request) -> MetadataStore:
 
 
 async def get_racks(request: Request) -> RackService:
-    return app_state(request).racks
+    return app_state(request).services.racks
 
 
 async def get_tenants(request: Request) -> TenantService:

@@ -8,8 +8,9 @@ itself once group commit shares one etcd transaction among concurrent writers.
 
 This ASGI wrapper, outside the whole FastAPI app, serves the well-formed request itself: a
 bookie id in one path segment (no encoded slash), a JSON object body sent as
-`application/json` whose `rack` and `hostname` are strings or absent. It calls the same
-`RackService.set_bookie` as the route, within the same request deadline, and maps errors
+`application/json` that the route's `BookieInfo` accepts (`racks.parse_rack_info`, the same
+model validation). It authorises through the same `api.authorization.authorize` and calls the
+same `RackService.set_bookie` as the route, within the same request deadline, and maps errors
 through the same table (`api.errors.error_status_and_reason`), so the answer is the route's
 answer. Any other request (no or other content type, a body that is not such an object, a
 path with a root prefix) goes on, body replayed, to the FastAPI app, whose route stays the
@@ -25,11 +26,12 @@ from urllib.parse import parse_qsl
 from fastapi import FastAPI
 from starlette.types import Message, Receive, Scope, Send
 
+from api.authorization import Access, authorize
 from api.deadline import send_response, send_timed_out
 from api.encoded_slash import has_encoded_slash
 from api.errors import KNOWN_ERRORS, error_status_and_reason
 from api.models import BookieInfo
-from api.services.racks import RackService
+from api.services.racks import RackService, parse_rack_info
 from metastore.codec import dump_json, load_json
 
 RACK_PATH_PREFIX = "/admin/v2/bookies/racks-info/"
@@ -54,9 +56,10 @@ class RackWriteHotPath:
             await self.app(scope, _replay(body, receive), send)
             return
         group, info = write
-        racks: RackService = self.app.state.pulsar.racks
+        racks: RackService = self.app.state.pulsar.services.racks
         try:
             async with asyncio.timeout(self.deadline_seconds):
+                await authorize(Access("POST", scope["path"], _headers(scope)))
                 await racks.set_bookie(bookie, group, info)
         except TimeoutError:
             await send_timed_out(send, self.deadline_seconds)
@@ -89,14 +92,16 @@ def _parse_rack_write(scope: Scope, body: bytes) -> tuple[str | None, BookieInfo
         document: Any = load_json(body)
     except ValueError:
         return None
-    if not isinstance(document, dict):
-        return None
-    rack, hostname = document.get("rack"), document.get("hostname")
-    if not all(value is None or isinstance(value, str) for value in (rack, hostname)):
+    info = parse_rack_info(document)
+    if info is None:
         return None
     # Starlette's query parsing: blank values kept, the last of repeated keys wins.
     query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
-    return query.get("group"), BookieInfo(rack=rack, hostname=hostname)
+    return query.get("group"), info
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
 
 
 def _content_type(scope: Scope) -> bytes | None:

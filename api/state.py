@@ -80,13 +80,9 @@ class AppState:
     topology: TopologySnapshot
     services: Services
     ledgers: LedgerClient
-    versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
     managed_ledgers: ManagedLedgerFactory
+    versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
     autorecovery: AutoRecovery | None = None  # with autoRecoveryDaemonEnabled
-
-    @property
-    def racks(self) -> RackService:
-        return self.services.racks
 
     @classmethod
     def build(cls, settings: Settings, store: MetadataStore) -> AppState:

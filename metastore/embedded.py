@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import logging
 import os
 import shutil
@@ -14,7 +13,6 @@ import socket
 import subprocess
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 from metastore.store import Endpoint
@@ -123,15 +121,6 @@ class EmbeddedEtcd:
                 return
             time.sleep(0.05)
         raise RuntimeError(f"etcd did not listen on {self.client_port} within {timeout}s")
-
-    def _healthy(self) -> bool:
-        """etcd's own /health: listening is not enough, it must have a leader and serve."""
-        url = f"http://127.0.0.1:{self.client_port}/health"
-        try:
-            with urllib.request.urlopen(url, timeout=1) as response:
-                return bool(json.load(response).get("health") == "true")
-        except (OSError, ValueError):
-            return False
 
     def kill(self) -> None:
         """SIGKILL, as a crash would."""

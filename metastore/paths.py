@@ -164,3 +164,7 @@ def underreplicated_ledger(ledger_id: int) -> str:
 def underreplication_lock(ledger_id: int) -> str:
     """The ephemeral lock a replication worker holds while it re-replicates the ledger."""
     return f"{UNDERREPLICATION_LOCKS}/urL{ledger_id:010d}"
+
+
+# Partitioned topic metadata (Pulsar's `/admin/partitioned-topics/{tenant}/{ns}/...`).
+PARTITIONED_TOPICS = "/admin/partitioned-topics"

@@ -13,9 +13,20 @@ from dataclasses import dataclass
 
 from placement import exclusions, isolation, policies
 from placement.config import PlacementConfig, PlacementMode
-from placement.isolation import AffinityGroups, effective_groups
+from placement.isolation import AffinityGroups, IsolatedPolicy, effective_groups
 from placement.model import Adherence, EnsembleRequest, ExcludedBookie, Placement
+from placement.policies import Policy
 from placement.topology import Topology
+
+
+def policy_for(
+    topology: Topology, config: PlacementConfig, affinity: AffinityGroups | None = None
+) -> Policy:
+    """The policy for the topology's mode, wrapped in isolation when groups apply (the
+    namespace's `affinity`, else the broker-wide groups of `config`)."""
+    inner = policies.for_mode(topology.mode)
+    groups = effective_groups(affinity, config)
+    return inner if groups is None else IsolatedPolicy(groups, inner)
 
 
 def new_ensemble(
@@ -23,15 +34,13 @@ def new_ensemble(
     request: EnsembleRequest,
     config: PlacementConfig,
     rng: random.Random,
+    *,
     exclude: Collection[str] = frozenset(),
     affinity: AffinityGroups | None = None,
 ) -> Placement:
     """A new ensemble for a ledger of a namespace with `affinity` (None: no group)."""
-    groups = effective_groups(affinity, config)
-    if groups is None:
-        return policies.for_mode(topology.mode).new_ensemble(topology, request, config, rng,
-                                                             exclude)
-    return isolation.new_ensemble(topology, request, config, rng, exclude, groups)
+    return policy_for(topology, config, affinity).new_ensemble(
+        topology, request, config, rng, exclude)
 
 
 def replace_bookie(
@@ -39,18 +48,15 @@ def replace_bookie(
     request: EnsembleRequest,
     config: PlacementConfig,
     rng: random.Random,
+    *,
     ensemble: Sequence[str],
     bookie: str,
     exclude: Collection[str] = frozenset(),
     affinity: AffinityGroups | None = None,
 ) -> Placement:
     """Replace `bookie` in `ensemble`; the result's `replacement` took its index."""
-    groups = effective_groups(affinity, config)
-    if groups is None:
-        return policies.for_mode(topology.mode).replace_bookie(
-            topology, request, config, rng, ensemble, bookie, exclude)
-    return isolation.replace_bookie(topology, request, config, rng, ensemble, bookie,
-                                    exclude, groups)
+    return policy_for(topology, config, affinity).replace_bookie(
+        topology, request, config, rng, ensemble, bookie, exclude)
 
 
 def replace_to_adhere(
@@ -58,17 +64,14 @@ def replace_to_adhere(
     request: EnsembleRequest,
     config: PlacementConfig,
     rng: random.Random,
+    *,
     ensemble: Sequence[str],
     exclude: Collection[str] = frozenset(),
     affinity: AffinityGroups | None = None,
 ) -> Placement:
     """Repair a non-adhering ensemble with the fewest changes (rack-aware only)."""
-    groups = effective_groups(affinity, config)
-    if groups is None:
-        return policies.for_mode(topology.mode).replace_to_adhere(
-            topology, request, config, rng, ensemble, exclude)
-    return isolation.replace_to_adhere(topology, request, config, rng, ensemble, exclude,
-                                       groups)
+    return policy_for(topology, config, affinity).replace_to_adhere(
+        topology, request, config, rng, ensemble, exclude)
 
 
 def adherence(
@@ -77,14 +80,13 @@ def adherence(
     write_quorum: int,
     ack_quorum: int,
     config: PlacementConfig,
+    *,
     affinity: AffinityGroups | None = None,
 ) -> Adherence:
-    """The policy verdict on a stored ensemble (what the auditor and Spark job call)."""
-    groups = effective_groups(affinity, config)
-    if groups is None:
-        return policies.for_mode(topology.mode).adherence(topology, ensemble, write_quorum,
-                                                          ack_quorum, config)
-    return isolation.adherence(topology, ensemble, write_quorum, ack_quorum, config, groups)
+    """The policy verdict on a stored ensemble, isolation groups included (what the auditor
+    and the Spark job call)."""
+    return policy_for(topology, config, affinity).adherence(
+        topology, ensemble, write_quorum, ack_quorum, config)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,7 @@ def explain(
     request: EnsembleRequest,
     config: PlacementConfig,
     rng: random.Random,
+    *,
     exclude: Collection[str] = frozenset(),
     affinity: AffinityGroups | None = None,
 ) -> Explanation:
@@ -111,7 +114,7 @@ def explain(
 
     Raises NotEnoughBookies (with the same explanation as data) when nothing fits.
     """
-    placement = new_ensemble(topology, request, config, rng, exclude, affinity)
+    placement = new_ensemble(topology, request, config, rng, exclude=exclude, affinity=affinity)
     groups = effective_groups(affinity, config)
     view = topology
     if groups is not None:

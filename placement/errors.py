@@ -14,10 +14,20 @@ under isolation, how many writable bookies each group had (`group_counts`).
 
 from __future__ import annotations
 
-from collections import Counter
+import enum
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 _MAX_LISTED = 20
+
+
+class Shortage(enum.Enum):
+    """What kind of set was short, for code to branch on (the text is for people)."""
+
+    ELIGIBLE_BOOKIES = "eligible bookies"  # too few candidates at all, before any rule
+    FAULT_DOMAINS = "fault domains"  # too few racks, regions or zones for the rule
+    RULE = "rule"  # enough bookies, but not enough that keep the placement rule
+    REPLACEMENTS = "replacements"  # no candidate to replace a bookie with
 
 
 class PlacementError(Exception):
@@ -43,7 +53,9 @@ class NotEnoughBookies(PlacementError):
         constraint: str = "",
         excluded: Sequence[tuple[str, str]] = (),
         group_counts: Mapping[str, int] | None = None,
+        shortage: Shortage = Shortage.RULE,
     ) -> None:
+        self.shortage = shortage
         self.short_set = short_set
         self.needed = needed
         self.available = available
@@ -56,10 +68,6 @@ class NotEnoughBookies(PlacementError):
     def shortfall(self) -> int:
         """How many more bookies (or racks, regions, zones) the short set would need."""
         return max(0, self.needed - self.available)
-
-    def reason_counts(self) -> dict[str, int]:
-        """How many bookies were left out for each reason."""
-        return dict(Counter(reason for _, reason in self.excluded))
 
     def _message(self) -> str:
         parts = [
@@ -80,24 +88,18 @@ class NotEnoughBookies(PlacementError):
             parts.append(f"left out: {listed}{suffix}")
         return ". ".join(parts)
 
+    def fields(self) -> dict[str, Any]:
+        return {"short_set": self.short_set, "needed": self.needed, "available": self.available,
+                "constraint": self.constraint, "excluded": self.excluded,
+                "group_counts": self.group_counts, "shortage": self.shortage}  # fmt: skip
+
+    def derive(self, **changes: Any) -> NotEnoughBookies:
+        """The same explanation with `changes` (e.g. the excluded bookies filled in)."""
+        return NotEnoughBookies(**{**self.fields(), **changes})
+
     def __reduce__(self) -> tuple[object, ...]:  # keep keyword-only construction picklable
-        return (_rebuild, (self.short_set, self.needed, self.available, self.constraint,
-                           self.excluded, self.group_counts))
+        return (_rebuild, (self.fields(),))
 
 
-def _rebuild(
-    short_set: str,
-    needed: int,
-    available: int,
-    constraint: str,
-    excluded: list[tuple[str, str]],
-    group_counts: dict[str, int],
-) -> NotEnoughBookies:
-    return NotEnoughBookies(
-        short_set=short_set,
-        needed=needed,
-        available=available,
-        constraint=constraint,
-        excluded=excluded,
-        group_counts=group_counts,
-    )
+def _rebuild(fields: dict[str, Any]) -> NotEnoughBookies:
+    return NotEnoughBookies(**fields)

@@ -69,12 +69,3 @@ def describe(
             reason = unchosen_reason(bookie) if unchosen_reason else NOT_NEEDED
         out.append((bookie, reason))
     return out
-
-
-def count_eligible(
-    topology: Topology,
-    pool: Collection[str],
-    exclude: Container[str],
-    config: PlacementConfig,
-) -> int:
-    return sum(1 for b in pool if base_reason(topology, b, exclude, config) is None)

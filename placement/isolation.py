@@ -29,10 +29,10 @@ from typing import Any
 
 from placement import check, policies
 from placement.config import PlacementConfig, split_groups
-from placement.errors import NotEnoughBookies
+from placement.describe import DESCRIPTIONS, Descriptions, describe_ensemble
+from placement.errors import NotEnoughBookies, Shortage
 from placement.model import Adherence, EnsembleRequest, Placement, Source
-from placement.rackaware import Descriptions, describe_ensemble
-from placement.topology import Topology
+from placement.topology import MemoKey, Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,9 @@ def effective_groups(
 
 
 @dataclass(frozen=True, slots=True)
-class _Counts:
+class GroupCounts:
+    """Which bookies a namespace's groups hold, and how many are writable."""
+
     primary: frozenset[str]
     secondary: frozenset[str]
     ungrouped: frozenset[str]
@@ -81,13 +83,40 @@ class _Counts:
     per_group: Mapping[str, int]
 
 
-def _counts(topology: Topology, groups: AffinityGroups) -> _Counts:
-    key = ("iso-counts", groups.primary, groups.secondary)
-    found = topology._memo.get(key)
-    if found is not None:
-        return found
+@dataclass(frozen=True)
+class CountsKey(MemoKey[GroupCounts]):
+    primary: tuple[str, ...]
+    secondary: tuple[str, ...]
 
-    def build() -> _Counts:
+
+@dataclass(frozen=True)
+class AllowedViewKey(MemoKey[Topology]):
+    """The view for an ensemble size: which of the views below it is."""
+
+    groups: AffinityGroups
+    ensemble_size: int
+    strict_unassigned_exclusion: bool
+
+
+@dataclass(frozen=True)
+class ViewKey(MemoKey[Topology]):
+    """A view of the topology holding the groups' bookies and, as needed, more."""
+
+    groups: AffinityGroups
+    use_secondary: bool
+    use_ungrouped: bool
+
+
+@dataclass(frozen=True)
+class SourcesKey(MemoKey[Descriptions]):
+    """Members described with their source (primary, secondary, ungrouped) under groups."""
+
+    primary: tuple[str, ...]
+    secondary: tuple[str, ...]
+
+
+def _counts(topology: Topology, groups: AffinityGroups) -> GroupCounts:
+    def build() -> GroupCounts:
         primary: set[str] = set()
         for g in groups.primary:
             primary |= topology.bookies_in_group(g)
@@ -101,23 +130,23 @@ def _counts(topology: Topology, groups: AffinityGroups) -> _Counts:
         known = topology.known
         per_group = {g: len(topology.bookies_in_group(g) & known)
                      for g in (*groups.primary, *groups.secondary)}
-        return _Counts(frozenset(primary), frozenset(secondary), known - grouped,
-                       len(primary & known), len(secondary & known), per_group)
+        return GroupCounts(frozenset(primary), frozenset(secondary), known - grouped,
+                           len(primary & known), len(secondary & known), per_group)
 
-    return topology.memo(key, build)
+    return topology.memo(CountsKey(groups.primary, groups.secondary), build)
 
 
 def allowed_view(
     topology: Topology, groups: AffinityGroups, ensemble_size: int, config: PlacementConfig
 ) -> Topology:
     """The topology restricted to the bookies `groups` may use for an ensemble of E."""
-    key = ("iso-view-for", groups, ensemble_size, config.strict_unassigned_exclusion)
+    key = AllowedViewKey(groups, ensemble_size, config.strict_unassigned_exclusion)
     return topology.memo(key, lambda: _allowed_view(topology, groups, ensemble_size, config))
 
 
 def _described_view(view: Topology, topology: Topology, groups: AffinityGroups) -> Topology:
     """`view`, whose placements describe members with their source under `groups`."""
-    view.memo("descriptions", lambda: _descriptions(topology, groups))
+    view.memo(DESCRIPTIONS, lambda: _descriptions(topology, groups))
     return view
 
 
@@ -133,7 +162,7 @@ def _allowed_view(
         use_ungrouped = total < ensemble_size
     else:
         use_ungrouped = True
-    key = ("iso-view", groups, use_secondary, use_ungrouped)
+    key = ViewKey(groups, use_secondary, use_ungrouped)
 
     def reasons() -> dict[str, str]:
         out: dict[str, str] = {}
@@ -153,8 +182,8 @@ def _allowed_view(
                 out[b] = f"other group '{topology.group_of.get(b)}'"
         return out
 
-    view = topology._memo.get(key)
-    if not isinstance(view, Topology):
+    view = topology.memoised(key)
+    if view is None:
         why = reasons()
         view = topology.restrict(key, (b for b in topology.bookies if b not in why), why)
     return _described_view(view, topology, groups)
@@ -179,18 +208,14 @@ def _short_set(groups: AffinityGroups, view: Topology) -> str:
 def _rethrow(exc: NotEnoughBookies, topology: Topology, groups: AffinityGroups,
              view: Topology, ensemble_size: int) -> NotEnoughBookies:
     counts = dict(_counts(topology, groups).per_group)
-    if exc.short_set == "eligible bookies":
-        return NotEnoughBookies(short_set=_short_set(groups, view), needed=exc.needed,
-                                available=exc.available, constraint=exc.constraint,
-                                excluded=exc.excluded, group_counts=counts)
-    return NotEnoughBookies(short_set=exc.short_set, needed=exc.needed, available=exc.available,
-                            constraint=exc.constraint, excluded=exc.excluded,
-                            group_counts=counts)
+    if exc.shortage is Shortage.ELIGIBLE_BOOKIES:
+        return exc.derive(short_set=_short_set(groups, view), group_counts=counts)
+    return exc.derive(group_counts=counts)
 
 
 def _descriptions(topology: Topology, groups: AffinityGroups) -> Descriptions:
     """Memoised ChosenBookie of each bookie, with its source under `groups`."""
-    key = ("iso-descriptions", groups.primary, groups.secondary)
+    key = SourcesKey(groups.primary, groups.secondary)
     return topology.memo(key, lambda: Descriptions(
         topology, lambda b: source_of(topology, groups, b)))
 
@@ -217,58 +242,60 @@ def isolation_verdict(
         topology, ensemble, request.write_quorum, request.ack_quorum, config)
 
 
-def adherence(
-    topology: Topology, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
-    config: PlacementConfig, groups: AffinityGroups,
-) -> Adherence:
-    request = EnsembleRequest(len(ensemble), write_quorum, ack_quorum)
-    return isolation_verdict(topology, groups, ensemble, request, config)[0]
+@dataclass(frozen=True, slots=True)
+class IsolatedPolicy:
+    """The mode's policy (`inner`) run inside the bookies `groups` allow; implements
+    `policies.Policy`, so callers never branch on isolation (see `engine.policy_for`)."""
 
+    groups: AffinityGroups
+    inner: policies.Policy
 
-def new_ensemble(
-    topology: Topology, request: EnsembleRequest, config: PlacementConfig,
-    rng: random.Random, exclude: Collection[str], groups: AffinityGroups,
-) -> Placement:
-    """newEnsemble inside the bookies `groups` allow."""
-    request.validate()
-    view = allowed_view(topology, groups, request.ensemble_size, config)
-    try:
-        result = policies.for_mode(view.mode).new_ensemble(view, request, config, rng, exclude)
-    except NotEnoughBookies as exc:
-        raise _rethrow(exc, topology, groups, view, request.ensemble_size) from None
-    # every member is in the view, whose verdict equals the full one, and the view
-    # describes members with their source (_described_view): nothing to redo
-    return result
+    def adherence(
+        self, topology: Topology, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
+        config: PlacementConfig,
+    ) -> Adherence:
+        request = EnsembleRequest(len(ensemble), write_quorum, ack_quorum)
+        return isolation_verdict(topology, self.groups, ensemble, request, config)[0]
 
+    def new_ensemble(
+        self, topology: Topology, request: EnsembleRequest, config: PlacementConfig,
+        rng: random.Random, exclude: Collection[str] = frozenset(),
+    ) -> Placement:
+        """newEnsemble inside the allowed bookies."""
+        request.validate()
+        view = allowed_view(topology, self.groups, request.ensemble_size, config)
+        try:
+            return self.inner.new_ensemble(view, request, config, rng, exclude)
+        except NotEnoughBookies as exc:
+            raise _rethrow(exc, topology, self.groups, view, request.ensemble_size) from None
+        # every member is in the view, whose verdict equals the full one, and the view
+        # describes members with their source (_described_view): nothing to redo
 
-def replace_bookie(
-    topology: Topology, request: EnsembleRequest, config: PlacementConfig,
-    rng: random.Random, ensemble: Sequence[str], bookie: str,
-    exclude: Collection[str], groups: AffinityGroups,
-) -> Placement:
-    """replaceBookie inside the bookies `groups` allow."""
-    request.validate()
-    view = allowed_view(topology, groups, request.ensemble_size, config)
-    policy = policies.for_mode(view.mode)
-    try:
-        result = policy.replace_bookie(view, request, config, rng, ensemble, bookie, exclude)
-    except NotEnoughBookies as exc:
-        raise _rethrow(exc, topology, groups, view, 1) from None
-    return _graded(topology, groups, result, request, config, view)
+    def replace_bookie(
+        self, topology: Topology, request: EnsembleRequest, config: PlacementConfig,
+        rng: random.Random, ensemble: Sequence[str], bookie: str,
+        exclude: Collection[str] = frozenset(),
+    ) -> Placement:
+        """replaceBookie inside the allowed bookies."""
+        request.validate()
+        view = allowed_view(topology, self.groups, request.ensemble_size, config)
+        try:
+            result = self.inner.replace_bookie(view, request, config, rng, ensemble, bookie,
+                                               exclude)
+        except NotEnoughBookies as exc:
+            raise _rethrow(exc, topology, self.groups, view, 1) from None
+        return _graded(topology, self.groups, result, request, config, view)
 
-
-def replace_to_adhere(
-    topology: Topology, request: EnsembleRequest, config: PlacementConfig,
-    rng: random.Random, ensemble: Sequence[str], exclude: Collection[str],
-    groups: AffinityGroups,
-) -> Placement:
-    """BP-54 repair inside the allowed bookies; members outside them are replaced."""
-    request.validate()
-    view = allowed_view(topology, groups, request.ensemble_size, config)
-    outside = {b for b in ensemble if b in view.filtered}
-    policy = policies.for_mode(view.mode)
-    result = policy.replace_to_adhere(view, request, config, rng, ensemble,
-                                      set(exclude) | outside)
-    if not result.ensemble:
-        return result
-    return _graded(topology, groups, result, request, config, view)
+    def replace_to_adhere(
+        self, topology: Topology, request: EnsembleRequest, config: PlacementConfig,
+        rng: random.Random, ensemble: Sequence[str], exclude: Collection[str] = frozenset(),
+    ) -> Placement:
+        """BP-54 repair inside the allowed bookies; members outside them are replaced."""
+        request.validate()
+        view = allowed_view(topology, self.groups, request.ensemble_size, config)
+        outside = {b for b in ensemble if b in view.filtered}
+        result = self.inner.replace_to_adhere(view, request, config, rng, ensemble,
+                                              set(exclude) | outside)
+        if not result.ensemble:
+            return result
+        return _graded(topology, self.groups, result, request, config, view)

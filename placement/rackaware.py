@@ -12,195 +12,17 @@ under enforcement with min(Qw, minRacks) > 1, NotEnoughBookies).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 
-from placement import check, exclusions
+from placement import check
 from placement.config import PlacementConfig
 from placement.coverage import CoverageEnsemble
-from placement.errors import InvalidPlacementRequest, NotEnoughBookies
-from placement.model import Adherence, ChosenBookie, EnsembleRequest, Placement, Source
+from placement.describe import describe_ensemble
+from placement.errors import InvalidPlacementRequest, NotEnoughBookies, Shortage
+from placement.model import Adherence, EnsembleRequest, Placement
+from placement.picking import Picker, explain_failure, fill
 from placement.select import pick, pick_many
 from placement.topology import Topology
-
-_ROOT_FALLBACK = "position {i}: no bookie met the rack rule, took a random eligible bookie"
-
-
-class Picker:
-    """Per-call selection state over a pool of candidate bookies (a topology or a region)."""
-
-    __slots__ = ("default", "eligible", "enforce", "excl", "loc", "pool", "rng", "selector",
-                 "skip_default", "topology")
-
-    def __init__(
-        self,
-        topology: Topology,
-        config: PlacementConfig,
-        rng: random.Random,
-        exclude: Collection[str],
-        pool: Sequence[str] | None = None,
-    ) -> None:
-        self.topology = topology
-        self.rng = rng
-        self.loc = topology.location
-        self.default = topology.default_location
-        self.enforce = config.enforce_min_num_racks_per_write_quorum
-        self.pool: Sequence[str] = topology.bookies if pool is None else pool
-        weighted = config.disk_weight_based_placement_enabled and topology.selector is not None
-        self.selector = topology.selector if weighted and pool is None else None
-        excl = exclude if isinstance(exclude, set | frozenset) else frozenset(exclude)
-        self.excl = excl
-        self.skip_default = exclusions.enforce_excludes_default(topology, config)
-        loc, default = self.loc, self.default
-        if self.skip_default:
-            self.eligible: Callable[[str], bool] = (
-                lambda b: b not in excl and loc[b] != default
-            )
-        else:
-            self.eligible = lambda b: b not in excl
-
-    def pick_ruled(self, ens: CoverageEnsemble, avoid_racks: Collection[str] = ()) -> str | None:
-        """Random eligible bookie outside `avoid_racks` that the coverage rule accepts."""
-        excl, loc, accepts, default = self.excl, self.loc, ens.accepts, self.default
-        # the hot path: one flat predicate (eligible, outside avoid_racks, accepted)
-        if self.skip_default:
-            def ok(b: str) -> bool:
-                return (b not in excl and loc[b] not in avoid_racks and loc[b] != default
-                        and accepts(b))
-        else:
-            def ok(b: str) -> bool:
-                return b not in excl and loc[b] not in avoid_racks and accepts(b)
-        return pick(self.pool, self.rng, ok, self.selector)
-
-    def pick_in_rack(self, rack: str, ens: CoverageEnsemble | None,
-                     taken: Collection[str]) -> str | None:
-        members = self.topology.by_rack.get(rack, ())
-        eligible = self.eligible
-        if ens is None:
-            return pick(members, self.rng, lambda b: b not in taken and eligible(b))
-        return pick(members, self.rng, lambda b: eligible(b) and ens.accepts(b))
-
-    def pick_any(self, taken: Collection[str], avoid_racks: Collection[str] = ()) -> str | None:
-        """Random eligible bookie, ignoring the coverage rule."""
-        eligible, loc = self.eligible, self.loc
-        return pick(self.pool, self.rng,
-                    lambda b: b not in taken and loc[b] not in avoid_racks and eligible(b),
-                    self.selector)
-
-    def eligible_count(self, taken: Collection[str] = ()) -> int:
-        return sum(1 for b in self.pool if b not in taken and self.eligible(b))
-
-    def eligible_racks(self) -> set[str]:
-        return {self.loc[b] for b in self.pool if self.eligible(b)}
-
-
-def fill(
-    picker: Picker,
-    count: int,
-    ens: CoverageEnsemble,
-    *,
-    enforce_rule: bool,
-    local_rack: str | None = None,
-    notes: list[str] | None = None,
-) -> None:
-    """Append `count` bookies to `ens` (the loop of §2.3); raise NotEnoughBookies."""
-    loc = picker.loc
-    prev: str | None = None
-    used: set[str] | None = None
-    for _ in range(count):
-        if prev is None:
-            start = local_rack if local_rack and local_rack != picker.default else None
-            chosen = picker.pick_in_rack(start, ens, ()) if start else picker.pick_ruled(ens)
-            if chosen is None and start is None:
-                raise _short(picker, ens, count)
-        else:
-            if used is None:
-                used = {loc[prev]}
-            else:
-                used.add(loc[prev])
-            chosen = picker.pick_ruled(ens, used)
-        if chosen is None:
-            used = None
-            chosen = picker.pick_ruled(ens)
-            if chosen is None and (not enforce_rule or prev is None):
-                chosen = picker.pick_any(ens.chosen_set)
-                if chosen is not None and notes is not None:
-                    notes.append(_ROOT_FALLBACK.format(i=len(ens.chosen)))
-            if chosen is None:
-                raise _short(picker, ens, count)
-        ens.add(chosen)
-        prev = chosen
-
-
-def _short(picker: Picker, ens: CoverageEnsemble, count: int) -> NotEnoughBookies:
-    racks = picker.eligible_racks()
-    m = ens.min_distinct
-    if len(racks) < m:
-        return NotEnoughBookies(
-            short_set="racks with eligible bookies", needed=m, available=len(racks),
-            constraint=f"each write quorum of {ens.write_quorum} must span {m} racks",
-        )
-    available = picker.eligible_count()
-    if available < ens.ensemble_size:
-        return NotEnoughBookies(short_set="eligible bookies", needed=ens.ensemble_size,
-                                available=available)
-    return NotEnoughBookies(
-        short_set="bookies meeting the write-quorum rack rule",
-        needed=ens.ensemble_size, available=len(ens.chosen),
-        constraint=f"each write quorum of {ens.write_quorum} must span {m} racks "
-        "(enforceMinNumRacksPerWriteQuorum)",
-    )
-
-
-def explain_failure(
-    topology: Topology, config: PlacementConfig, exclude: Collection[str],
-    exc: NotEnoughBookies, chosen: Collection[str] = (),
-) -> NotEnoughBookies:
-    """`exc` with the per-bookie reasons filled in (computed only on failure)."""
-    chosen_racks = {topology.rack_of(b) for b in chosen}
-
-    def unchosen(bookie: str) -> str:
-        rack = topology.rack_of(bookie)
-        if rack in chosen_racks:
-            return f"same rack {rack} as a chosen bookie"
-        return exclusions.NOT_NEEDED
-
-    return NotEnoughBookies(
-        short_set=exc.short_set, needed=exc.needed, available=exc.available,
-        constraint=exc.constraint, group_counts=exc.group_counts,
-        excluded=exc.excluded or exclusions.describe(topology, exclude, config, chosen, unchosen),
-    )
-
-
-def _any_source(_bookie: str) -> Source:
-    return Source.ANY
-
-
-class Descriptions(dict[str, ChosenBookie]):
-    """bookie -> its ChosenBookie, built on first use and kept (a Topology never changes)."""
-
-    __slots__ = ("_source", "_topology")
-
-    def __init__(self, topology: Topology, source: Callable[[str], Source] = _any_source):
-        super().__init__()
-        self._topology = topology
-        self._source = source
-
-    def __missing__(self, bookie: str) -> ChosenBookie:
-        t = self._topology
-        found = ChosenBookie(bookie, t.rack_of(bookie), t.group_of.get(bookie),
-                             self._source(bookie))
-        if bookie in t.location:  # keep only bookies the topology has seen: bounded
-            self[bookie] = found
-        return found
-
-
-def describe_ensemble(
-    topology: Topology, ensemble: Sequence[str], descriptions: Descriptions | None = None
-) -> tuple[ChosenBookie, ...]:
-    """Each member's rack, group and source (Source.ANY unless `descriptions` says)."""
-    if descriptions is None:
-        descriptions = topology.memo("descriptions", lambda: Descriptions(topology))
-    return tuple([descriptions[b] for b in ensemble])
 
 
 def new_ensemble(
@@ -239,7 +61,8 @@ def new_ensemble(
 def _single_rack(picker: Picker, ens: CoverageEnsemble, enforce: bool) -> None:
     if enforce and ens.min_distinct > 1:
         raise NotEnoughBookies(
-            short_set="racks in the topology", needed=ens.min_distinct,
+            short_set="racks in the topology", shortage=Shortage.FAULT_DOMAINS,
+            needed=ens.min_distinct,
             available=picker.topology.num_racks,
             constraint="enforceMinNumRacksPerWriteQuorum with a single rack",
         )
@@ -247,7 +70,8 @@ def _single_rack(picker: Picker, ens: CoverageEnsemble, enforce: bool) -> None:
                       picker.selector)
     if picks is None:
         raise NotEnoughBookies(short_set="eligible bookies", needed=ens.ensemble_size,
-                               available=picker.eligible_count())
+                               available=picker.eligible_count(),
+                               shortage=Shortage.ELIGIBLE_BOOKIES)
     for b in picks:
         ens.add(b)
 
@@ -296,7 +120,7 @@ def replace_bookie(
         short = NotEnoughBookies(
             short_set="replacement candidates (same rack, unused rack"
             + (")" if enforce else ", or any)"),
-            needed=1, available=0,
+            needed=1, available=0, shortage=Shortage.REPLACEMENTS,
             constraint="enforceMinNumRacksPerWriteQuorum" if enforce else "",
         )
         raise explain_failure(topology, config, taken - {bookie}, short, ensemble) from None
@@ -391,16 +215,3 @@ def _attempt(picker: Picker, current: tuple[str, ...], start: int, w: int,
     for k, b in enumerate(ens.chosen):
         out[(start + k) % e] = b
     return tuple(out)
-
-
-def unrepaired(
-    topology: Topology, request: EnsembleRequest, config: PlacementConfig,
-    ensemble: Sequence[str], policy: str,
-) -> Placement:
-    """The ensemble unchanged and graded, for policies that cannot repair (as BookKeeper)."""
-    current = tuple(ensemble)
-    grade, why = check.fault_domain_verdict(
-        topology, current, request.write_quorum, request.ack_quorum, config)
-    return Placement(current, grade,
-                     (why, f"{policy} placement does not repair ensembles (as BookKeeper)"),
-                     describe_ensemble(topology, current))

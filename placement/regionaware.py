@@ -16,9 +16,10 @@ from collections.abc import Collection, Sequence
 from placement import check, exclusions
 from placement.config import PlacementConfig
 from placement.coverage import CoverageEnsemble
-from placement.errors import InvalidPlacementRequest, NotEnoughBookies
+from placement.describe import describe_ensemble, unrepaired
+from placement.errors import InvalidPlacementRequest, NotEnoughBookies, Shortage
 from placement.model import EnsembleRequest, Placement
-from placement.rackaware import Picker, describe_ensemble, fill, unrepaired
+from placement.picking import Picker, fill
 from placement.topology import Topology
 
 
@@ -67,7 +68,7 @@ def new_ensemble(
     try:
         if not avail:
             raise NotEnoughBookies(short_set="writable bookies", needed=request.ensemble_size,
-                                   available=0)
+                                   available=0, shortage=Shortage.FAULT_DOMAINS)
         if len(avail) == 1:
             return _one_region(topology, request, config, rng, exclude, avail[0])
         ens = _allocate(topology, request, config, rng, exclude, avail, notes)
@@ -148,6 +149,7 @@ def _final_checks(ens: CoverageEnsemble, e: int, config: PlacementConfig) -> Non
     d = config.min_regions_for_durability
     if d > 0 and ens.distinct_keys() < d:
         raise NotEnoughBookies(short_set="regions in the ensemble", needed=d,
+                               shortage=Shortage.FAULT_DOMAINS,
                                available=ens.distinct_keys(),
                                constraint=f"reppMinimumRegionsForDurability={d}")
 
@@ -156,9 +158,7 @@ def _explained(topology: Topology, config: PlacementConfig, exclude: Collection[
                exc: NotEnoughBookies) -> NotEnoughBookies:
     if exc.excluded:
         return exc
-    return NotEnoughBookies(short_set=exc.short_set, needed=exc.needed, available=exc.available,
-                            constraint=exc.constraint, group_counts=exc.group_counts,
-                            excluded=exclusions.describe(topology, exclude, config))
+    return exc.derive(excluded=exclusions.describe(topology, exclude, config))
 
 
 def replace_bookie(
@@ -198,6 +198,7 @@ def replace_bookie(
     if cand is None:
         raise _explained(topology, config, taken, NotEnoughBookies(
             short_set="replacement candidates", needed=1, available=0,
+            shortage=Shortage.REPLACEMENTS,
             constraint="region durability" if enforce else ""))
     new = tuple(cand if b == bookie else b for b in ensemble) if ensemble else (cand,)
     grade, why = check.fault_domain_verdict(

@@ -21,9 +21,9 @@ Bookies are indexed by rack, region and group at build time, so a call costs the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from placement.config import PlacementMode
 from placement.weights import WeightedSelector
@@ -42,6 +42,11 @@ _DEPTH = {PlacementMode.RACK: 1, PlacementMode.REGION: 2, PlacementMode.ZONE: 2}
 
 RackMap = Mapping[str, Mapping[str, Any]]
 _T = TypeVar("_T")
+
+
+class MemoKey(Generic[_T]):
+    """A key of `Topology.memo`: subclass it as a frozen dataclass per kind of memoised value
+    (its fields say what the value depends on); the type parameter is the value's type."""
 
 
 def default_location(mode: PlacementMode) -> str:
@@ -98,7 +103,7 @@ class Topology:
     filtered: Mapping[str, str] = field(default_factory=dict)
     selector: WeightedSelector | None = None
     weight_multiple: float = 3
-    _memo: dict[Hashable, Any] = field(default_factory=dict, repr=False)
+    _memo: dict[MemoKey[Any], Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
@@ -198,7 +203,7 @@ class Topology:
     # -- views ---------------------------------------------------------------------------
 
     def restrict(
-        self, key: Hashable, allowed: Iterable[str], reasons: Mapping[str, str]
+        self, key: MemoKey[Topology], allowed: Iterable[str], reasons: Mapping[str, str]
     ) -> Topology:
         """A view holding only `allowed` writable bookies; others get `reasons`.
 
@@ -230,14 +235,20 @@ class Topology:
         self._memo[key] = view
         return view
 
-    def memo(self, key: Hashable, factory: Callable[[], _T]) -> _T:
+    def memo(self, key: MemoKey[_T], factory: Callable[[], _T]) -> _T:
         """Compute once per topology (it never changes), then reuse."""
         try:
-            return self._memo[key]
+            found: _T = self._memo[key]
+            return found
         except KeyError:
             value = factory()
             self._memo[key] = value
             return value
+
+    def memoised(self, key: MemoKey[_T]) -> _T | None:
+        """The value memoised under `key`, if any (no computing)."""
+        found: _T | None = self._memo.get(key)
+        return found
 
 
 def _resolve(

@@ -14,9 +14,9 @@ from collections.abc import Collection, Sequence
 
 from placement import check, exclusions
 from placement.config import PlacementConfig
-from placement.errors import InvalidPlacementRequest, NotEnoughBookies
+from placement.describe import describe_ensemble, unrepaired
+from placement.errors import InvalidPlacementRequest, NotEnoughBookies, Shortage
 from placement.model import EnsembleRequest, Placement
-from placement.rackaware import describe_ensemble, unrepaired
 from placement.select import pick_many
 from placement.topology import DEFAULT_ZONE_UD, Topology, split_zone
 from placement.weights import dynamic_choice
@@ -128,7 +128,8 @@ def _random(topology: Topology, rng: random.Random, k: int,
     picks = pick_many(topology.bookies, k, rng, lambda b: b not in taken)
     if picks is None:
         available = sum(1 for b in topology.bookies if b not in taken)
-        raise NotEnoughBookies(short_set="eligible bookies", needed=k, available=available)
+        raise NotEnoughBookies(short_set="eligible bookies", needed=k, available=available,
+                               shortage=Shortage.ELIGIBLE_BOOKIES)
     return picks
 
 
@@ -160,10 +161,7 @@ def _explained(topology: Topology, config: PlacementConfig, exclude: Collection[
             return "default fault domain (unresolved zone) under strict zone placement"
         return exclusions.NOT_NEEDED
 
-    return NotEnoughBookies(
-        short_set=exc.short_set, needed=exc.needed, available=exc.available,
-        constraint=exc.constraint,
-        excluded=exclusions.describe(topology, exclude, config, chosen, unchosen))
+    return exc.derive(excluded=exclusions.describe(topology, exclude, config, chosen, unchosen))
 
 
 def replace_bookie(

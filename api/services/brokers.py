@@ -13,11 +13,11 @@ from urllib.parse import urlsplit
 
 from api.errors import NotFound, PreconditionFailed
 from api.models import ClusterData
+from api.services.clusters import GLOBAL_CLUSTER
 from api.settings import Settings
 from metastore import paths
+from metastore.readers import read_brokers
 from metastore.store import MetadataStore
-
-GLOBAL_CLUSTER = "global"
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Redirect:
 
 
 async def registered_brokers(store: MetadataStore) -> list[str]:
-    return await store.children(paths.BROKERS)
+    return sorted(await read_brokers(store))
 
 
 async def active_brokers(

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from api.errors import InvalidInput, ServiceUnavailable
 from api.models import BundlesData
-from api.services.namespaces import NamespaceService, bundles_for
+from api.services.namespaces import TOPIC_DOMAINS, NamespaceService, bundles_for
 from api.settings import Settings
 from metastore import paths
 from metastore.cache import WatchedRange
@@ -37,7 +37,6 @@ from metastore.readers import read_all_local_policies, read_failure_domains, rea
 from metastore.store import MetadataStore, Versioned
 from placement import parse_policies, select_broker
 
-TOPIC_DOMAINS = ("persistent", "non-persistent")
 FULL_RANGE_END = 0xFFFFFFFF
 
 

@@ -60,6 +60,17 @@ def _in_order(mapping: dict[str, Any]) -> bool:
     return keys == sorted(keys)
 
 
+def parse_rack_info(document: object) -> BookieInfo | None:
+    """The body of a rack write read as the route's `BookieInfo` (the same model validation);
+    None when it is not such an object (the route then answers the error)."""
+    if not isinstance(document, dict):
+        return None
+    try:
+        return BookieInfo.model_validate(document)
+    except ValueError:
+        return None
+
+
 def put_bookie(config: RackConfig, bookie: str, group: str, info: BookieInfo) -> RackConfig:
     """Place `bookie` in `group` (in place), taking it out of any other group."""
     if bookie not in config.get(group, {}):

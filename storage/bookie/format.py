@@ -42,6 +42,7 @@ HEADER_LEN = HEADER.size  # 32
 DIGEST_LEN = DIGEST.size  # 4
 ENTRY_OVERHEAD = HEADER_LEN + DIGEST_LEN
 IDS = struct.Struct(">qq")
+_CHECK = struct.Struct(">qq16xI")  # ledgerId, entryId, (LAC, length), digest
 
 METAENTRY_ID_LEDGER_KEY = -0x1000
 METAENTRY_ID_FENCE_KEY = -0x2000
@@ -84,13 +85,13 @@ def check_entry(packaged: bytes, ledger_id: int, entry_id: int) -> None:
     """The per-request check (digest and ids), without building a header; CorruptEntry."""
     if len(packaged) < ENTRY_OVERHEAD:
         raise CorruptEntry(f"entry of {len(packaged)} bytes is shorter than its header")
-    view = memoryview(packaged)
-    if DIGEST.unpack_from(packaged, HEADER_LEN)[0] != crc32c(
-        view[ENTRY_OVERHEAD:], crc32c(view[:HEADER_LEN])
-    ):
+    found_ledger, found_entry, digest = _CHECK.unpack_from(packaged)
+    if digest != crc32c(packaged[ENTRY_OVERHEAD:], crc32c(packaged[:HEADER_LEN])):
         raise CorruptEntry(f"digest mismatch in ledger {ledger_id} entry {entry_id}")
-    if IDS.unpack_from(packaged) != (ledger_id, entry_id):
-        raise CorruptEntry(f"expected ledger {ledger_id} entry {entry_id}, found others")
+    if found_ledger != ledger_id or found_entry != entry_id:
+        raise CorruptEntry(
+            f"expected ledger {ledger_id} entry {entry_id}, found {found_ledger} {found_entry}"
+        )
 
 
 def verify_entry(

@@ -32,6 +32,7 @@ _HEADER = struct.Struct(">I")
 _IDS = struct.Struct(">qq")
 _RESPONSE = struct.Struct(">Iiqq")
 _READ = struct.Struct(">Iqq")
+_ADD = struct.Struct(">I20sqq")  # header, master key, then the entry's own ledger and entry id
 
 
 class OpCode(IntEnum):
@@ -169,29 +170,29 @@ def encode_response(
     return _frame(body_len) + head + entry if entry else _frame(body_len) + head
 
 
-def decode_request(body: bytes | memoryview) -> Request:
+def decode_request(body: bytes) -> Request:
     """Parse one request body (without its length); MalformedFrame for anything else."""
-    if len(body) < 4:
+    size = len(body)
+    if size < 4:
         raise MalformedFrame("frame shorter than its header")
-    version, opcode, flags = split_header(_HEADER.unpack_from(body)[0])
+    (head,) = _HEADER.unpack_from(body)
+    version, opcode, flags = split_header(head)
     if version != PROTOCOL_VERSION:
         raise MalformedFrame(f"unsupported protocol version {version}")
     if opcode == OpCode.ADD_ENTRY:
-        if len(body) < 4 + MASTER_KEY_LENGTH + _IDS.size:
+        if size < _ADD.size:
             raise MalformedFrame("add request shorter than master key and entry ids")
-        key = bytes(body[4 : 4 + MASTER_KEY_LENGTH])
-        entry = bytes(body[4 + MASTER_KEY_LENGTH :])
-        ledger_id, entry_id = _IDS.unpack_from(entry)
-        return AddRequest(ledger_id, entry_id, key, entry, flags)
+        _, key, ledger_id, entry_id = _ADD.unpack_from(body)
+        return AddRequest(ledger_id, entry_id, key, body[4 + MASTER_KEY_LENGTH :], flags)
     if opcode == OpCode.READ_ENTRY:
-        if len(body) < _READ.size:
+        if size < _READ.size:
             raise MalformedFrame("read request shorter than its ids")
         _, ledger_id, entry_id = _READ.unpack_from(body)
         master_key = None
         if flags & FLAG_DO_FENCING:
-            if len(body) < _READ.size + MASTER_KEY_LENGTH:
+            if size < _READ.size + MASTER_KEY_LENGTH:
                 raise MalformedFrame("fencing read without its master key")
-            master_key = bytes(body[_READ.size : _READ.size + MASTER_KEY_LENGTH])
+            master_key = body[_READ.size : _READ.size + MASTER_KEY_LENGTH]
         return ReadRequest(ledger_id, entry_id, master_key, flags)
     raise MalformedFrame(f"unsupported opcode {opcode}")
 

@@ -1,7 +1,7 @@
 """The bookie's TCP server: one asyncio protocol per connection, one request handler.
 
 Frames are cut and parsed by `protocol` (no I/O there); a frame that does not parse closes
-that connection only. Adds are answered from the journal future's callback (after the group's
+that connection only. Adds are answered from the journal's callback (after the group's
 fdatasync), so a pipelined connection never waits on one request to send the next.
 """
 

@@ -65,8 +65,8 @@ def replacements(
         if bookie not in current:
             continue
         index = current.index(bookie)
-        placed = replace_bookie(topology, request, config, rng, tuple(current), bookie,
-                                excluded, affinity)
+        placed = replace_bookie(topology, request, config, rng, ensemble=tuple(current),
+                                bookie=bookie, exclude=excluded, affinity=affinity)
         new = placed.replacement or placed.ensemble[index]
         current[index] = new
         excluded.add(new)
@@ -91,8 +91,8 @@ def adhering_ensemble(
     group's bookie, an ungrouped one under strict) are then replaced one by one through
     `replace_bookie`, which stays inside the groups (NotEnoughBookies when it cannot)."""
     affinity = recorded_affinity(metadata)
-    placed = replace_to_adhere(topology, request_of(metadata), config, rng, tuple(ensemble),
-                               exclude, affinity)
+    placed = replace_to_adhere(topology, request_of(metadata), config, rng,
+                               ensemble=tuple(ensemble), exclude=exclude, affinity=affinity)
     repaired = tuple(placed.ensemble)
     if not repaired:
         return ()

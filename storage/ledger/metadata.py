@@ -1,4 +1,4 @@
-"""What a ledger's metadata says, as the client uses it, and the custom metadata Pulsar writes.
+"""Custom metadata Pulsar writes on a managed ledger's ledgers; a ledger's metadata, closed.
 
 Custom metadata of a managed-ledger ledger (Pulsar's `LedgerMetadataUtils`):
 

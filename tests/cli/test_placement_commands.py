@@ -7,10 +7,8 @@ import json
 
 import httpx
 
-from tests.api.routes.test_lookup import brokers_seen, register_broker
-from tests.api.routes.test_namespaces import make_namespace
-from tests.api.routes.test_placement_preview import register, set_rack
 from tests.cli.conftest import CliRunner, admin_error, failed, ok
+from tests.factories import brokers_seen, make_namespace, register, register_broker, set_rack
 from tests.support import RawEtcd, wait_until
 
 

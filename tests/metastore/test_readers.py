@@ -67,10 +67,11 @@ async def test_place_and_audit_a_ledger_of_a_namespace(
     placed = new_ensemble(view.topology, inputs.request, config, random.Random(1),
                           affinity=inputs.affinity)  # fmt: skip
     assert set(placed.ensemble) == {"b0:3181", "b1:3181", "b2:3181"}
-    audit = adherence(view.topology, placed.ensemble, 2, 2, config, inputs.affinity)
+    audit = adherence(view.topology, placed.ensemble, 2, 2, config, affinity=inputs.affinity)
     assert audit is Adherence.MEETS_STRICT
     outside = ("b0:3181", "b1:3181", "b3:3181")
-    assert adherence(view.topology, outside, 2, 2, config, inputs.affinity) is Adherence.FAIL
+    audit = adherence(view.topology, outside, 2, 2, config, affinity=inputs.affinity)
+    assert audit is Adherence.FAIL
     with pytest.raises(NotFound):
         await read_namespace_placement(store, "t", "missing", config)
 

@@ -1,8 +1,7 @@
 """The shared adherence predicate (§2.5, §4.3, AuditorPlacementPolicyCheckTest)."""
 
 from placement import Adherence, PlacementConfig, PlacementMode, Topology, adherence
-
-from .factories import topology
+from tests.factories import topology
 
 
 def test_auditor_example_window_with_two_racks_fails_min_three() -> None:

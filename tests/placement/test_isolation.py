@@ -17,8 +17,7 @@ from placement import (
     new_ensemble,
     replace_bookie,
 )
-
-from .factories import rngs
+from tests.factories import rngs
 
 REQ = EnsembleRequest(3, 3, 2)
 
@@ -184,15 +183,16 @@ def test_replace_stays_inside_allowed_groups() -> None:
     g = AffinityGroups(("share",), strict=True)
     ens = (b(6), b(7), b(8))
     for rng in rngs(100):
-        p = replace_bookie(t, REQ, PlacementConfig(), rng, ens, b(6), affinity=g)
+        p = replace_bookie(t, REQ, PlacementConfig(), rng, ensemble=ens, bookie=b(6), affinity=g)
         assert p.replacement in {b(9), b(10)}
 
 
 def test_adherence_fails_for_bookie_outside_groups() -> None:
     t = seed_topology()
     g = AffinityGroups(("share",), strict=True)
-    assert adherence(t, (b(6), b(7), b(11)), 3, 2, PlacementConfig(), g) is Adherence.FAIL
-    assert adherence(t, (b(6), b(7), b(8)), 3, 2, PlacementConfig(), g) is Adherence.MEETS_STRICT
+    cfg = PlacementConfig()
+    assert adherence(t, (b(6), b(7), b(11)), 3, 2, cfg, affinity=g) is Adherence.FAIL
+    assert adherence(t, (b(6), b(7), b(8)), 3, 2, cfg, affinity=g) is Adherence.MEETS_STRICT
 
 
 def test_explain_lists_ensemble_and_exclusions() -> None:

@@ -13,8 +13,7 @@ from placement import (
     rackaware,
 )
 from placement.topology import DEFAULT_RACK
-
-from .factories import bid, config, rngs, topology
+from tests.factories import bid, config, rngs, topology
 
 REQ_332 = EnsembleRequest(3, 3, 2)
 

@@ -15,8 +15,7 @@ from placement import (
     new_ensemble,
     replace_bookie,
 )
-
-from .factories import rngs
+from tests.factories import rngs
 
 
 def regions(sizes: dict[str, int]) -> Topology:
@@ -82,5 +81,5 @@ def test_replace_prefers_same_region() -> None:
     cfg = PlacementConfig(regionaware_policy_enabled=True)
     ens = ("x-0:1", "x-1:1", "y-0:1", "y-1:1", "z-0:1", "z-1:1")
     for rng in rngs(30):
-        p = replace_bookie(t, EnsembleRequest(6, 6, 4), cfg, rng, ens, "y-0:1")
+        p = replace_bookie(t, EnsembleRequest(6, 6, 4), cfg, rng, ensemble=ens, bookie="y-0:1")
         assert p.replacement == "y-2:1"

@@ -4,8 +4,7 @@ import pytest
 
 from placement import PlacementMode, Topology
 from placement.topology import DEFAULT_RACK, DEFAULT_REGION_RACK, DEFAULT_ZONE_UD, normalize_rack
-
-from .factories import uniform_cluster
+from tests.factories import uniform_cluster
 
 
 @pytest.mark.parametrize(

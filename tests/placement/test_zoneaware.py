@@ -12,8 +12,7 @@ from placement import (
     new_ensemble,
     replace_bookie,
 )
-
-from .factories import rngs
+from tests.factories import rngs
 
 CFG = PlacementConfig(zoneaware_policy_enabled=True)
 
@@ -58,6 +57,6 @@ def test_replace_keeps_zone_spread() -> None:
     t = zones(4, 2)
     ens = ("z0u0:1", "z1u0:1", "z2u0:1")
     for rng in rngs(50):
-        p = replace_bookie(t, EnsembleRequest(3, 3, 2), CFG, rng, ens, "z0u0:1")
+        p = replace_bookie(t, EnsembleRequest(3, 3, 2), CFG, rng, ensemble=ens, bookie="z0u0:1")
         assert p.replacement is not None and p.adherence is Adherence.MEETS_STRICT
         assert p.replacement not in ens

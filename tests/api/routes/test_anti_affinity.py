@@ -5,8 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.api.routes.test_namespaces import NAMESPACES, make_namespace
-from tests.api.routes.test_tenants import add_cluster, assert_reason
+from tests.factories import NAMESPACES, add_cluster, assert_reason, make_namespace
 from tests.support import RawEtcd
 
 GROUP = f"{NAMESPACES}/acme/ns1/antiAffinity"

@@ -11,8 +11,7 @@ import httpx
 import pytest
 
 from metastore.embedded import EmbeddedEtcd
-from tests.api.routes.test_namespaces import NAMESPACES, make_namespace
-from tests.api.routes.test_tenants import add_cluster, assert_reason, create_tenant
+from tests.factories import NAMESPACES, add_cluster, assert_reason, create_tenant, make_namespace
 from tests.support import RawEtcd, ServerProcess
 
 AFFINITY = f"{NAMESPACES}/acme/ns1/persistence/bookieAffinity"

@@ -7,29 +7,15 @@ import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from metastore.embedded import EmbeddedEtcd
-from tests.api.routes.test_namespaces import NAMESPACES, make_namespace
+from tests.factories import CLUSTER, NAMESPACES, brokers_seen, make_namespace, register_broker
 from tests.support import RawEtcd, ServerProcess, wait_until
 
 LOOKUP = "/lookup/v2/topic/persistent"
-CLUSTER = "test"
-
-
-def register_broker(store: RawEtcd, broker_id: str, cpu: float = 0.0, **fields: Any) -> None:
-    """What a broker writes at start (LocalBrokerData; only a few of its fields)."""
-    host = broker_id.split(":")[0]
-    data = {"webServiceUrl": f"http://{broker_id}", "pulsarServiceUrl": f"pulsar://{host}:6650",
-            "cpu": {"usage": cpu, "limit": 100.0}, **fields}  # fmt: skip
-    store.put(f"/loadbalance/brokers/{broker_id}", data)
-
-
-def brokers_seen(admin: httpx.Client, count: int) -> None:
-    wait_until(lambda: len(admin.get(f"/admin/v2/brokers/{CLUSTER}").json()) == count)
 
 
 def lookup(client: httpx.Client, namespace: str, topic: str = "t1") -> httpx.Response:

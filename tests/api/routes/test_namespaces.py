@@ -9,27 +9,10 @@ import httpx
 import pytest
 
 from metastore.embedded import EmbeddedEtcd
-from tests.api.routes.test_tenants import add_cluster, assert_reason, create_tenant
+from tests.factories import NAMESPACES, add_cluster, assert_reason, create_tenant, make_namespace
 from tests.support import RawEtcd, ServerProcess
 
-NAMESPACES = "/admin/v2/namespaces"
 FOUR_BUNDLES = ["0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"]
-
-
-def make_namespace(
-    admin: httpx.Client,
-    store: RawEtcd,
-    name: str = "acme/ns1",
-    clusters: tuple[str, ...] = ("test",),
-) -> str:
-    """A tenant allowed on `clusters` (created as needed) and a namespace in it."""
-    tenant = name.split("/")[0]
-    for cluster in clusters:
-        add_cluster(store, cluster)
-    if admin.get(f"/admin/v2/tenants/{tenant}").status_code == 404:
-        assert create_tenant(admin, tenant, list(clusters)).status_code == 204
-    assert admin.put(f"{NAMESPACES}/{name}").status_code == 204
-    return name
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.routes.test_namespaces import NAMESPACES, make_namespace
-from tests.api.routes.test_tenants import assert_reason
+from tests.factories import NAMESPACES, assert_reason, make_namespace
 from tests.support import RawEtcd
 
 PERSISTENCE = f"{NAMESPACES}/acme/ns1/persistence"

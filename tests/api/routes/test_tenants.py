@@ -9,25 +9,8 @@ import httpx
 import pytest
 
 from metastore.embedded import EmbeddedEtcd
+from tests.factories import TENANTS, add_cluster, assert_reason, create_tenant
 from tests.support import RawEtcd, ServerProcess
-
-TENANTS = "/admin/v2/tenants"
-
-
-def add_cluster(store: RawEtcd, name: str) -> None:
-    store.put(f"/admin/clusters/{name}", {"serviceUrl": f"http://{name}:8080"})
-
-
-def create_tenant(
-    admin: httpx.Client, tenant: str, clusters: list[str], roles: list[str] | None = None
-) -> httpx.Response:
-    return admin.put(
-        f"{TENANTS}/{tenant}", json={"adminRoles": roles or [], "allowedClusters": clusters}
-    )
-
-
-def assert_reason(response: httpx.Response, status: int, reason: str) -> None:
-    assert (response.status_code, response.json()) == (status, {"reason": reason})
 
 
 @pytest.fixture(scope="module")

@@ -150,6 +150,8 @@ async def test_kill_during_add_loop_keeps_every_acked_entry(
     every acknowledged entry reads back byte for byte after the restart."""
     rng = random.Random(seed)
     conf = {"flushInterval": "150", "dbStorage_writeCacheMaxSizeMb": "1"}
+    if seed == 3:  # groups closed by journalMaxGroupWaitMSec instead of an empty queue
+        conf |= {"journalFlushWhenQueueEmpty": "false", "journalMaxGroupWaitMSec": "2"}
     bookie = start_bookie(conf=conf)
     acked: dict[tuple[int, int], bytes] = {}
     kill_after = rng.uniform(0.3, 1.2)

@@ -97,6 +97,9 @@ async def test_reopen_after_the_writer_vanished(cluster: Cluster) -> None:
         assert ml.current_ledger_id != first
         new = await ml.add_entry(b"after")
         assert new == Position(ml.current_ledger_id or -1, 0)
+        for ledger_id in ml.ledgers:  # across the restart, still inside the strict group
+            md = await running.client.read_metadata(ledger_id)
+            assert set(md.ensembles[0]) <= set(cluster.ids[:3]), md.ensembles
         await ml.delete()
     assert cluster.raw.get(managed_ledger_path(name)) is None
     assert cluster.raw.get(paths.ledger(first)) is None

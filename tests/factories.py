@@ -1,0 +1,116 @@
+"""Shared test builders: placement topologies and configs, and admin API resources over HTTP.
+
+Test files import builders from here, never from each other.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx
+
+from placement import PlacementConfig, PlacementMode, Topology
+from tests.support import RawEtcd, wait_until
+
+# -- placement ----------------------------------------------------------------------------------
+
+
+def bid(i: int) -> str:
+    return f"10.0.0.{i}:3181"
+
+
+def rack_map(racks: Mapping[str, str], group: str = "default") -> dict[str, dict[str, dict]]:
+    """{bookie: rack} -> the /bookies document with every bookie in `group`."""
+    return {group: {b: {"rack": r} for b, r in racks.items()}}
+
+
+def topology(
+    racks: Mapping[str, str],
+    writable: Iterable[str] | None = None,
+    read_only: Iterable[str] = (),
+    mode: PlacementMode = PlacementMode.RACK,
+    weights: Mapping[str, float] | None = None,
+    extra_writable: Iterable[str] = (),
+) -> Topology:
+    ids = list(racks) if writable is None else list(writable)
+    return Topology.build(rack_map(racks), [*ids, *extra_writable], read_only, weights, mode)
+
+
+def uniform_cluster(n: int, per_rack: int = 20, prefix: str = "/rack") -> Topology:
+    racks = {f"bk{i}:3181": f"{prefix}{i // per_rack}" for i in range(n)}
+    return topology(racks)
+
+
+def config(**kw: object) -> PlacementConfig:
+    return PlacementConfig(**kw)  # type: ignore[arg-type]
+
+
+def rngs(count: int, base: int = 0) -> Iterable[random.Random]:
+    for seed in range(base, base + count):
+        yield random.Random(seed)
+
+
+# -- the admin API over HTTP (a server from tests/conftest.py) ---------------------------------
+
+NAMESPACES = "/admin/v2/namespaces"
+TENANTS = "/admin/v2/tenants"
+RACKS = "/admin/v2/bookies/racks-info"
+CLUSTER = "test"
+
+
+def assert_reason(response: httpx.Response, status: int, reason: str) -> None:
+    assert (response.status_code, response.json()) == (status, {"reason": reason})
+
+
+def add_cluster(store: RawEtcd, name: str) -> None:
+    store.put(f"/admin/clusters/{name}", {"serviceUrl": f"http://{name}:8080"})
+
+
+def create_tenant(
+    admin: httpx.Client, tenant: str, clusters: list[str], roles: list[str] | None = None
+) -> httpx.Response:
+    return admin.put(
+        f"{TENANTS}/{tenant}", json={"adminRoles": roles or [], "allowedClusters": clusters}
+    )
+
+
+def make_namespace(
+    admin: httpx.Client,
+    store: RawEtcd,
+    name: str = "acme/ns1",
+    clusters: tuple[str, ...] = ("test",),
+) -> str:
+    """A tenant allowed on `clusters` (created as needed) and a namespace in it."""
+    tenant = name.split("/")[0]
+    for cluster in clusters:
+        add_cluster(store, cluster)
+    if admin.get(f"/admin/v2/tenants/{tenant}").status_code == 404:
+        assert create_tenant(admin, tenant, list(clusters)).status_code == 204
+    assert admin.put(f"{NAMESPACES}/{name}").status_code == 204
+    return name
+
+
+def register(store: RawEtcd, *ids: str, read_only: bool = False) -> None:
+    """Bookie registrations as bookies write them (writable or read-only)."""
+    for bookie_id in ids:
+        base = "/ledgers/available/readonly/" if read_only else "/ledgers/available/"
+        store.put(base + bookie_id, b"")
+
+
+def set_rack(admin: httpx.Client, bookie_id: str, rack: str, group: str) -> None:
+    response = admin.post(f"{RACKS}/{bookie_id}", params={"group": group}, json={"rack": rack})
+    assert response.status_code == 204, response.text
+
+
+def register_broker(store: RawEtcd, broker_id: str, cpu: float = 0.0, **fields: Any) -> None:
+    """What a broker writes at start (LocalBrokerData; only a few of its fields)."""
+    host = broker_id.split(":")[0]
+    data = {"webServiceUrl": f"http://{broker_id}", "pulsarServiceUrl": f"pulsar://{host}:6650",
+            "cpu": {"usage": cpu, "limit": 100.0}, **fields}  # fmt: skip
+    store.put(f"/loadbalance/brokers/{broker_id}", data)
+
+
+def brokers_seen(admin: httpx.Client, count: int, cluster: str = CLUSTER) -> None:
+    wait_until(lambda: len(admin.get(f"/admin/v2/brokers/{cluster}").json()) == count)
