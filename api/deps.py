@@ -109,7 +109,8 @@ TopicsDep = Annotated[TopicService, Depends(get_topics)]
 
 
 async def get_bookkeeper_admin(request: Request) -> BookKeeperAdminService:
-    return BookKeeperAdminService(app_state(request).versioned_keys)
+    state = app_state(request)
+    return BookKeeperAdminService(state.versioned_keys, state.settings.lostBookieRecoveryDelay)
 
 
 BookKeeperAdminDep = Annotated[BookKeeperAdminService, Depends(get_bookkeeper_admin)]

@@ -112,6 +112,8 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     ledger_errors.LedgerClosed: 500,
     ledger_errors.LedgerFenced: 500,
     ledger_errors.AddFailed: 500,
+    ledger_errors.EnsembleChangeFailed: 500,
+    ledger_errors.RecoveryFailed: 500,
     ledger_errors.ReadFailed: 500,
     ledger_errors.MetadataConflict: 409,
     ledger_errors.LedgerError: 500,

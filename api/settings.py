@@ -72,6 +72,20 @@ class Settings:
     # default admits a 10,000-bookie rack map (~1 MB) and stays near etcd's 1.5 MiB limit.
     httpMaxRequestSize: int = 2 * 1024 * 1024
 
+    # auto-recovery (BookKeeper's names and defaults; storage.autorecovery.AutoRecoveryConfig)
+    autoRecoveryDaemonEnabled: bool = False
+    lostBookieRecoveryDelay: int = 0
+    auditorPeriodicCheckInterval: int = 604800
+    auditorPeriodicBookieCheckInterval: int = 86400
+    auditorPeriodicPlacementPolicyCheckInterval: int = 0
+    auditorReplicasCheckInterval: int = 0
+    openLedgerRereplicationGracePeriod: int = 30000
+    lockReleaseOfFailedLedgerGracePeriod: int = 300000
+    repairedPlacementPolicyNotAdheringBookieEnable: bool = False
+    rereplicationEntryBatchSize: int = 10
+    replicationRateByBytes: int = -1
+    rwRereplicateBackoffMs: int = 5000
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -25,6 +25,7 @@ from metastore.store import MetadataStore
 from metastore.topology import TopologySnapshot
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
+from storage.autorecovery import AutoRecovery, AutoRecoveryConfig
 from storage.bookie.client import BookieClient
 from storage.cluster import LocalBookies
 from storage.engine import build_ledger_client, build_managed_ledger_factory
@@ -36,6 +37,21 @@ def placement_config(settings: Settings) -> PlacementConfig:
     """PlacementConfig from the broker.conf keys in effect (typed fields and extra keys such
     as `reppRegionsToWrite`); a bad value fails the start."""
     return PlacementConfig.from_broker_conf(settings.runtime_configuration())
+
+
+def autorecovery_config(settings: Settings) -> AutoRecoveryConfig:
+    return AutoRecoveryConfig.from_conf(settings.runtime_configuration())
+
+
+def autorecovery(settings: Settings, store: MetadataStore,
+                 ledgers: LedgerClient) -> AutoRecovery | None:
+    """The auditor candidate and replication worker of this service, when enabled; its id is
+    the service's advertised `host:port`."""
+    config = autorecovery_config(settings)
+    if not config.autoRecoveryDaemonEnabled:
+        return None
+    node = f"{settings.advertisedAddress}:{settings.webServicePort}"
+    return AutoRecovery(VersionedKeys.of(store), ledgers, config, node)
 
 
 @dataclass(frozen=True)
@@ -69,6 +85,7 @@ class AppState:
     ledgers: LedgerClient
     managed_ledgers: ManagedLedgerFactory
     versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
+    autorecovery: AutoRecovery | None = None  # with autoRecoveryDaemonEnabled
 
     @classmethod
     def build(
@@ -114,6 +131,7 @@ class AppState:
             ledgers=ledgers,
             managed_ledgers=managed_ledgers,
             versioned_keys=versioned_keys,
+            autorecovery=autorecovery(settings, store, ledgers),
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:
@@ -122,8 +140,13 @@ class AppState:
     async def start(self) -> None:
         for watch in self.watches():
             await watch.start()
+        if self.autorecovery is not None:
+            self.autorecovery.start()
 
     async def stop(self) -> None:
+        if self.autorecovery is not None:
+            await self.autorecovery.stop()
+            await self.autorecovery.keys.close()
         await self.managed_ledgers.close()
         await self.ledgers.close()
         for watch in self.watches():

@@ -19,7 +19,13 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from api.deps import BookKeeperAdminDep
-from api.services.bookkeeper_admin import INTERNAL_ERROR, NOT_GET, NOT_GET_ANSWER, AdminAnswer
+from api.services.bookkeeper_admin import (
+    INTERNAL_ERROR,
+    NOT_GET,
+    NOT_GET_ANSWER,
+    NOT_PUT_ANSWER,
+    AdminAnswer,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["extensions"])
 
@@ -182,3 +188,94 @@ async def list_bookies(request: Request, service: BookKeeperAdminDep) -> Respons
 
 for _path in ("/ledger/metadata", "/ledger/list", "/bookie/list_bookies"):
     _other_methods(_path)
+
+
+def _text(description: str, example: str) -> dict[str, Any]:
+    """A bare-text answer, declared as text though sent unlabelled."""
+    return {
+        "description": f"{description} ({UNLABELLED})",
+        "content": {"text/plain": {"schema": {"type": "string"}, "example": example}},
+    }
+
+
+@router.get(
+    "/autorecovery/list_under_replicated_ledger",
+    operation_id="bookkeeperListUnderReplicatedLedgers",
+    summary="BookKeeper: ledgers marked under-replicated",
+    responses={
+        200: _json_200(
+            "Ledger ids, or with `printmissingreplica` ledger id -> bookies missing a copy",
+            {"anyOf": [
+                {"type": "array", "items": {"type": "integer"}},
+                {"type": "object", "additionalProperties": {
+                    "type": "array", "items": {"type": "string"}}},
+            ]},
+            [3, 7],
+        ),
+        404: _text("None marked: `No under replicated ledgers found`",
+                   "No under replicated ledgers found"),
+    },
+    response_class=Response,
+    openapi_extra=_query(
+        ("missingreplica", "only ledgers missing this bookie"),
+        ("excludingmissingreplica", "only ledgers not missing this bookie"),
+        ("printmissingreplica", "present: map each ledger to its missing bookies"),
+    ),
+)  # fmt: skip
+@router.get("/autorecovery/list_under_replicated_ledger/", include_in_schema=False,
+            response_class=Response)
+async def list_under_replicated(request: Request, service: BookKeeperAdminDep) -> Response:
+    """BookKeeper's `GET /api/v1/autorecovery/list_under_replicated_ledger/`: a JSON array of
+    ledger ids; with `printmissingreplica` (present is enough) a map of ledger id to the
+    bookies missing a copy. `missingreplica` keeps ledgers missing that bookie,
+    `excludingmissingreplica` drops them. None: 404 `No under replicated ledgers found`."""
+    return _answer(await service.list_under_replicated(_params(request)))
+
+
+_other_methods("/autorecovery/list_under_replicated_ledger")
+
+
+@router.put(
+    "/autorecovery/trigger_audit",
+    operation_id="bookkeeperTriggerAudit",
+    summary="BookKeeper: ask the auditor for an audit now",
+    responses={200: _text("`Success trigger audit.`", "Success trigger audit.")},
+    response_class=Response,
+)
+@router.put("/autorecovery/trigger_audit/", include_in_schema=False, response_class=Response)
+async def trigger_audit(service: BookKeeperAdminDep) -> Response:
+    """BookKeeper's `PUT /api/v1/autorecovery/trigger_audit`: rewrites
+    `/ledgers/underreplication/lostBookieRecoveryDelay` with its value, which the elected
+    auditor answers with a lost-bookie audit and a placement check. 200
+    `Success trigger audit.`"""
+    return _answer(await service.trigger_audit())
+
+
+async def _not_put() -> Response:
+    return _answer(NOT_PUT_ANSWER)
+
+
+for _suffix in ("", "/"):
+    router.add_api_route("/autorecovery/trigger_audit" + _suffix, _not_put,
+                         methods=["GET", "POST", "DELETE"], include_in_schema=False)
+
+
+@router.get(
+    "/autorecovery/who_is_auditor",
+    operation_id="bookkeeperWhoIsAuditor",
+    summary="BookKeeper: the elected auditor",
+    responses={
+        200: _text("`Auditor: <id>`", "Auditor: 127.0.0.1:8080"),
+        404: _text("None elected: `No auditor elected`", "No auditor elected"),
+    },
+    response_class=Response,
+)
+@router.get("/autorecovery/who_is_auditor/", include_in_schema=False, response_class=Response)
+async def who_is_auditor(service: BookKeeperAdminDep) -> Response:
+    """BookKeeper's `GET /api/v1/autorecovery/who_is_auditor/`: plain text `Auditor: <id>`
+    (the id the auditor wrote at `/ledgers/underreplication/leader`); none elected: 404
+    `No auditor elected`."""
+    return _answer(await service.who_is_auditor())
+
+
+_other_methods("/autorecovery/who_is_auditor")

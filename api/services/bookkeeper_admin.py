@@ -33,6 +33,7 @@ from metastore.bookie_service_info import BOOKIE_RPC, decode_bookie_service_info
 from metastore.ledger_metadata import LedgerMetadata, encode_ledger_metadata
 from metastore.ledgers import LedgerMetadataStore
 from metastore.versioned_keys import VersionedKeys
+from storage.autorecovery import UnderReplication
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +54,60 @@ class AdminAnswer:
 
 
 NOT_GET_ANSWER = AdminAnswer(404, NOT_GET)
+NOT_PUT_ANSWER = AdminAnswer(404, "Not found method. Should be PUT method")
+NO_UNDER_REPLICATED = "No under replicated ledgers found"
+NO_AUDITOR = "No auditor elected"
 
 
 class BookKeeperAdminService:
-    def __init__(self, keys: VersionedKeys) -> None:
+    def __init__(self, keys: VersionedKeys, default_recovery_delay: int = 0) -> None:
         self.keys = keys
         self.ledgers = LedgerMetadataStore(keys)
+        self.underreplication = UnderReplication(keys)
+        self.default_recovery_delay = default_recovery_delay
+
+    async def list_under_replicated(self, params: Mapping[str, str]) -> AdminAnswer:
+        """`GET /api/v1/autorecovery/list_under_replicated_ledger/?missingreplica=
+        &excludingmissingreplica=&printmissingreplica` (`ListUnderReplicatedLedgerService`):
+        an array of ledger ids, or with `printmissingreplica` (present is enough) a map id ->
+        missing bookies; none: 404 `No under replicated ledgers found`."""
+        including = (params.get("missingreplica") or "").strip()
+        excluding = (params.get("excludingmissingreplica") or "").strip()
+        try:
+            marks = await self.underreplication.marks()
+        except Exception as exc:
+            log.exception("under-replicated ledgers")
+            return AdminAnswer(404, f"Exception when get.{exc}")
+        chosen = [m for m in marks
+                  if (not including or including in m.replicas)
+                  and (not excluding or excluding not in m.replicas)]
+        if not chosen:
+            return AdminAnswer(404, NO_UNDER_REPLICATED)
+        if "printmissingreplica" in params:
+            return AdminAnswer(200, jackson_pretty(
+                {str(m.ledger_id): list(m.replicas) for m in chosen}))
+        return AdminAnswer(200, jackson_pretty([m.ledger_id for m in chosen]))
+
+    async def trigger_audit(self) -> AdminAnswer:
+        """`PUT /api/v1/autorecovery/trigger_audit` (`TriggerAuditService`): rewrite
+        lostBookieRecoveryDelay as it is, which the auditor answers with an audit."""
+        try:
+            await self.underreplication.trigger_audit(self.default_recovery_delay)
+        except Exception as exc:
+            log.exception("trigger audit")
+            return AdminAnswer(404, f"Exception when do operation.{exc}")
+        return AdminAnswer(200, "Success trigger audit.")
+
+    async def who_is_auditor(self) -> AdminAnswer:
+        """`GET /api/v1/autorecovery/who_is_auditor` (`WhoIsAuditorService`): plain text."""
+        try:
+            auditor = await self.underreplication.auditor()
+        except Exception:
+            log.exception("who is auditor")
+            return AdminAnswer(500, INTERNAL_ERROR)
+        if auditor is None:
+            return AdminAnswer(404, NO_AUDITOR)
+        return AdminAnswer(200, f"Auditor: {auditor}")
 
     async def ledger_metadata(self, params: Mapping[str, str]) -> AdminAnswer:
         """`GET /api/v1/ledger/metadata?ledger_id=N`: `{"N": <ledger bean>}`."""

@@ -1,5 +1,7 @@
 """`pulsar-admin storage`: the storage engine's bookies and the placement audit of the live
-cluster (extension paths under `/admin/v2/storage/...`).
+cluster (extension paths under `/admin/v2/storage/...`), and its auto-recovery over BookKeeper's
+own HTTP admin paths (`/api/v1/autorecovery/...`): under-replicated ledgers, audit trigger, the
+elected auditor.
 
 One command per function; other storage commands join this group the same way."""
 
@@ -13,11 +15,13 @@ import typer
 
 from cli.client import V2, path
 from cli.context import admin
-from cli.errors import CliError
+from cli.errors import AdminError, CliError
 from cli.framework import Output, command, new_group, positional
-from cli.output import JsonResult, TextResult
+from cli.output import JsonResult, LinesResult, TextResult
 
-app = new_group("storage", "Extension: the storage engine's bookies and the placement audit")
+app = new_group(
+    "storage", "Extension: the storage engine's bookies, auto-recovery and placement audit"
+)
 
 BOOKIES = f"{V2}/storage/bookies"
 
@@ -117,3 +121,52 @@ def audit_report(ctx: typer.Context, audit_id: Annotated[str, positional("audit-
                  output: Output = None) -> TextResult:
     """The HTML report of a finished audit (redirect it to a file and open it in a browser)."""
     return TextResult(admin(ctx).get_text(AUDITS + path(audit_id) + "/report"))
+
+
+AUTORECOVERY = "/api/v1/autorecovery"
+
+
+@command(app, "under-replicated")
+def under_replicated(
+    ctx: typer.Context,
+    missing_replica: Annotated[str | None, typer.Option(
+        "--missing-replica", help="Only ledgers missing a copy on this bookie")] = None,
+    excluding_missing_replica: Annotated[str | None, typer.Option(
+        "--excluding-missing-replica",
+        help="Only ledgers not missing a copy on this bookie")] = None,
+    print_missing_replica: Annotated[bool, typer.Option(
+        "--print-missing-replica",
+        help="Print each ledger with the bookies missing its copies")] = False,
+    output: Output = None,
+) -> LinesResult | JsonResult | TextResult:  # fmt: skip
+    """List the ledgers marked under-replicated (one id a line), or with
+    --print-missing-replica each ledger's missing bookies as JSON."""
+    params: dict[str, str] = {}
+    if missing_replica:
+        params["missingreplica"] = missing_replica
+    if excluding_missing_replica:
+        params["excludingmissingreplica"] = excluding_missing_replica
+    if print_missing_replica:
+        params["printmissingreplica"] = "true"
+    try:
+        found = admin(ctx).get_json(f"{AUTORECOVERY}/list_under_replicated_ledger/", params)
+    except AdminError as exc:
+        if exc.status == 404:
+            return TextResult("No under replicated ledgers found")
+        raise
+    if print_missing_replica:
+        return JsonResult(found)
+    return LinesResult(list(found or []))
+
+
+@command(app, "trigger-audit")
+def trigger_audit(ctx: typer.Context, output: Output = None) -> TextResult:
+    """Ask the elected auditor for an audit now (lost bookies and placement)."""
+    response = admin(ctx).request("PUT", f"{AUTORECOVERY}/trigger_audit")
+    return TextResult(response.text)
+
+
+@command(app, "who-is-auditor")
+def who_is_auditor(ctx: typer.Context, output: Output = None) -> TextResult:
+    """Print the elected auditor (`Auditor: <id>`)."""
+    return TextResult(admin(ctx).get_text(f"{AUTORECOVERY}/who_is_auditor/"))

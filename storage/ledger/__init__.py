@@ -1,10 +1,12 @@
 """The broker-side BookKeeper ledger client: placement-driven create, quorum adds with
-in-order acknowledgement and piggy-backed LAC, close by compare-and-swap, verified reads."""
+in-order acknowledgement and piggy-backed LAC, ensemble change under the ledger's recorded
+policy, close by compare-and-swap, fencing and recovery, verified reads."""
 
 from storage.ledger.bookies import BookieConnection, BookiePool
 from storage.ledger.client import LedgerClient, LedgerSpec, MetadataBackend, VersionConflict
 from storage.ledger.errors import (
     AddFailed,
+    EnsembleChangeFailed,
     LedgerClosed,
     LedgerError,
     LedgerFenced,
@@ -12,6 +14,7 @@ from storage.ledger.errors import (
     NoSuchEntry,
     NoSuchLedger,
     ReadFailed,
+    RecoveryFailed,
 )
 from storage.ledger.handle import Entry, ReadableLedger, WriteHandle, master_key
 from storage.ledger.metadata import LedgerMetadata, LedgerState
@@ -20,6 +23,7 @@ __all__ = [
     "AddFailed",
     "BookieConnection",
     "BookiePool",
+    "EnsembleChangeFailed",
     "Entry",
     "LedgerClient",
     "LedgerClosed",
@@ -34,6 +38,7 @@ __all__ = [
     "NoSuchLedger",
     "ReadFailed",
     "ReadableLedger",
+    "RecoveryFailed",
     "VersionConflict",
     "WriteHandle",
     "master_key",

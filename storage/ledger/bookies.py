@@ -17,12 +17,18 @@ class BookieConnection(Protocol):
     """What the ledger client needs of one bookie connection."""
 
     async def add(
-        self, ledger_id: int, entry_id: int, master_key: bytes, packaged: bytes
+        self, ledger_id: int, entry_id: int, master_key: bytes, packaged: bytes, *,
+        recovery: bool = False,
     ) -> None:
-        """Store a packaged entry; returns once the bookie acknowledged it durable."""
+        """Store a packaged entry; returns once the bookie acknowledged it durable.
+        `recovery`: a recovery add (RECOVERY_ADD), accepted on a fenced ledger."""
 
-    async def read(self, ledger_id: int, entry_id: int) -> bytes:
-        """The packaged entry as stored (entry id -1: the bookie's last entry)."""
+    async def read(
+        self, ledger_id: int, entry_id: int, *, fence: bool = False,
+        master_key: bytes | None = None,
+    ) -> bytes:
+        """The packaged entry as stored (entry id -1: the bookie's last entry); `fence`
+        fences the ledger first (needs the master key)."""
 
     @property
     def connected(self) -> bool:

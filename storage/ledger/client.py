@@ -12,15 +12,16 @@ Close and every later metadata change are compare-and-swap loops on the key's ve
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from placement import AffinityGroups, EnsembleRequest, Placement, PlacementConfig, Topology
 from placement import new_ensemble as place_ensemble
 from storage.ledger.bookies import BookiePool
-from storage.ledger.errors import MetadataConflict, NoSuchLedger
-from storage.ledger.handle import ReadableLedger, WriteHandle
+from storage.ledger.ensemble import replacements
+from storage.ledger.errors import LedgerClosed, LedgerFenced, MetadataConflict, NoSuchLedger
+from storage.ledger.handle import ChangeEnsemble, ReadableLedger, WriteHandle
 from storage.ledger.metadata import LedgerMetadata, LedgerState, closed
 
 MAX_CAS_ATTEMPTS = 20
@@ -103,7 +104,8 @@ class LedgerClient:
                 custom_metadata=dict(spec.custom_metadata),
             )
             if await self.metadata.create(draft) is not None:
-                return WriteHandle(draft, self.bookies, self._closer(ledger_id))
+                return WriteHandle(draft, self.bookies, self._closer(ledger_id),
+                                   self._changer(ledger_id))
         raise MetadataConflict("could not find a free ledger id")
 
     def _closer(self, ledger_id: int) -> Callable[[int, int], Awaitable[LedgerMetadata]]:
@@ -111,6 +113,42 @@ class LedgerClient:
             return await self.close_metadata(ledger_id, last_entry_id, length)
 
         return close
+
+    def _changer(self, ledger_id: int) -> ChangeEnsemble:
+        async def change(failed: frozenset[str], start: int) -> LedgerMetadata:
+            return await self.change_ensemble(ledger_id, failed, start)
+
+        return change
+
+    async def change_ensemble(self, ledger_id: int, failed: Collection[str],
+                              start: int) -> LedgerMetadata:
+        """Replace `failed` bookies of the last ensemble with a segment starting at `start`
+        (LAC + 1), by CAS (`LedgerHandle.ensembleChangeLoop`): the predicate is "still OPEN and
+        a failed bookie is still in the last ensemble"; a last segment that already starts at
+        `start` is replaced in place. Replacements follow the ledger's recorded policy
+        (`storage.ledger.ensemble`); NotEnoughBookies when it allows none."""
+        for _ in range(MAX_CAS_ATTEMPTS):
+            current, version = await self.read_versioned(ledger_id)
+            if current.state == LedgerState.CLOSED:
+                raise LedgerClosed(ledger_id)
+            if current.state == LedgerState.IN_RECOVERY:
+                raise LedgerFenced(ledger_id, "(metadata IN_RECOVERY)")
+            ensemble = current.current_ensemble
+            still = [b for b in ensemble if b in failed]
+            if not still:
+                return current
+            chosen = replacements(await self.topology(), current, self.config, self.rng,
+                                  ensemble, still)
+            new = tuple(chosen.get(i, b) for i, b in enumerate(ensemble))
+            segments = {k: v for k, v in current.ensembles.items() if k < start}
+            segments[start] = new
+            target = replace(current, ensembles=segments)
+            try:
+                await self.metadata.write(target, version)
+            except VersionConflict:
+                continue
+            return target
+        raise MetadataConflict(f"too many concurrent changes of ledger {ledger_id}")
 
     async def read_versioned(self, ledger_id: int) -> tuple[LedgerMetadata, int]:
         found = await self.metadata.read(ledger_id)

@@ -5,13 +5,17 @@
     ├── LedgerClosed                 the ledger is closed (or the handle was closed): no more adds
     ├── LedgerFenced                 a bookie fenced the ledger (someone is recovering it)
     ├── AddFailed                    an add could not reach its ack quorum; the handle is broken
+    │   └── EnsembleChangeFailed     a failed bookie could not be replaced under the ledger's
+    │                                recorded policy (`constraint` names what was not met)
+    ├── RecoveryFailed               recovery could not fence enough bookies or read an entry
     ├── NoSuchEntry                  the entry id is outside the ledger's readable range, or
     │                                enough replicas of its write set say it does not exist
     ├── ReadFailed                   every replica of the entry's write set failed to serve it
     └── MetadataConflict             the metadata changed under a close in a way that forbids it
 
-A failed bookie is not replaced here (ensemble change is issue 14): an add whose write set
-loses more than Qw - Qa bookies fails with `AddFailed`, and so does every add after it.
+A failed bookie is replaced by an ensemble change (`storage.ledger.ensemble`); only when no
+bookie the ledger's recorded policy allows is left does the add fail (`EnsembleChangeFailed`),
+and so does every add after it.
 """
 
 from __future__ import annotations
@@ -45,13 +49,28 @@ class AddFailed(LedgerError):
 
     def __init__(self, ledger_id: int, entry_id: int, failures: dict[str, str]) -> None:
         detail = "; ".join(f"{b}: {why}" for b, why in failures.items())
-        super().__init__(
-            f"Add of entry {entry_id} to ledger {ledger_id} failed: {detail} "
-            "(replacing a failed bookie, ensemble change, is not implemented yet)"
-        )
+        super().__init__(f"Add of entry {entry_id} to ledger {ledger_id} failed: {detail}")
         self.ledger_id = ledger_id
         self.entry_id = entry_id
         self.failures = failures
+
+
+class EnsembleChangeFailed(AddFailed):
+    """No replacement for a failed bookie under the ledger's recorded placement policy."""
+
+    def __init__(self, ledger_id: int, entry_id: int, failures: dict[str, str],
+                 why: str, constraint: str = "") -> None:
+        super().__init__(ledger_id, entry_id, failures)
+        self.args = (f"{self.args[0]}; no replacement bookie: {why}",)
+        self.why = why
+        self.constraint = constraint
+
+
+class RecoveryFailed(LedgerError):
+    def __init__(self, ledger_id: int, why: str) -> None:
+        super().__init__(f"Recovery of ledger {ledger_id} failed: {why}")
+        self.ledger_id = ledger_id
+        self.why = why
 
 
 class NoSuchEntry(LedgerError):

@@ -7,9 +7,14 @@ Adds (BookKeeper's `LedgerHandle` + `PendingAddOp`):
 - the add is quorum-complete once any Qa bookies of its write set acknowledged it, and it is
   acknowledged to the caller strictly in order: only when every earlier add was. The LAC is
   the last entry acknowledged that way.
-- A bookie error on a copy counts against the write set: more than Qw - Qa failures make the
-  ack quorum impossible, and since a failed bookie is not replaced yet (issue 14) the handle is
-  broken: that add and every later one fail with `AddFailed`. Fencing fails the handle at once.
+- A bookie error on a copy starts an ensemble change (`delayEnsembleChange=false`, as
+  upstream's default): the client replaces the failed bookie under the ledger's recorded
+  policy and writes a new segment starting at LAC + 1 by CAS (`LedgerClient.change_ensemble`);
+  then every add still pending is re-sent to the new bookie at each replaced index (acks from
+  the failed bookie are dropped, acks from survivors count). Completions wait while a change
+  runs, and one change runs at a time (failures meanwhile are handled right after). When no
+  bookie is eligible the handle is broken: that add and every later one fail with
+  `EnsembleChangeFailed` naming the constraint. Fencing fails the handle at once.
 
 Close waits for the adds in flight, then compare-and-swaps the metadata to CLOSED with
 lastEntryId = LAC and the acknowledged length (`LedgerClient.close_metadata`).
@@ -26,11 +31,19 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from placement import write_set
+from placement import NotEnoughBookies, write_set
 from storage.bookie.errors import BookieError, Fenced, NoEntry, NoLedger
-from storage.bookie.format import entry_payload, package_entry, verify_entry
+from storage.bookie.format import EntryHeader, entry_payload, package_entry, verify_entry
 from storage.ledger.bookies import BookiePool
-from storage.ledger.errors import AddFailed, LedgerClosed, LedgerFenced, NoSuchEntry, ReadFailed
+from storage.ledger.errors import (
+    AddFailed,
+    EnsembleChangeFailed,
+    LedgerClosed,
+    LedgerError,
+    LedgerFenced,
+    NoSuchEntry,
+    ReadFailed,
+)
 from storage.ledger.metadata import LedgerMetadata
 
 
@@ -45,6 +58,7 @@ class _PendingAdd:
     size: int
     future: asyncio.Future[int]
     write_set: tuple[int, ...]
+    packaged: bytes
     acked: set[int] = field(default_factory=set)
     failed: dict[str, str] = field(default_factory=dict)
     quorum: bool = False
@@ -89,6 +103,12 @@ class ReadableLedger:
 
     async def read_unchecked(self, entry_id: int) -> Entry:
         """Read from the write set without checking the readable range (recovery uses it)."""
+        packaged, header = await self.read_packaged(entry_id)
+        return Entry(entry_id, entry_payload(packaged), header.last_add_confirmed,
+                     header.length)
+
+    async def read_packaged(self, entry_id: int) -> tuple[bytes, EntryHeader]:
+        """The entry as a bookie stores it (for copying it elsewhere) and its checked header."""
         md = self.metadata
         ensemble = md.ensemble_for(entry_id)
         failures: dict[str, str] = {}
@@ -106,14 +126,15 @@ class ReadableLedger:
             except (TimeoutError, BookieError, OSError) as exc:
                 failures[bookie] = f"{type(exc).__name__}: {exc}"
                 continue
-            return Entry(entry_id, entry_payload(packaged), header.last_add_confirmed,
-                         header.length)
+            return packaged, header
         if missing and missing >= md.write_quorum_size - md.ack_quorum_size + 1:
             raise NoSuchEntry(self.ledger_id, entry_id, f"replicas answered {failures}")
         raise ReadFailed(self.ledger_id, entry_id, failures)
 
 
 CloseMetadata = Callable[[int, int], Awaitable[LedgerMetadata]]
+# (failed bookies, first entry of the new segment) -> the metadata with the new segment
+ChangeEnsemble = Callable[[frozenset[str], int], Awaitable[LedgerMetadata]]
 
 
 class WriteHandle(ReadableLedger):
@@ -124,11 +145,16 @@ class WriteHandle(ReadableLedger):
         metadata: LedgerMetadata,
         bookies: BookiePool,
         close_metadata: CloseMetadata,
+        change_ensemble: ChangeEnsemble | None = None,
     ) -> None:
         super().__init__(metadata, bookies)
         self._close_metadata = close_metadata
+        self._change_ensemble = change_ensemble
+        self._to_replace: set[str] = set()
+        self._changing: asyncio.Task[None] | None = None
+        self.ensemble_changes = 0
         self._master_key = master_key(metadata.password or b"")
-        self._ensemble = tuple(metadata.ensembles[0])
+        self._ensemble = tuple(metadata.current_ensemble)
         self.last_add_pushed = -1
         self.last_add_confirmed = -1
         self.length = 0  # acknowledged bytes
@@ -178,42 +204,98 @@ class WriteHandle(ReadableLedger):
             self.ledger_id, entry_id, self.last_add_confirmed, self._pushed_length, payload
         )
         op = _PendingAdd(entry_id, len(payload), future,
-                         write_set(entry_id, md.ensemble_size, md.write_quorum_size))
+                         write_set(entry_id, md.ensemble_size, md.write_quorum_size), packaged)
         self._pending.append(op)
         self._drained.clear()
         for index in op.write_set:
-            task = loop.create_task(self._send(op, index, packaged))
-            self._sends.add(task)
-            task.add_done_callback(self._sends.discard)
+            self._spawn_send(op, index)
         return future
+
+    def _spawn_send(self, op: _PendingAdd, index: int) -> None:
+        task = asyncio.get_running_loop().create_task(
+            self._send(op, index, self._ensemble[index]))
+        self._sends.add(task)
+        task.add_done_callback(self._sends.discard)
 
     async def add(self, payload: bytes) -> int:
         """Add `payload`; its entry id once it is acknowledged (in order)."""
         return await self.add_nowait(payload)
 
-    async def _send(self, op: _PendingAdd, index: int, packaged: bytes) -> None:
-        bookie = self._ensemble[index]
+    async def _send(self, op: _PendingAdd, index: int, bookie: str) -> None:
         try:
             connection = self.bookies.cached(bookie) or await self.bookies.get(bookie)
-            await connection.add(self.ledger_id, op.entry_id, self._master_key, packaged)
+            await connection.add(self.ledger_id, op.entry_id, self._master_key, op.packaged)
         except Fenced:
             self._fail_all(LedgerFenced(self.ledger_id, bookie))
             return
         except (TimeoutError, BookieError, OSError) as exc:
-            self._copy_failed(op, index, f"{type(exc).__name__}: {exc}")
+            self._copy_failed(op, index, bookie, f"{type(exc).__name__}: {exc}")
             return
+        if self._ensemble[index] != bookie:
+            return  # an answer from a bookie replaced meanwhile: the new one gets the copy
         op.acked.add(index)
         if not op.quorum and len(op.acked) >= self.metadata.ack_quorum_size:
             op.quorum = True
             self._complete_in_order()
 
-    def _copy_failed(self, op: _PendingAdd, index: int, why: str) -> None:
-        op.failed[self._ensemble[index]] = why
+    def _copy_failed(self, op: _PendingAdd, index: int, bookie: str, why: str) -> None:
+        if self._ensemble[index] != bookie or self._broken is not None:
+            return  # already replaced; the pending adds were re-sent to its successor
+        op.failed[bookie] = why
         md = self.metadata
-        if not op.quorum and len(op.failed) > md.write_quorum_size - md.ack_quorum_size:
-            self._fail_all(AddFailed(self.ledger_id, op.entry_id, dict(op.failed)))
+        if self._change_ensemble is None:
+            if not op.quorum and len(op.failed) > md.write_quorum_size - md.ack_quorum_size:
+                self._fail_all(AddFailed(self.ledger_id, op.entry_id, dict(op.failed)))
+            return
+        self._to_replace.add(bookie)
+        if self._changing is None:
+            self._changing = asyncio.get_running_loop().create_task(
+                self._ensemble_change_loop(op.entry_id, dict(op.failed)))
+
+    async def _ensemble_change_loop(self, entry_id: int, failures: dict[str, str]) -> None:
+        """Replace the failed bookies, one change at a time, until none is left."""
+        assert self._change_ensemble is not None
+        try:
+            while self._to_replace and self._broken is None:
+                failed = frozenset(self._to_replace)
+                try:
+                    metadata = await self._change_ensemble(failed, self.last_add_confirmed + 1)
+                except NotEnoughBookies as exc:
+                    self._fail_all(EnsembleChangeFailed(self.ledger_id, entry_id, failures,
+                                                        str(exc),
+                                                        exc.constraint or exc.short_set))
+                    return
+                except LedgerError as exc:  # closed or being recovered by someone else
+                    self._fail_all(exc)
+                    return
+                except Exception as exc:
+                    self._fail_all(AddFailed(self.ledger_id, entry_id, {
+                        **failures, "metadata": f"{type(exc).__name__}: {exc}"}))
+                    return
+                self._to_replace -= failed
+                self._adopt(metadata)
+        finally:
+            self._changing = None
+        self._complete_in_order()
+
+    def _adopt(self, metadata: LedgerMetadata) -> None:
+        """Switch to the new last ensemble and re-send pending copies to the new bookies."""
+        old = self._ensemble
+        self.metadata = metadata
+        self._ensemble = tuple(metadata.current_ensemble)
+        self.ensemble_changes += 1
+        changed = [i for i, (a, b) in enumerate(zip(old, self._ensemble, strict=True)) if a != b]
+        for op in self._pending:
+            for index in changed:
+                if index in op.write_set:
+                    op.acked.discard(index)
+                    op.failed.pop(old[index], None)
+                    self._spawn_send(op, index)
+            op.quorum = len(op.acked) >= metadata.ack_quorum_size
 
     def _complete_in_order(self) -> None:
+        if self._changing is not None:
+            return  # completions wait for the ensemble change (as upstream)
         while self._pending and self._pending[0].quorum:
             op = self._pending.popleft()
             self.last_add_confirmed = op.entry_id

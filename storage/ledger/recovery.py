@@ -1,60 +1,150 @@
-"""Closing a ledger its writer left OPEN (the service was killed): a stand-in for issue 14.
+"""Opening a ledger for recovery: fence it, find its last entry, re-write the tail, close it.
 
-What it does, following BookKeeper's `LedgerRecoveryOp` without its fencing and rewriting:
-1. ask every bookie of the last ensemble for its last entry of the ledger (entry id -1) and
-   take the highest LAC their headers carry (the writer piggy-backs its LAC on each entry);
-2. read forward from LAC + 1, each entry from any replica of its write set, until an entry is
-   declared absent (Qw - Qa + 1 replicas say they do not have it, as upstream);
-3. compare-and-swap the metadata to CLOSED at the last entry found, with its length.
+BookKeeper's `ReadOnlyLedgerHandle.recover` + `LedgerRecoveryOp` + `ReadLastConfirmedOp`:
+1. CLOSED metadata: nothing to do. Otherwise CAS the state OPEN -> IN_RECOVERY (a writer's
+   ensemble change or close now fails: it is being recovered).
+2. Fence: a fencing read of entry -1 (DO_FENCING + master key) to every bookie of the LAST
+   ensemble. The answers must cover every write set: in each of the E write sets at least
+   Qw - Qa + 1 bookies answered (an entry, or "no such entry/ledger"), so no write set keeps
+   Qa unfenced bookies and the old writer can never complete another add. Start point =
+   max(highest piggy-backed LAC answered, last segment start - 1).
+3. Read forward from there: each entry from any replica of its write set; an entry is absent
+   once Qw - Qa + 1 replicas say so (then the loop stops). Every entry found is re-written to
+   its full write set with RECOVERY_ADD (bypasses fencing), needing Qa acks, so the recovered
+   tail is at least as replicated as the writer promised.
+4. CAS IN_RECOVERY -> CLOSED with lastEntryId and length of the last entry found. Concurrent
+   recoverers converge: both read the same entries, and the CAS finds the other's close.
 
-Every acknowledged entry reached Qa bookies of its write set, so step 2 finds it as long as
-fewer than Qa of them are lost. What it does not do (issue 14): fence the ledger first (safe
-here only because the writer is gone: one owner per topic, and that process died), mark the
-ledger IN_RECOVERY, or re-replicate entries that reached fewer than Qw bookies.
+Differences from upstream: a bookie failing during the re-writes is not replaced at close
+(the write needs Qa acks of the existing write set; the auditor repairs the rest), and reads
+go one entry at a time (`recoveryReadBatchSize` = 1, upstream's default).
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
-from storage.bookie.errors import BookieError
+from placement import write_set
+from storage.bookie.errors import BookieError, NoEntry, NoLedger
 from storage.bookie.format import verify_entry
-from storage.ledger.client import LedgerClient
-from storage.ledger.errors import NoSuchEntry
-from storage.ledger.handle import ReadableLedger
-from storage.ledger.metadata import LedgerMetadata
+from storage.ledger.client import MAX_CAS_ATTEMPTS, LedgerClient, VersionConflict
+from storage.ledger.errors import MetadataConflict, NoSuchEntry, ReadFailed, RecoveryFailed
+from storage.ledger.handle import ReadableLedger, master_key
+from storage.ledger.metadata import LedgerMetadata, LedgerState, closed
+
+NOT_ANSWERED = None
 
 
-async def _last_lac(ledger: ReadableLedger, ensemble: tuple[str, ...]) -> int:
-    async def ask(bookie: str) -> int:
+async def _mark_in_recovery(client: LedgerClient, ledger_id: int) -> LedgerMetadata:
+    for _ in range(MAX_CAS_ATTEMPTS):
+        current, version = await client.read_versioned(ledger_id)
+        if current.state != LedgerState.OPEN:
+            return current
+        target = replace(current, state=LedgerState.IN_RECOVERY)
+        try:
+            await client.metadata.write(target, version)
+        except VersionConflict:
+            continue
+        return target
+    raise MetadataConflict(f"too many concurrent changes of ledger {ledger_id}")
+
+
+async def _fence_one(ledger: ReadableLedger, bookie: str, key: bytes) -> int | None:
+    """The bookie's piggy-backed LAC (-1: it has no entry), None when it did not answer."""
+    try:
+        connection = await ledger.bookies.get(bookie)
+        packaged = await connection.read(ledger.ledger_id, -1, fence=True, master_key=key)
+        header = verify_entry(packaged, ledger.ledger_id)
+    except (NoEntry, NoLedger):
+        return -1
+    except (TimeoutError, BookieError, OSError):
+        return NOT_ANSWERED
+    return header.last_add_confirmed
+
+
+def covered(answered: set[int], ensemble_size: int, write_quorum: int, ack_quorum: int) -> bool:
+    """Every write set has at least Qw - Qa + 1 answers (`RRQuorumCoverageSet`)."""
+    need = write_quorum - ack_quorum + 1
+    return all(
+        sum(1 for i in write_set(first, ensemble_size, write_quorum) if i in answered) >= need
+        for first in range(ensemble_size)
+    )
+
+
+async def fence(ledger: ReadableLedger) -> int:
+    """Fence the ledger on its last ensemble; the highest LAC the answers carry.
+    RecoveryFailed when the answers do not cover every write set."""
+    md = ledger.metadata
+    ensemble = md.current_ensemble
+    key = master_key(md.password or b"")
+    answers = await asyncio.gather(*(_fence_one(ledger, b, key) for b in ensemble))
+    answered = {i for i, lac in enumerate(answers) if lac is not NOT_ANSWERED}
+    if not covered(answered, md.ensemble_size, md.write_quorum_size, md.ack_quorum_size):
+        silent = [ensemble[i] for i in range(len(ensemble)) if i not in answered]
+        raise RecoveryFailed(md.ledger_id, f"could not fence enough bookies: no answer "
+                                           f"from {silent}")
+    return max((lac for lac in answers if lac is not None), default=-1)
+
+
+async def _rewrite(ledger: ReadableLedger, entry_id: int, packaged: bytes) -> None:
+    """Recovery-add the entry to its whole write set; Qa acks needed."""
+    md = ledger.metadata
+    ensemble = md.ensemble_for(entry_id)
+    key = master_key(md.password or b"")
+
+    async def one(bookie: str) -> bool:
         try:
             connection = await ledger.bookies.get(bookie)
-            packaged = await connection.read(ledger.ledger_id, -1)
-            header = verify_entry(packaged, ledger.ledger_id)
+            await connection.add(md.ledger_id, entry_id, key, packaged, recovery=True)
         except (TimeoutError, BookieError, OSError):
-            return -1
-        return header.last_add_confirmed
+            return False
+        return True
 
-    answers = await asyncio.gather(*(ask(b) for b in ensemble))
-    return max(answers, default=-1)
+    targets = [ensemble[i] for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size)]
+    acks = await asyncio.gather(*(one(b) for b in targets))
+    if sum(acks) < md.ack_quorum_size:
+        raise RecoveryFailed(md.ledger_id, f"re-write of entry {entry_id} reached "
+                                           f"{sum(acks)} of {md.ack_quorum_size} bookies")
 
 
-async def close_abandoned(client: LedgerClient, ledger_id: int) -> LedgerMetadata:
-    """Close an OPEN ledger at its last readable entry; a closed one is returned as it is."""
-    metadata = await client.read_metadata(ledger_id)
+async def recover(client: LedgerClient, ledger_id: int) -> LedgerMetadata:
+    """Fence, find the last entry, re-write the tail, close: the CLOSED metadata."""
+    metadata = await _mark_in_recovery(client, ledger_id)
     if metadata.is_closed:
         return metadata
     ledger = ReadableLedger(metadata, client.bookies)
-    last_segment = max(metadata.ensembles)
-    lac = await _last_lac(ledger, tuple(metadata.ensembles[last_segment]))
+    lac = await fence(ledger)
+    start = max(lac, max(metadata.ensembles) - 1)
     last, length = -1, 0
-    if lac >= 0:
-        entry = await ledger.read_unchecked(lac)
-        last, length = lac, entry.length
+    if start >= 0:
+        try:
+            _, header = await ledger.read_packaged(start)
+        except (NoSuchEntry, ReadFailed) as exc:
+            raise RecoveryFailed(ledger_id, f"the confirmed entry {start}: {exc}") from exc
+        last, length = start, header.length
     while True:
         try:
-            entry = await ledger.read_unchecked(last + 1)
+            packaged, header = await ledger.read_packaged(last + 1)
         except NoSuchEntry:
             break
-        last, length = entry.entry_id, entry.length
-    return await client.close_metadata(ledger_id, last, length)
+        except ReadFailed as exc:
+            raise RecoveryFailed(ledger_id, str(exc)) from exc
+        await _rewrite(ledger, last + 1, packaged)
+        last, length = last + 1, header.length
+    return await _close_recovered(client, ledger_id, last, length)
+
+
+async def _close_recovered(client: LedgerClient, ledger_id: int, last: int,
+                           length: int) -> LedgerMetadata:
+    for _ in range(MAX_CAS_ATTEMPTS):
+        current, version = await client.read_versioned(ledger_id)
+        if current.state == LedgerState.CLOSED:
+            return current  # another recoverer closed it (it read the same entries)
+        target = closed(current, last, length)
+        try:
+            await client.metadata.write(target, version)
+        except VersionConflict:
+            continue
+        return target
+    raise MetadataConflict(f"too many concurrent changes of ledger {ledger_id}")

@@ -4,9 +4,10 @@
 Lifecycle (`ManagedLedgerImpl`):
 - open: read the info; absent means a new managed ledger, whose key is first created with an
   empty value (as `MetaStoreImpl` does). A last ledger left OPEN by a writer that died is
-  closed at its last readable entry (`storage.ledger.recovery`, a stand-in for issue 14) and
-  recorded with its entries and size; if it turns out empty it is dropped and deleted. Then a
-  new ledger is created and appended to the info (CAS on the key's version).
+  recovered (`storage.ledger.recovery`: fenced on its bookies, tail re-written, closed by
+  CAS through IN_RECOVERY) and recorded with its entries and size; if it turns out empty
+  it is dropped and deleted. Then a new ledger is created and appended to the info (CAS on
+  the key's version).
 - add: entries go to the current ledger in call order; the position is (ledger, entry).
   Before each add the current ledger is rolled over when `RolloverPolicy.is_full` says so
   (entries, size, age, with the minimum age) or when a failed bookie broke it: it is closed
@@ -31,7 +32,7 @@ from typing import Any, Protocol
 from storage.ledger import LedgerClient, LedgerSpec, ReadableLedger, WriteHandle
 from storage.ledger.errors import NoSuchEntry, NoSuchLedger
 from storage.ledger.metadata import managed_ledger_custom_metadata
-from storage.ledger.recovery import close_abandoned
+from storage.ledger.recovery import recover
 from storage.managed_ledger.config import ManagedLedgerConfig
 from storage.managed_ledger.errors import InvalidPosition, ManagedLedgerClosed
 
@@ -115,17 +116,17 @@ class ManagedLedger:
         else:
             listed, self._version = found
             self.ledgers = {info.ledger_id: info for info in listed}
-            await self._close_abandoned_last()
+            await self._recover_last()
         async with self._lock:
             await self._roll()
         return self
 
-    async def _close_abandoned_last(self) -> None:
+    async def _recover_last(self) -> None:
         if not self.ledgers:
             return
         last_id = max(self.ledgers)
         try:
-            metadata = await close_abandoned(self.client, last_id)
+            metadata = await recover(self.client, last_id)
         except NoSuchLedger:
             del self.ledgers[last_id]
             return

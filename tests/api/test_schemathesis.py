@@ -36,7 +36,8 @@ BARE_STRING_OPERATIONS = {"getNamespaceAntiAffinityGroup"}
 # an unknown ledger or a number Java cannot parse (declared as such). Their status codes are
 # checked here; their bodies byte for byte in tests/api/routes/test_bookkeeper_admin.py.
 BOOKKEEPER_ADMIN_OPERATIONS = {
-    "bookkeeperGetLedgerMetadata", "bookkeeperListLedgers", "bookkeeperListBookies"
+    "bookkeeperGetLedgerMetadata", "bookkeeperListLedgers", "bookkeeperListBookies",
+    "bookkeeperListUnderReplicatedLedgers", "bookkeeperTriggerAudit", "bookkeeperWhoIsAuditor",
 }  # fmt: skip
 
 

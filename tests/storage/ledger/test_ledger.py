@@ -1,28 +1,24 @@
 """The ledger client against real bookie processes and a real etcd: placement-driven create,
 quorum adds acknowledged in order, close by CAS, verified reads with replica fallback, the
-metadata read back through the V3 codec, a failed bookie failing adds, and the close of a
-ledger whose writer vanished."""
+metadata read back through the V3 codec (failures and recovery: test_recovery.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
 from metastore import paths
 from metastore.ledger_metadata import LedgerState, decode_ledger_metadata
 from placement import AffinityGroups, NotEnoughBookies
-from storage.ledger import AddFailed, LedgerSpec, NoSuchEntry, NoSuchLedger
+from storage.ledger import LedgerSpec, NoSuchEntry, NoSuchLedger
 from storage.ledger.metadata import (
     ISOLATION_POLICY_CLASS,
     PLACEMENT_POLICY_CONFIG,
     managed_ledger_custom_metadata,
     parse_placement_policy_config,
 )
-from storage.ledger.recovery import close_abandoned
-from tests.storage.bookie.support import BookieProcess
 from tests.storage.cluster import GROUP, Cluster, ledger_client
 
 STRICT = AffinityGroups((GROUP,), strict=True)
@@ -105,62 +101,3 @@ async def test_unknown_ledger(cluster: Cluster) -> None:
     async with ledger_client(cluster) as client:
         with pytest.raises(NoSuchLedger):
             await client.open(987_654)
-
-
-async def test_close_of_an_abandoned_ledger_keeps_every_acknowledged_entry(
-    cluster: Cluster,
-) -> None:
-    async with ledger_client(cluster) as client:
-        handle = await client.create(spec(3, 2, 2))
-        data = payloads(25, seed=2)
-        for p in data:
-            await handle.add(p)
-    # the writer is gone without closing; another client closes the ledger from the bookies
-    async with ledger_client(cluster) as other:
-        md = await close_abandoned(other, handle.ledger_id)
-        assert (md.last_entry_id, md.length) == (24, sum(map(len, data)))
-        reader = await other.open(handle.ledger_id)
-        assert [(await reader.read(i)).payload for i in range(25)] == data
-        empty = await other.create(spec(2, 2, 2))
-        assert (await close_abandoned(other, empty.ledger_id)).last_entry_id == -1
-
-
-@pytest.mark.slow
-async def test_a_failed_bookie_fails_adds_and_reads_fall_back(
-    cluster: Cluster, tmp_path: Path
-) -> None:
-    spare = [BookieProcess(cluster.raw, cluster.etcd.url, tmp_path / f"spare{i}").start()
-             for i in range(3)]
-    try:
-        doc = cluster.raw.get_json("/bookies")
-        doc["fail"] = {b.bookie_id: {"rack": f"/f{i}"} for i, b in enumerate(spare)}
-        cluster.raw.put("/bookies", doc)
-        groups = AffinityGroups(("fail",), strict=True)
-        async with ledger_client(cluster) as client:
-            wide = await client.create(spec(3, 3, 2, groups))
-            striped = await client.create(spec(3, 2, 2, groups))
-            data = payloads(6, seed=3)
-            for p in data:
-                await wide.add(p)
-                await striped.add(p)
-            victim = spare[0]
-            victim.kill()
-            # every entry of the wide ledger still reads, from another replica
-            assert [(await wide.read(i)).payload for i in range(6)] == data
-            assert await wide.add(b"still Qa=2") == 6  # two of three bookies acknowledge
-            with pytest.raises(AddFailed) as failed:
-                for _ in range(3):  # some entry's write set holds the dead bookie
-                    await striped.add(b"y")
-            assert victim.bookie_id in str(failed.value)
-            with pytest.raises(AddFailed):  # the handle stays broken: no gap in the ledger
-                await striped.add(b"z")
-    finally:
-        for bookie in spare:
-            bookie.kill()
-        doc = cluster.raw.get_json("/bookies")
-        doc.pop("fail", None)
-        cluster.raw.put("/bookies", doc)
-        for bookie in spare:
-            cluster.raw.delete(paths.bookie_available(bookie.bookie_id))
-
-

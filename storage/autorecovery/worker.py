@@ -1,0 +1,279 @@
+"""The replication worker: takes under-replicated ledgers one at a time and restores them
+on bookies the ledger's recorded policy accepts (BookKeeper's `ReplicationWorker` +
+`LedgerFragmentReplicator`).
+
+For each marked ledger it can lock (ephemeral `urL<id>` lock on its lease):
+1. gone ledger: the mark is removed (upstream: "mark replicated");
+2. an OPEN ledger whose last segment lists an unregistered bookie (or breaks placement) is
+   left alone for `openLedgerRereplicationGracePeriod` ms after the mark, so a live writer
+   can do its own ensemble change; after that it is recovered (fenced, tail re-written,
+   closed: `storage.ledger.recovery`). Earlier segments of an OPEN ledger are closed
+   fragments and are repaired at once;
+3. per segment: each member that is not registered is replaced through `replace_bookie`
+   under the ledger's recorded groups (strict groups never leave them); with
+   `repairedPlacementPolicyNotAdheringBookieEnable` a segment failing the isolation-aware
+   check gets `replace_to_adhere`'s ensemble instead;
+4. the entries the replaced index stores (its stripe of the segment) are read from surviving
+   replicas and written to the new bookie with RECOVERY_ADD, `rereplicationEntryBatchSize` at
+   a time, at most `replicationRateByBytes` bytes/s (-1: no limit); the first and last entry
+   copied are read back from the new bookie and compared byte for byte;
+5. the segment's metadata is updated by CAS (only if the old bookie is still at that index);
+6. nothing left to repair: the mark is removed. Otherwise the ledger is retried after
+   `lockReleaseOfFailedLedgerGracePeriod` ms, or `rwRereplicateBackoffMs` when no bookie was
+   eligible; `stuck` keeps the reason for each such ledger (e.g. the strict group's shortage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import replace
+
+from placement import NotEnoughBookies, Topology, write_set
+from storage.autorecovery.auditor import segment_adheres
+from storage.autorecovery.config import AutoRecoveryConfig
+from storage.autorecovery.marks import Mark, UnderReplication
+from storage.autorecovery.registry import registered_bookies
+from storage.bookie.errors import BookieError
+from storage.ledger.client import MAX_CAS_ATTEMPTS, LedgerClient, VersionConflict
+from storage.ledger.ensemble import adhering_ensemble, replacements
+from storage.ledger.errors import LedgerError, MetadataConflict, NoSuchLedger
+from storage.ledger.handle import ReadableLedger, master_key
+from storage.ledger.metadata import LedgerMetadata, LedgerState
+from storage.ledger.recovery import recover
+
+log = logging.getLogger(__name__)
+
+
+class Deferred(Exception):
+    """Not now: retry the ledger after `seconds`."""
+
+    def __init__(self, seconds: float, why: str) -> None:
+        super().__init__(why)
+        self.seconds = seconds
+        self.why = why
+
+
+class ReplicationWorker:
+    def __init__(
+        self,
+        client: LedgerClient,
+        marks: UnderReplication,
+        config: AutoRecoveryConfig,
+        worker_id: str,
+        *,
+        tick: float = 1.0,
+    ) -> None:
+        self.client = client
+        self.marks = marks
+        self.keys = marks.keys
+        self.config = config
+        self.worker_id = worker_id
+        self.tick = tick
+        self.stuck: dict[int, str] = {}
+        self.replicated_ledgers = 0
+        self.copied_entries = 0
+        self.copied_bytes = 0
+        self._retry_at: dict[int, float] = {}
+        self._next_free = 0.0  # the byte-rate throttle's clock
+        self._lease: int | None = None
+
+    # -- loop ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._lease = await self.keys.grant_lease(self.config.session_ttl)
+        keeper = asyncio.create_task(self._keep_alive(), name="worker lease")
+        try:
+            while True:
+                try:
+                    if self._lease is None:  # expired: the locks it held are gone too
+                        self._lease = await self.keys.grant_lease(self.config.session_ttl)
+                    worked = await self.run_once(self._lease)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("replication worker %s failed a round", self.worker_id)
+                    worked = False
+                if not worked:
+                    await asyncio.sleep(self.tick)
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(BaseException):
+                await keeper
+            if self._lease is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.keys.revoke_lease(self._lease))
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.session_ttl / 3)
+            lease = self._lease
+            if lease is None:
+                continue
+            try:
+                alive = await self.keys.refresh_lease(lease)
+            except Exception as exc:
+                log.warning("worker lease refresh failed: %s", exc)
+                alive = False
+            if not alive and self._lease == lease:
+                self._lease = None
+
+    async def run_once(self, lease: int) -> bool:
+        """Repair one marked ledger this worker can lock; False when there was none."""
+        now = time.monotonic()
+        for mark in await self.marks.marks():
+            if self._retry_at.get(mark.ledger_id, 0.0) > now:
+                continue
+            if not await self.marks.lock(mark.ledger_id, lease, self.worker_id):
+                continue
+            try:
+                await self.rereplicate(mark)
+            except Deferred as exc:
+                self._retry_at[mark.ledger_id] = time.monotonic() + exc.seconds
+                self.stuck[mark.ledger_id] = exc.why
+            else:
+                self._retry_at.pop(mark.ledger_id, None)
+                self.stuck.pop(mark.ledger_id, None)
+            finally:
+                await self.marks.unlock(mark.ledger_id)
+            return True
+        return False
+
+    # -- one ledger ---------------------------------------------------------------------------
+
+    async def rereplicate(self, mark: Mark) -> None:
+        """Repair the ledger and remove its mark, or raise Deferred."""
+        ledger_id = mark.ledger_id
+        try:
+            md = await self.client.read_metadata(ledger_id)
+        except NoSuchLedger:
+            await self.marks.unmark(ledger_id)
+            return
+        cfg = self.config
+        available = await registered_bookies(self.keys)
+        topology = await self.client.topology()
+        if not md.is_closed and self._needs_repair(md, md.current_ensemble, available,
+                                                   topology):
+            age_ms = int(time.time() * 1000) - (mark.ctime or 0)
+            grace = cfg.openLedgerRereplicationGracePeriod
+            if md.state is LedgerState.OPEN and age_ms < grace:
+                raise Deferred((grace - age_ms) / 1000,
+                               f"open ledger: waiting {grace} ms for its writer")
+            try:
+                md = await recover(self.client, ledger_id)
+            except LedgerError as exc:
+                raise Deferred(cfg.rwRereplicateBackoffMs / 1000,
+                               f"recovery failed: {exc}") from exc
+        starts = sorted(md.ensembles)
+        for k, start in enumerate(starts):
+            if not md.is_closed and k == len(starts) - 1:
+                continue  # the open fragment: its writer owns it
+            end = starts[k + 1] - 1 if k + 1 < len(starts) else md.last_entry_id
+            md = await self._repair_segment(md, start, end, available, topology)
+        md = await self.client.read_metadata(ledger_id)
+        left = [s for s, e in sorted(md.ensembles.items())
+                if (md.is_closed or s != max(md.ensembles))
+                and self._needs_repair(md, e, available, topology)]
+        if left:
+            raise Deferred(cfg.lockReleaseOfFailedLedgerGracePeriod / 1000,
+                           f"segments {left} still need repair")
+        await self.marks.unmark(ledger_id)
+        self.replicated_ledgers += 1
+
+    def _needs_repair(self, md: LedgerMetadata, ensemble: tuple[str, ...],
+                      available: frozenset[str], topology: Topology) -> bool:
+        if any(b not in available for b in ensemble):
+            return True
+        return (self.config.repairedPlacementPolicyNotAdheringBookieEnable
+                and not segment_adheres(md, ensemble, topology, self.client.config))
+
+    def _targets(self, md: LedgerMetadata, ensemble: tuple[str, ...],
+                 available: frozenset[str], topology: Topology) -> dict[int, str]:
+        lost = [b for b in ensemble if b not in available]
+        client = self.client
+        try:
+            if lost:
+                return replacements(topology, md, client.config, client.rng, ensemble, lost,
+                                    exclude=set(ensemble) - available)
+            if self._needs_repair(md, ensemble, available, topology):
+                new = adhering_ensemble(topology, md, client.config, client.rng, ensemble)
+                if not new:
+                    raise Deferred(self.config.rwRereplicateBackoffMs / 1000,
+                                   "no ensemble adhering to the recorded policy")
+                return {i: b for i, b in enumerate(new) if b != ensemble[i]}
+        except NotEnoughBookies as exc:
+            raise Deferred(self.config.rwRereplicateBackoffMs / 1000, str(exc)) from exc
+        return {}
+
+    async def _repair_segment(self, md: LedgerMetadata, start: int, end: int,
+                              available: frozenset[str], topology: Topology) -> LedgerMetadata:
+        ensemble = md.ensembles[start]
+        targets = self._targets(md, ensemble, available, topology)
+        if not targets:
+            return md
+        for index, new in targets.items():
+            await self._copy(md, start, end, index, new)
+        return await self._swap(md.ledger_id, start,
+                                {i: (ensemble[i], new) for i, new in targets.items()})
+
+    async def _copy(self, md: LedgerMetadata, start: int, end: int, index: int,
+                    new: str) -> None:
+        """The entries of [start, end] striped to `index`, copied to `new` and verified."""
+        reader = ReadableLedger(md, self.client.bookies)
+        key = master_key(md.password or b"")
+        stripe = [e for e in range(start, end + 1)
+                  if index in write_set(e, md.ensemble_size, md.write_quorum_size)]
+        copied: dict[int, bytes] = {}
+
+        async def one(entry_id: int) -> None:
+            packaged, _ = await reader.read_packaged(entry_id)
+            await self._throttle(len(packaged))
+            connection = await self.client.bookies.get(new)
+            await connection.add(md.ledger_id, entry_id, key, packaged, recovery=True)
+            copied[entry_id] = packaged
+            self.copied_entries += 1
+            self.copied_bytes += len(packaged)
+
+        batch = self.config.rereplicationEntryBatchSize
+        try:
+            for i in range(0, len(stripe), batch):
+                await asyncio.gather(*(one(e) for e in stripe[i:i + batch]))
+            connection = await self.client.bookies.get(new)
+            for entry_id in {stripe[0], stripe[-1]} if stripe else set():
+                if await connection.read(md.ledger_id, entry_id) != copied[entry_id]:
+                    raise Deferred(self.config.rwRereplicateBackoffMs / 1000,
+                                   f"entry {entry_id} read back from {new} differs")
+        except (LedgerError, BookieError, OSError, TimeoutError) as exc:
+            raise Deferred(self.config.rwRereplicateBackoffMs / 1000,
+                           f"copy to {new} failed: {type(exc).__name__}: {exc}") from exc
+
+    async def _throttle(self, size: int) -> None:
+        rate = self.config.replicationRateByBytes
+        if rate <= 0:
+            return
+        now = time.monotonic()
+        start = max(self._next_free, now)  # this copy's turn under the byte rate
+        self._next_free = start + size / rate
+        if start > now:
+            await asyncio.sleep(start - now)
+
+    async def _swap(self, ledger_id: int, start: int,
+                    changes: dict[int, tuple[str, str]]) -> LedgerMetadata:
+        """CAS: in segment `start`, each index's old bookie becomes the new one."""
+        for _ in range(MAX_CAS_ATTEMPTS):
+            current, version = await self.client.read_versioned(ledger_id)
+            ensemble = list(current.ensembles.get(start, ()))
+            if not ensemble or any(ensemble[i] != old for i, (old, _) in changes.items()):
+                raise Deferred(self.config.rwRereplicateBackoffMs / 1000,
+                               f"segment {start} changed during the copy")
+            for i, (_, new) in changes.items():
+                ensemble[i] = new
+            target = replace(current, ensembles={**current.ensembles, start: tuple(ensemble)})
+            try:
+                await self.client.metadata.write(target, version)
+            except VersionConflict:
+                continue
+            return target
+        raise MetadataConflict(f"too many concurrent changes of ledger {ledger_id}")

@@ -1,0 +1,320 @@
+"""Auto-recovery against a real etcd and real bookie processes: one auditor elected at
+Pulsar's key, marks in BookKeeper's text format, and a bookie killed (-9) whose ledgers the
+auditor marks and the worker restores to full replication inside the ledger's strict group."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from metastore import paths
+from metastore.ledger_metadata import decode_ledger_metadata
+from metastore.store import parse_metadata_store_url
+from metastore.versioned_keys import VersionedKeys
+from placement import AffinityGroups, PlacementConfig
+from storage.autorecovery import (
+    AUDITOR_LEADER,
+    Auditor,
+    AutoRecovery,
+    AutoRecoveryConfig,
+    UnderReplication,
+)
+from storage.bookie.client import BookieClient
+from storage.bookie.errors import NoLedger
+from storage.ledger import LedgerSpec
+from storage.ledger.metadata import managed_ledger_custom_metadata
+from tests.storage.bookie.support import BookieProcess
+from tests.storage.cluster import Cluster, engine
+
+T = TypeVar("T")
+
+FAST = AutoRecoveryConfig(
+    autoRecoveryDaemonEnabled=True,
+    openLedgerRereplicationGracePeriod=1000,
+    lockReleaseOfFailedLedgerGracePeriod=1000,
+    rwRereplicateBackoffMs=500,
+    metadataStoreSessionTimeoutMillis=2000,
+)
+
+
+async def eventually(check: Callable[[], Awaitable[T]], timeout: float = 30.0) -> T:
+    """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        last = await check()
+        if last:
+            return last  # type: ignore[return-value]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"not met within {timeout}s; last: {last!r}")
+
+
+def keys_of(cluster: Cluster) -> VersionedKeys:
+    return VersionedKeys(parse_metadata_store_url(cluster.etcd.url))
+
+
+async def test_marks_are_in_bookkeepers_text_format_and_merge(cluster: Cluster) -> None:
+    keys = keys_of(cluster)
+    marks = UnderReplication(keys)
+    try:
+        await marks.mark(4242, ["127.0.0.1:2"])
+        await marks.mark(4242, ["127.0.0.1:1", "127.0.0.1:2"])
+        raw = cluster.raw.get(paths.underreplicated_ledger(4242))
+        assert raw is not None
+        lines = raw.decode().splitlines()
+        assert lines[:2] == ['replica: "127.0.0.1:1"', 'replica: "127.0.0.1:2"']
+        assert lines[2].startswith("ctime: ")
+        assert paths.underreplicated_ledger(4242).endswith("/0000/0000/0000/1092/urL0000004242")
+        assert [m.ledger_id for m in await marks.marks()] == [4242]
+        await marks.unmark(4242)
+        assert await marks.marks() == []
+    finally:
+        await keys.close()
+
+
+async def test_two_candidates_one_auditor_and_a_successor(cluster: Cluster) -> None:
+    config = PlacementConfig()
+    keys = [keys_of(cluster), keys_of(cluster)]
+
+    async def no_topology():  # type: ignore[no-untyped-def]
+        raise AssertionError("not used")
+
+    auditors = [Auditor(k, UnderReplication(k), no_topology, config, FAST, f"10.0.0.{i}:8080",
+                        tick=0.05) for i, k in enumerate(keys)]
+    both: list[float] = []
+    stop = asyncio.Event()
+
+    async def watch() -> None:  # samples both flags on every loop turn
+        while not stop.is_set():
+            if all(a.is_leader for a in auditors):
+                both.append(time.monotonic())
+            await asyncio.sleep(0)
+
+    monitor = asyncio.create_task(watch())
+    tasks = [asyncio.create_task(a.run()) for a in auditors]
+    try:
+        leader = await eventually(
+            lambda: asyncio.sleep(0, next((a for a in auditors if a.is_leader), None)), 15)
+        raw = cluster.raw.get(AUDITOR_LEADER)
+        assert raw is not None and json.loads(raw) == leader.auditor_id
+        assert await UnderReplication(keys[0]).auditor() == leader.auditor_id
+        first = auditors.index(leader)
+        tasks[first].cancel()  # the leader goes away; its lease is revoked
+        other = auditors[1 - first]
+        await eventually(lambda: asyncio.sleep(0, other.is_leader), 15)
+        raw = cluster.raw.get(AUDITOR_LEADER)
+        assert raw is not None and json.loads(raw) == other.auditor_id
+        assert both == []
+    finally:
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, monitor, return_exceptions=True)
+        for k in keys:
+            await k.close()
+
+
+async def test_lost_bookie_is_marked_and_its_ledgers_restored_inside_the_group(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    group = "rep"
+    spares = [BookieProcess(cluster.raw, cluster.etcd.url, tmp_path / f"rep{i}", lease_ttl=2)
+              for i in range(4)]
+    keys = keys_of(cluster)
+    try:
+        for bookie in spares:
+            bookie.start()
+        doc = cluster.raw.get_json("/bookies")
+        doc[group] = {b.bookie_id: {"rack": f"/rep{i}"} for i, b in enumerate(spares)}
+        cluster.raw.put("/bookies", json.dumps(doc))
+        members = {b.bookie_id for b in spares}
+        groups = AffinityGroups((group,), strict=True)
+        rng = random.Random(21)
+        data = [rng.randbytes(rng.randint(1, 300)) for _ in range(40)]
+        async with engine(cluster) as running:
+            client = running.client
+            handle = await client.create(LedgerSpec(
+                3, 3, 2, managed_ledger_custom_metadata("t/ns/persistent/rep", groups), groups))
+            for p in data:
+                await handle.add(p)
+            await handle.close()
+            ensemble = handle.metadata.current_ensemble
+            victim = next(b for b in spares if b.bookie_id == ensemble[1])
+            recovery = AutoRecovery(keys, client, FAST, "127.0.0.1:8080", tick=0.1)
+            recovery.start()
+            try:
+                victim.kill()
+
+                async def restored() -> tuple[str, ...] | None:
+                    raw = cluster.raw.get(paths.ledger(handle.ledger_id))
+                    assert raw is not None
+                    md = decode_ledger_metadata(handle.ledger_id, raw)
+                    marked = cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
+                    now = md.current_ensemble
+                    return now if victim.bookie_id not in now and marked is None else None
+
+                now = await eventually(restored, 60)
+                assert recovery.auditor.stats.ledgers_marked >= 1
+                assert recovery.worker.replicated_ledgers >= 1
+                assert set(now) <= members and len(set(now)) == 3
+                assert now[0] == ensemble[0] and now[2] == ensemble[2]
+                # full replication: the new bookie holds every entry, byte for byte as a
+                # surviving replica does
+                async with await BookieClient.connect(now[1]) as fresh, \
+                        await BookieClient.connect(now[0]) as old:
+                    for entry_id in range(len(data)):
+                        assert await fresh.read(handle.ledger_id, entry_id) == \
+                            await old.read(handle.ledger_id, entry_id)
+                reader = await client.open(handle.ledger_id)
+                assert [(await reader.read(i)).payload for i in range(len(data))] == data
+            finally:
+                await recovery.stop()
+    finally:
+        for bookie in spares:
+            bookie.kill()
+        doc = cluster.raw.get_json("/bookies")
+        doc.pop(group, None)
+        cluster.raw.put("/bookies", json.dumps(doc))
+        await keys.close()
+
+
+def start_group(cluster: Cluster, tmp_path: Path, group: str, count: int) -> list[BookieProcess]:
+    spares = [BookieProcess(cluster.raw, cluster.etcd.url, tmp_path / f"{group}{i}",
+                            lease_ttl=2) for i in range(count)]
+    for bookie in spares:
+        bookie.start()
+    doc = cluster.raw.get_json("/bookies")
+    doc[group] = {b.bookie_id: {"rack": f"/{group}{i}"} for i, b in enumerate(spares)}
+    cluster.raw.put("/bookies", json.dumps(doc))
+    return spares
+
+
+def drop_group(cluster: Cluster, spares: list[BookieProcess], *groups: str) -> None:
+    for bookie in spares:
+        bookie.kill()
+    doc = cluster.raw.get_json("/bookies")
+    for group in groups:
+        doc.pop(group, None)
+    cluster.raw.put("/bookies", json.dumps(doc))
+
+
+def stored(cluster: Cluster, ledger_id: int):  # type: ignore[no-untyped-def]
+    raw = cluster.raw.get(paths.ledger(ledger_id))
+    assert raw is not None
+    return decode_ledger_metadata(ledger_id, raw)
+
+
+async def test_placement_repair_moves_a_foreign_member_back_inside_the_group(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    spares = start_group(cluster, tmp_path, "pr", 4)
+    keys = keys_of(cluster)
+    groups = AffinityGroups(("pr",), strict=True)
+    config = AutoRecoveryConfig(**{**FAST.__dict__,
+                                   "auditorPeriodicPlacementPolicyCheckInterval": 1,
+                                   "repairedPlacementPolicyNotAdheringBookieEnable": True})
+    try:
+        async with engine(cluster) as running:
+            client = running.client
+            handle = await client.create(LedgerSpec(
+                3, 3, 2, managed_ledger_custom_metadata("t/ns/persistent/pr", groups), groups))
+            data = [bytes([i]) * (i + 1) for i in range(20)]
+            for p in data:
+                await handle.add(p)
+            await handle.close()
+            first = handle.metadata.current_ensemble
+            moved = first[0]
+            doc = cluster.raw.get_json("/bookies")  # the operator moves a bookie away
+            doc["elsewhere"] = {moved: doc["pr"].pop(moved)}
+            cluster.raw.put("/bookies", json.dumps(doc))
+            allowed = set(doc["pr"])
+            recovery = AutoRecovery(keys, client, config, "127.0.0.1:8081", tick=0.1)
+            recovery.start()
+            try:
+                async def repaired() -> bool:
+                    md = stored(cluster, handle.ledger_id)
+                    unmarked = cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
+                    return set(md.current_ensemble) <= allowed and unmarked is None
+
+                try:
+                    await eventually(repaired, 30)
+                except AssertionError:
+                    raise AssertionError(f"{recovery.worker.stuck} {recovery.auditor.stats} "
+                                         f"{stored(cluster, handle.ledger_id)}") from None
+                assert handle.ledger_id in recovery.auditor.stats.not_adhering or \
+                    recovery.auditor.stats.placement_checks >= 1
+                now = stored(cluster, handle.ledger_id).current_ensemble
+                assert moved not in now and now[1:] == first[1:]
+                async with await BookieClient.connect(now[0]) as fresh:
+                    for entry_id in range(len(data)):
+                        await fresh.read(handle.ledger_id, entry_id)
+                reader = await client.open(handle.ledger_id)
+                assert [(await reader.read(i)).payload for i in range(len(data))] == data
+            finally:
+                await recovery.stop()
+    finally:
+        drop_group(cluster, spares, "pr", "elsewhere")
+        await keys.close()
+
+
+async def test_open_ledger_of_a_dead_writer_is_recovered_then_repaired_and_strict_stays_inside(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    spares = start_group(cluster, tmp_path, "ol", 4)
+    keys = keys_of(cluster)
+    groups = AffinityGroups(("ol",), strict=True)
+    try:
+        async with engine(cluster) as writer:
+            handle = await writer.client.create(LedgerSpec(
+                3, 3, 2, managed_ledger_custom_metadata("t/ns/persistent/ol", groups), groups))
+            data = [bytes([i]) * 7 for i in range(30)]
+            for p in data:
+                await handle.add(p)
+        # the writer is gone, its ledger OPEN; now a bookie of the ensemble dies too
+        first = handle.metadata.current_ensemble
+        by_id = {b.bookie_id: b for b in spares}
+        by_id[first[2]].kill()
+        async with engine(cluster) as running:
+            recovery = AutoRecovery(keys, running.client, FAST, "127.0.0.1:8082", tick=0.1)
+            recovery.start()
+            try:
+                async def closed_and_repaired() -> bool:
+                    md = stored(cluster, handle.ledger_id)
+                    unmarked = cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
+                    return md.is_closed and first[2] not in md.current_ensemble and \
+                        unmarked is None
+
+                await eventually(closed_and_repaired, 60)
+                md = stored(cluster, handle.ledger_id)
+                assert md.last_entry_id == len(data) - 1
+                assert set(md.current_ensemble) <= set(by_id)
+                reader = await running.client.open(handle.ledger_id)
+                assert [(await reader.read(i)).payload for i in range(len(data))] == data
+
+                # a second loss: the strict group has no spare left, so the ledger stays
+                # marked with the reason, and nothing is written outside the group
+                by_id[md.current_ensemble[0]].kill()
+
+                async def stuck() -> str | None:
+                    return recovery.worker.stuck.get(handle.ledger_id)
+
+                reason = await eventually(stuck, 60)
+                assert "'ol'" in reason
+                assert cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
+                assert stored(cluster, handle.ledger_id).current_ensemble == md.current_ensemble
+                for outsider in cluster.ids:
+                    async with await BookieClient.connect(outsider) as connection:
+                        with pytest.raises(NoLedger):
+                            await connection.read(handle.ledger_id, -1)
+            finally:
+                await recovery.stop()
+    finally:
+        drop_group(cluster, spares, "ol")
+        await keys.close()
