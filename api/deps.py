@@ -28,10 +28,14 @@ from metastore.store import MetadataStore
 
 
 async def authorize_request(request: Request) -> None:
-    """The app-wide dependency: every route is authorised by `api.authorization.authorize`."""
-    headers = {name.decode("latin-1"): value.decode("latin-1")
+    """The app-wide dependency: every route is authorised by `api.authorization.authorize`,
+    by its operation id (a route without one is refused unless the caller is a super-user)."""
+    headers = {name.decode("latin-1").lower(): value.decode("latin-1")
                for name, value in request.scope["headers"]}  # fmt: skip
-    await authorize(Access(request.method, request.url.path, headers))
+    route = request.scope.get("route")
+    operation = getattr(route, "operation_id", None) or ""
+    access = Access(operation, request.path_params, headers, request.query_params)
+    request.state.role = await authorize(access, app_state(request).guard)
 
 
 def app_state(request: Request) -> AppState:

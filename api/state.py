@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from api.authorization import Guard
+from api.security import build_guard
 from api.services.clusters import ClusterService
 from api.services.isolation import IsolationService
 from api.services.lint import LintService
@@ -66,6 +68,7 @@ class AppState:
     ledgers: LedgerClient
     managed_ledgers: ManagedLedgerFactory
     versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
+    guard: Guard  # who may do what (api.authorization)
 
     @classmethod
     def build(cls, settings: Settings, store: MetadataStore) -> AppState:
@@ -107,6 +110,7 @@ class AppState:
             ledgers=ledgers,
             managed_ledgers=managed_ledgers,
             versioned_keys=VersionedKeys.of(store),
+            guard=build_guard(settings, store),
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:
