@@ -100,6 +100,7 @@ RULES: Final[Mapping[str, Need]] = {
     "updateBookieRackInfo": SUPER_USER,
     "deleteBookieRackInfo": SUPER_USER,
     "getAllBookies": SUPER_USER,
+    "importBookiesRackInfo": SUPER_USER,
     "lintBookies": SUPER_USER,
     "getRuntimeConfiguration": SUPER_USER,
     "getActiveBrokers": SUPER_USER,

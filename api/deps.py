@@ -18,6 +18,7 @@ from api.services.lookup import LookupService
 from api.services.namespace_policies import NamespacePolicyService
 from api.services.namespaces import NamespaceService
 from api.services.placement import PlacementService
+from api.services.rack_import import RackImportService
 from api.services.racks import RackService
 from api.services.replication import ReplicationService
 from api.services.tenants import TenantService
@@ -53,6 +54,10 @@ async def get_store(request: Request) -> MetadataStore:
 
 async def get_racks(request: Request) -> RackService:
     return app_state(request).services.racks
+
+
+async def get_rack_import(request: Request) -> RackImportService:
+    return app_state(request).services.rack_import
 
 
 async def get_tenants(request: Request) -> TenantService:
@@ -99,6 +104,7 @@ async def get_topics(request: Request) -> TopicService:
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetastoreDep = Annotated[MetadataStore, Depends(get_store)]
 RacksDep = Annotated[RackService, Depends(get_racks)]
+RackImportDep = Annotated[RackImportService, Depends(get_rack_import)]
 TenantsDep = Annotated[TenantService, Depends(get_tenants)]
 NamespacesDep = Annotated[NamespaceService, Depends(get_namespaces)]
 NamespacePoliciesDep = Annotated[NamespacePolicyService, Depends(get_namespace_policies)]

@@ -16,6 +16,7 @@ from api.services.lookup import LookupService
 from api.services.namespace_policies import NamespacePolicyService
 from api.services.namespaces import NamespaceService
 from api.services.placement import PlacementService
+from api.services.rack_import import RackImportService
 from api.services.racks import RackService
 from api.services.tenants import TenantService
 from api.services.topics import TopicService
@@ -43,6 +44,7 @@ class Services:
     """The services routes call, one of each."""
 
     racks: RackService
+    rack_import: RackImportService
     tenants: TenantService
     namespaces: NamespaceService
     namespace_policies: NamespacePolicyService
@@ -87,6 +89,7 @@ class AppState:
         managed_ledgers = build_managed_ledger_factory(store, ledgers)
         services = Services(
             racks=RackService(store, settings, topology.racks),
+            rack_import=RackImportService(store, settings),
             tenants=TenantService(store, settings),
             namespaces=namespaces,
             namespace_policies=NamespacePolicyService(store, settings),

@@ -10,12 +10,14 @@ from api.routes import (
     namespaces_v1,
     ns_isolation_policies,
     placement,
+    racks_bulk,
     tenants,
     topics,
 )
 
 ROUTERS = [
     bookies.router,
+    racks_bulk.router,
     brokers.router,
     ns_isolation_policies.router,
     clusters.router,
