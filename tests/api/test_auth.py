@@ -256,3 +256,12 @@ def test_role_claim_audience_and_public_key(
         wait_until(lambda: httpx.get(url, headers=bearer(good(SUPER))).status_code == 200)
     finally:
         process.stop()
+
+
+def test_a_token_that_worked_still_expires(auth_server: AuthServer, tenants: RawEtcd) -> None:
+    """The server remembers tokens it has checked; a remembered one still expires on time."""
+    url = f"{auth_server.url}/admin/v2/clusters"
+    soon = bearer(token(SUPER, exp=int(time.time()) + 2))
+    assert httpx.get(url, headers=soon).status_code == 200
+    wait_until(lambda: httpx.get(url, headers=soon).status_code == 401, timeout=10)
+    assert httpx.get(url, headers=bearer(token(SUPER))).status_code == 200
