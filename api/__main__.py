@@ -4,7 +4,7 @@ python -m api tokens ...   (Pulsar's `pulsar tokens`: see api/tokens.py)
 python -m api [--port 8080] [--host 0.0.0.0] [--config broker.conf]
               [--metadata-store-url etcd:http://h:p[,h:p]] [--data-dir data]
               [--cluster-name standalone] [--etcd-client-port 2379] [--etcd-peer-port 2380]
-              [--bookies N]
+              [--bookies N] [--bookie-port 3181]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from starlette.types import ASGIApp
 from api.app import create_server_app
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
-from storage.cluster import LocalBookies, default_ports
+from storage.cluster import FIRST_PORT, LocalBookies, default_ports, ports_for
 
 log = logging.getLogger("api")
 
@@ -54,7 +54,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--bookies", type=int, default=0,
         help="start and supervise N local bookies (127.0.0.1:3181 upward, data under --data-dir)",
     )  # fmt: skip
+    parser.add_argument(
+        "--bookie-port", type=int, default=FIRST_PORT,
+        help="port of the first supervised bookie, the others follow it (default 3181; 0: "
+        "the ports of the bookie data already under --data-dir when free, else free ports; "
+        "the bookie ids follow the ports)",
+    )  # fmt: skip
     return parser.parse_args(argv)
+
+
+def bookie_ports(args: argparse.Namespace, data_dir: Path) -> list[int]:
+    if args.bookie_port == 0:
+        return ports_for(data_dir, args.bookies)
+    return default_ports(args.bookies, args.bookie_port)
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -230,10 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     bookies = None
     if args.bookies > 0:
         bookies = LocalBookies(
-            Path(settings.dataDir), settings.metadataStoreUrl, default_ports(args.bookies)
+            Path(settings.dataDir),
+            settings.metadataStoreUrl,
+            bookie_ports(args, Path(settings.dataDir)),
         )
         bookies.start()
-    app = create_server_app(settings)
+    app = create_server_app(settings, bookies)
     freeze_startup_objects()
     config = uvicorn.Config(
         app,

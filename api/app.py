@@ -27,6 +27,7 @@ from api.services.cluster_metadata import Initialised, keep_initializing
 from api.settings import Settings
 from api.state import AppState
 from metastore.store import MetadataStore, parse_metadata_store_url
+from storage.cluster import LocalBookies
 
 DESCRIPTION = (
     "Pulsar's admin REST API for bookie and broker isolation (racks, bookie affinity groups, "
@@ -36,11 +37,13 @@ DESCRIPTION = (
 )
 
 
-def create_server_app(settings: Settings) -> ASGIApp:
+def create_server_app(settings: Settings, bookies: LocalBookies | None = None) -> ASGIApp:
     """What `python -m api` serves: the request rules (`api.request_rules`) in front of
-    everything, then the `set-bookie-rack` fast path, then the app."""
+    everything, then the `set-bookie-rack` fast path, then the app. `bookies`: the local
+    bookies this process supervises (`--bookies N`), controlled through
+    `/admin/v2/storage/bookies`."""
     install_log_masking()
-    app = create_app(settings)
+    app = create_app(settings, bookies)
     limit = settings.httpMaxRequestSize if settings.httpMaxRequestSize > 0 else 2**62
     return RequestRules(RackWriteHotPath(app, deadline_seconds=request_timeout(settings)), limit)
 
@@ -58,7 +61,7 @@ def start_cluster_metadata(
     return asyncio.create_task(keep_initializing(store, settings), name="cluster metadata")
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, bookies: LocalBookies | None = None) -> FastAPI:
     if not settings.metadataStoreUrl:
         raise ValueError("create_app needs settings.metadataStoreUrl (python -m api starts etcd)")
     timeout = request_timeout(settings)
@@ -66,7 +69,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = MetadataStore(parse_metadata_store_url(settings.metadataStoreUrl), timeout * 0.8)
-        state = AppState.build(settings, store)
+        state = AppState.build(settings, store, bookies)
         await state.start()
         app.state.pulsar = state
         initializing = start_cluster_metadata(store, settings)
@@ -79,6 +82,9 @@ def create_app(settings: Settings) -> FastAPI:
                 initializing.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await initializing
+            audits = getattr(app.state, "storage_audits", None)  # api.routes.storage_audit
+            if audits is not None:
+                await audits.stop()
             await state.stop()
 
     app = OpenApiApp(

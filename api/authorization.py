@@ -15,8 +15,8 @@ Pulsar's model (`PulsarWebResource`, `PulsarAuthorizationProvider`):
   super-user access`, 401 `Unauthorized to validateTenantOperation ...` (tenant and topic
   operations), 403 `Unauthorized to validateNamespace[Policy]Operation ...` (namespace ones).
 
-Bookies, clusters, failure domains, isolation policies, brokers, BookKeeper's admin paths and
-bookie-affinity writes are super-user only; a tenant admin may read its namespaces' bookie
+Bookies, clusters, failure domains, isolation policies, brokers, BookKeeper's admin paths, the
+storage engine's bookies and audits, and bookie-affinity writes are super-user only; a tenant admin may read its namespaces' bookie
 affinity (Pulsar asks super-user even for that read; see the README).
 """
 
@@ -122,6 +122,14 @@ RULES: Final[Mapping[str, Need]] = {
     "bookkeeperGetLedgerMetadata": SUPER_USER,
     "bookkeeperListLedgers": SUPER_USER,
     "bookkeeperListBookies": SUPER_USER,
+    "startStorageAudit": SUPER_USER,
+    "getStorageAudit": SUPER_USER,
+    "getStorageAuditReport": SUPER_USER,
+    "repairStorageAudit": SUPER_USER,
+    "getStorageBookies": SUPER_USER,
+    "startStorageBookie": SUPER_USER,
+    "stopStorageBookie": SUPER_USER,
+    "setStorageBookieReadOnly": SUPER_USER,
     # tenants: super-user, except that a tenant's admin reads its own tenant
     "getTenants": SUPER_USER,
     "getTenantAdmin": TenantOperation("GET_TENANT"),

@@ -21,6 +21,7 @@ from api.services.placement import PlacementService
 from api.services.rack_import import RackImportService
 from api.services.racks import RackService
 from api.services.replication import ReplicationService
+from api.services.storage_bookies import StorageBookieService
 from api.services.tenants import TenantService
 from api.services.topics import TopicService
 from api.settings import Settings
@@ -122,3 +123,10 @@ async def get_bookkeeper_admin(request: Request) -> BookKeeperAdminService:
 
 
 BookKeeperAdminDep = Annotated[BookKeeperAdminService, Depends(get_bookkeeper_admin)]
+
+
+async def get_storage_bookies(request: Request) -> StorageBookieService:
+    return app_state(request).services.storage_bookies
+
+
+StorageBookiesDep = Annotated[StorageBookieService, Depends(get_storage_bookies)]

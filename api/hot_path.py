@@ -24,13 +24,14 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from fastapi import FastAPI
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from api.authorization import Access, authorize
 from api.deadline import send_response, send_timed_out
 from api.encoded_slash import has_encoded_slash
 from api.errors import KNOWN_ERRORS, error_status_and_reason
 from api.models import BookieInfo
+from api.request_rules import read_body, replay
 from api.services.racks import RackService, parse_rack_info
 from metastore.codec import dump_json, load_json
 
@@ -49,12 +50,12 @@ class RackWriteHotPath:
         if bookie is None:
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)  # bounded by RequestRules in front
         if body is None:  # the client went away
             return
         write = _parse_rack_write(scope, body)
         if write is None:
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, replay(body, receive), send)
             return
         group, info = write
         racks: RackService = self.app.state.pulsar.services.racks
@@ -113,28 +114,3 @@ def _content_type(scope: Scope) -> bytes | None:
         if name == b"content-type":
             return bytes(value.split(b";", 1)[0].strip().lower())
     return None
-
-
-async def _read_body(receive: Receive) -> bytes | None:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that hands the already-read body over again, then defers to the real one."""
-    replayed = False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if replayed:
-            return await receive()
-        replayed = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay

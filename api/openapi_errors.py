@@ -12,7 +12,9 @@ Which statuses an operation declares:
   (the body is over `httpMaxRequestSize`, or the document over etcd's request limit);
 - every POST and PUT: 415 (a body, or a Content-Type, that is not JSON);
 - the statuses of `STATUSES_BY_OPERATION` (what the services raise for that operation).
-A description a route already gives for a status is kept; the schema is added to it.
+A description a route already gives for a status is kept; the schema is added to it. A
+content a route already declares for an error status is kept as it is: BookKeeper's HTTP admin
+paths answer their errors as bare text, not Pulsar's JSON.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ DESCRIPTIONS: dict[int, str] = {
     413: "Request body over httpMaxRequestSize, or a document over etcd's request limit",
     415: "Unsupported media type: bodies are application/json",
     500: "A stored document cannot be read (the reason names its key)",
+    501: "Not implemented yet (the reason says what is missing)",
     503: "The metadata store did not answer in time",
 }
 
@@ -89,6 +92,18 @@ STATUSES_BY_OPERATION: dict[str, tuple[int, ...]] = {
     "getPlacementPreview": (404, 412),
     "lookupTopicAsync": (404, 412),
     "unloadNamespace": (404, 412),
+    "produceOnPersistentTopic": (404, 412),
+    "getList": (404, 412),
+    "createNonPartitionedTopic": (404, 409, 412),
+    "deleteTopic": (404, 412),
+    "getInternalStats": (404, 412),
+    "getMessageById": (404, 412),
+    "examineMessage": (404, 405, 412),
+    "bookkeeperGetLedgerMetadata": (404,),
+    "getStorageBookies": (),
+    "startStorageBookie": (404, 409, 412),
+    "stopStorageBookie": (404, 409, 412),
+    "setStorageBookieReadOnly": (404, 409, 412),
 }
 
 
@@ -112,7 +127,7 @@ def apply_error_responses(document: dict[str, Any]) -> None:
                 int(s) for s in responses if s.isdigit() and int(s) >= 400
             }:
                 entry = responses.setdefault(str(status), {"description": DESCRIPTIONS[status]})
-                entry["content"] = {"application/json": {"schema": reference}}
+                entry.setdefault("content", {"application/json": {"schema": reference}})
             operation["responses"] = dict(sorted(responses.items()))
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     for unused in ("HTTPValidationError", "ValidationError"):

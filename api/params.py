@@ -101,3 +101,43 @@ TopicName = Annotated[
         openapi_examples=_example("orders", "a topic name"),
     ),
 ]
+AuditId = Annotated[
+    str,
+    Path(
+        description=(
+            "Id of a placement audit, as `POST /admin/v2/storage/audit` returned it (12 hex "
+            "digits)."
+        ),
+        openapi_examples=_example("3f2a9c41d07e", "an audit started earlier"),
+    ),
+]
+LedgerId = Annotated[
+    str,
+    Path(
+        description=(
+            "Ledger id of the message (the first part of its message id `ledgerId:entryId`); "
+            "a value that is not a number answers 404."
+        ),
+        openapi_examples=_example("12", "a ledger of the topic"),
+    ),
+]
+EntryId = Annotated[
+    str,
+    Path(
+        description=(
+            "Entry id of the message within its ledger (the second part of `ledgerId:entryId`); "
+            "a value that is not a number answers 404."
+        ),
+        openapi_examples=_example("0", "the ledger's first entry"),
+    ),
+]
+StorageBookieId = Annotated[
+    str,
+    Path(
+        description=(
+            "Bookie id in `host:port` form, as it registers under `/ledgers/available` "
+            "(a supervised bookie's id is `127.0.0.1:<its port>`)."
+        ),
+        openapi_examples=_example("127.0.0.1:3181", "a bookie on its default port"),
+    ),
+]

@@ -181,7 +181,7 @@ class RequestRules:
             length = header(scope, b"content-length")
             if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
                 raise too_large(self.max_body_bytes)
-            body = await self._read_body(receive)
+            body = await read_body(receive, self.max_body_bytes)
             if body is None:  # the client went away
                 return
             check_body(scope["method"], scope["path"], header(scope, b"content-type"), body)
@@ -190,20 +190,22 @@ class RequestRules:
             return
         await self.app(scope, replay(body, receive), send)
 
-    async def _read_body(self, receive: Receive) -> bytes | None:
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise too_large(self.max_body_bytes)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+
+async def read_body(receive: Receive, limit: int | None = None) -> bytes | None:
+    """The whole request body (None when the client went away); `too_large` past `limit`."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if limit is not None and size > limit:
+            raise too_large(limit)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def replay(body: bytes, receive: Receive) -> Receive:

@@ -3,7 +3,7 @@ example the OpenAPI document shows. The JSON on the wire is the plain list or ma
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -76,6 +76,99 @@ BrokersIsolation = Annotated[
                 EXAMPLE_BROKER_ISOLATION,
                 {"brokerName": "broker-9.example.com:8080", "primary": False, "namespaceRegex": []},
             ]
+        ],
+    ),
+]
+TopicNames = Annotated[
+    list[str],
+    Field(
+        description="Topics of the namespace, as `persistent://tenant/namespace/topic`",
+        examples=[["persistent://public/default/orders", "persistent://public/default/audit"]],
+    ),
+]
+EXAMPLE_PRODUCER_MESSAGES: dict[str, Any] = {
+    "producerName": "rest-producer-1",
+    "messages": [
+        {
+            "payload": "hello",
+            "key": "order-17",
+            "properties": {"source": "web"},
+            "eventTime": "1763916671802",
+            "sequenceId": 1,
+        },
+        {"payload": "world"},
+    ],
+}
+ProducerMessages = Annotated[
+    dict[str, Any],
+    Field(
+        description=(
+            "Pulsar's `ProducerMessages`: `producerName` (default `RestProducer`) and "
+            "`messages`, each a `ProducerMessage` with `payload` (a string), `key`, "
+            "`properties`, `eventTime` (ms, as a string) and `sequenceId`; other fields of "
+            "upstream's model are accepted and ignored"
+        ),
+        examples=[EXAMPLE_PRODUCER_MESSAGES],
+    ),
+]
+ProducerAcks = Annotated[
+    dict[str, Any],
+    Field(
+        description=(
+            "Pulsar's `ProducerAcks`: one result per message, in order; `messageId` is "
+            "`ledgerId:entryId:partition` (-1: not partitioned), `errorCode` 0 on success, "
+            "2 with `errorMsg` when that message was not stored"
+        ),
+        examples=[
+            {
+                "messagePublishResults": [
+                    {"messageId": "12:0:-1", "errorCode": 0, "schemaVersion": 0},
+                    {"messageId": "12:1:-1", "errorCode": 0, "schemaVersion": 0},
+                ],
+                "schemaVersion": 0,
+            }
+        ],
+    ),
+]
+PersistentTopicInternalStats = Annotated[
+    dict[str, Any],
+    Field(
+        description=(
+            "Pulsar's `PersistentTopicInternalStats`: the managed ledger's counters, state and "
+            "ledgers; with `metadata=true` each ledger also carries its metadata as text and "
+            "`underReplicated` (a bookie of its ensembles is not registered)"
+        ),
+        examples=[
+            {
+                "entriesAddedCounter": 2,
+                "numberOfEntries": 2,
+                "totalSize": 110,
+                "currentLedgerEntries": 2,
+                "currentLedgerSize": 110,
+                "lastLedgerCreatedTimestamp": "2026-11-23T16:51:11.802Z",
+                "waitingCursorsCount": 0,
+                "pendingAddEntriesCount": 0,
+                "lastConfirmedEntry": "12:1",
+                "state": "LedgerOpened",
+                "ledgers": [
+                    {
+                        "ledgerId": 12,
+                        "entries": 0,
+                        "size": 0,
+                        "offloaded": False,
+                        "underReplicated": False,
+                    },
+                ],
+                "cursors": {},
+                "schemaLedgers": [],
+                "compactedLedger": {
+                    "ledgerId": -1,
+                    "entries": -1,
+                    "size": -1,
+                    "offloaded": False,
+                    "underReplicated": False,
+                },
+            }
         ],
     ),
 ]

@@ -16,12 +16,16 @@ from typing import Any
 
 MASK = "******"
 MAX_LOG_MESSAGE = 1000
-_SENSITIVE = re.compile(r"token|secret|password|auth(entication)?param", re.IGNORECASE)
-# `key=value`, `key: value`, `"key": "value"` where the key is sensitive.
-_IN_TEXT = re.compile(
-    r"""(?P<key>["']?[\w.-]*(?:token|secret|password|auth(?:entication)?param)[\w.-]*["']?)"""
-    r"""(?P<sep>\s*[=:]\s*)(?P<value>"[^"]*"|'[^']*'|[^\s,;}&]+)""",
-    re.IGNORECASE,
+_SENSITIVE = re.compile(
+    r"token|secret|password|auth(entication)?param|authorization", re.IGNORECASE
+)
+# `key=value`, `key: value`, `"key": "value"`; the key is judged by `is_sensitive`. A key
+# starts only where no key character precedes it and every quantifier is possessive, so a
+# line is scanned in linear time (a 30,000-character path of word characters must not cost
+# a quadratic backtrack in a log call on the event loop).
+_PAIR = re.compile(
+    r"""(?<![\w.-])(?P<key>["']?[\w.-]++["']?)(?P<sep>\s*+[=:]\s*+)"""
+    r"""(?P<value>"[^"]*+"|'[^']*+'|(?:Bearer|Basic)\s++[^\s,;}&]++|[^\s,;}&]++)"""
 )
 
 
@@ -35,11 +39,17 @@ def masked_config(values: Mapping[str, str]) -> dict[str, str]:
 
 
 def mask_text(text: str) -> str:
-    """Sensitive `key=value` pairs in free text masked, the text cut to `MAX_LOG_MESSAGE`."""
-    masked = _IN_TEXT.sub(lambda m: f"{m.group('key')}{m.group('sep')}{MASK}", text)
-    if len(masked) > MAX_LOG_MESSAGE:
-        masked = f"{masked[:MAX_LOG_MESSAGE]}... ({len(masked) - MAX_LOG_MESSAGE} more chars)"
-    return masked
+    """Sensitive `key=value` pairs in free text masked, the text cut to `MAX_LOG_MESSAGE`
+    (cut first, so masking never scans more than that)."""
+    extra = len(text) - MAX_LOG_MESSAGE
+    masked = _PAIR.sub(_mask_pair, text[:MAX_LOG_MESSAGE] if extra > 0 else text)
+    return f"{masked}... ({extra} more chars)" if extra > 0 else masked
+
+
+def _mask_pair(match: re.Match[str]) -> str:
+    if not is_sensitive(match.group("key")):
+        return match.group(0)
+    return f"{match.group('key')}{match.group('sep')}{MASK}"
 
 
 class _MaskedRecord(logging.LogRecord):

@@ -18,6 +18,7 @@ from api.services.namespaces import NamespaceService
 from api.services.placement import PlacementService
 from api.services.rack_import import RackImportService
 from api.services.racks import RackService
+from api.services.storage_bookies import StorageBookieService
 from api.services.tenants import TenantService
 from api.services.topics import TopicService
 from api.settings import Settings
@@ -28,6 +29,7 @@ from metastore.topology import TopologySnapshot
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
 from storage.bookie.client import BookieClient
+from storage.cluster import LocalBookies
 from storage.engine import build_ledger_client, build_managed_ledger_factory
 from storage.ledger import BookiePool, LedgerClient
 from storage.managed_ledger import ManagedLedgerFactory
@@ -54,6 +56,7 @@ class Services:
     lint: LintService
     lookup: LookupService
     topics: TopicService
+    storage_bookies: StorageBookieService
 
 
 @dataclass
@@ -73,7 +76,9 @@ class AppState:
     guard: Guard  # who may do what (api.authorization)
 
     @classmethod
-    def build(cls, settings: Settings, store: MetadataStore) -> AppState:
+    def build(
+        cls, settings: Settings, store: MetadataStore, local_bookies: LocalBookies | None = None
+    ) -> AppState:
         config = placement_config(settings)
         topology = TopologySnapshot.watching(store, config)
         broker_watch = WatchedRange(store, paths.BROKERS, prefix=True)
@@ -87,6 +92,7 @@ class AppState:
         ledgers = build_ledger_client(store, BookiePool(BookieClient.connect), current_topology,
                                       config)
         managed_ledgers = build_managed_ledger_factory(store, ledgers)
+        versioned_keys = VersionedKeys.of(store)
         services = Services(
             racks=RackService(store, settings, topology.racks),
             rack_import=RackImportService(store, settings),
@@ -99,6 +105,7 @@ class AppState:
             lint=LintService(store, topology),
             lookup=LookupService(store, settings, broker_watch, ownership_watch),
             topics=TopicService(store, settings, config, managed_ledgers),
+            storage_bookies=StorageBookieService(store, versioned_keys, config, local_bookies),
         )
         return cls(
             settings=settings,
@@ -112,7 +119,7 @@ class AppState:
             services=services,
             ledgers=ledgers,
             managed_ledgers=managed_ledgers,
-            versioned_keys=VersionedKeys.of(store),
+            versioned_keys=versioned_keys,
             guard=build_guard(settings, store),
         )
 

@@ -1,9 +1,15 @@
 """An embedded cluster: N local bookie processes, supervised.
 
 Each bookie is its own `python -m storage.bookie` process with id `127.0.0.1:<port>` (3181
-upward by default) and data under `<data_dir>/bookie-<port>/`, its log next to it. A watcher
-thread restarts a bookie that exits (with a backoff that grows while it keeps crashing);
-`stop()` sends SIGTERM to all of them (they deregister and checkpoint) and waits.
+upward by default, free ports with `free_ports`) and data under `<data_dir>/bookie-<port>/`,
+its log next to it. A watcher thread restarts a bookie that exits (with a backoff that grows
+while it keeps crashing); `stop()` sends SIGTERM to all of them (they deregister and
+checkpoint) and waits.
+
+One bookie at a time: `kill(id)` is an unclean stop (SIGKILL, files as they are) after which
+the watcher leaves the bookie down until `start_bookie(id)`; `force_readonly(id)` writes the
+flag file `<data_dir>/bookie-<port>/force-readonly` that the bookie's disk check honours
+(`storage.bookie.registration.FORCE_READONLY_FILE`) and sends SIGUSR1 to run that check now.
 Bookies on other machines join the same etcd the same way, with their own
 `python -m storage.bookie`; nothing here is needed for them.
 """
@@ -14,12 +20,15 @@ import contextlib
 import ctypes
 import logging
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from storage.bookie.registration import FORCE_READONLY_FILE
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +38,47 @@ _PR_SET_PDEATHSIG = 1
 
 def default_ports(count: int, first: int = FIRST_PORT) -> list[int]:
     return list(range(first, first + count))
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports nothing listens on now (the kernel's choice)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def ports_for(data_dir: Path, count: int) -> list[int]:
+    """Ports for `count` bookies chosen freely: those of the bookies that already have data
+    under `data_dir` (`bookie-<port>/`, lowest first) when free, so a restart keeps their ids
+    and their ledgers stay readable, then free ports."""
+    existing = sorted(
+        int(path.name.removeprefix("bookie-"))
+        for path in data_dir.glob("bookie-*")
+        if path.is_dir() and path.name.removeprefix("bookie-").isdigit()
+    )
+    kept = [port for port in existing if port_is_free(port)][:count]
+    for port in existing:
+        if port not in kept and len(kept) < count:
+            log.warning("bookie data %s/bookie-%d not used: its port is taken", data_dir, port)
+    fresh = [port for port in free_ports(count) if port not in kept]
+    return kept + fresh[: count - len(kept)]
 
 
 def _die_with_parent() -> None:
@@ -47,6 +97,7 @@ class LocalBookie:
     next_start: float = 0.0
     failures: int = 0
     started_at: float = 0.0
+    stopped: bool = False  # stopped on request: the watcher leaves it down
 
     @property
     def bookie_id(self) -> str:
@@ -117,8 +168,56 @@ class LocalBookies:
                 for bookie in self.bookies:
                     self._check(bookie)
 
+    def find(self, bookie_id: str) -> LocalBookie | None:
+        return next((b for b in self.bookies if b.bookie_id == bookie_id), None)
+
+    def _get(self, bookie_id: str) -> LocalBookie:
+        bookie = self.find(bookie_id)
+        if bookie is None:
+            raise KeyError(bookie_id)
+        return bookie
+
+    def start_bookie(self, bookie_id: str) -> bool:
+        """Start a bookie stopped by `kill` (False: it was not stopped, nothing done)."""
+        with self._lock:
+            bookie = self._get(bookie_id)
+            if not bookie.stopped:
+                return False
+            bookie.stopped = False
+            bookie.failures = 0
+            bookie.next_start = 0.0
+            self._spawn(bookie)
+            return True
+
+    def kill(self, bookie_id: str) -> bool:
+        """An unclean stop (SIGKILL: no deregistration, no checkpoint); the watcher does not
+        restart it until `start_bookie`. False: it was already stopped."""
+        with self._lock:
+            bookie = self._get(bookie_id)
+            if bookie.stopped:
+                return False
+            bookie.stopped = True
+            bookie.next_start = 0.0
+            if bookie.process is not None and bookie.process.poll() is None:
+                bookie.process.kill()
+                bookie.process.wait()
+            log.warning("stopped bookie %s (SIGKILL) on request", bookie.bookie_id)
+            return True
+
+    def force_readonly(self, bookie_id: str) -> bool:
+        """Switch a running bookie to read-only for good (until its flag file is removed).
+        False: it is not running."""
+        with self._lock:
+            bookie = self._get(bookie_id)
+            if bookie.stopped or not bookie.running or bookie.process is None:
+                return False
+            bookie.data_dir.mkdir(parents=True, exist_ok=True)
+            (bookie.data_dir / FORCE_READONLY_FILE).touch()
+            bookie.process.send_signal(signal.SIGUSR1)
+            return True
+
     def _check(self, bookie: LocalBookie) -> None:
-        if self._stopping.is_set() or bookie.running:
+        if self._stopping.is_set() or bookie.running or bookie.stopped:
             return
         now = time.monotonic()
         if bookie.next_start == 0.0:

@@ -47,8 +47,10 @@ class ServerProcess:
         workdir: Path,
         cluster_name: str = "test",
         extra_conf: dict[str, str] | None = None,
+        extra_args: list[str] | None = None,
     ) -> None:
         self.metadata_store_url = metadata_store_url
+        self.extra_args = extra_args or []
         self.workdir = workdir
         self.cluster_name = cluster_name
         self.extra_conf = extra_conf or {}
@@ -69,6 +71,7 @@ class ServerProcess:
             "--metadata-store-url", self.metadata_store_url,
             "--cluster-name", self.cluster_name,
             "--config", str(conf),
+            *self.extra_args,
         ]  # fmt: skip
 
     def start(self) -> ServerProcess:

@@ -11,6 +11,8 @@ from api.routes import (
     ns_isolation_policies,
     placement,
     racks_bulk,
+    storage_audit,
+    storage_bookies,
     tenants,
     topics,
 )
@@ -28,6 +30,8 @@ ROUTERS = [
     lookup.router,
     topics.router,
     bookkeeper_admin.router,
+    storage_audit.router,
+    storage_bookies.router,
 ]
 
 __all__ = ["ROUTERS"]

@@ -4,7 +4,9 @@ Pulsar admin paths); the answers copy upstream's, quirks included (see
 `api.services.bookkeeper_admin`):
 
 - no Content-Type header: upstream's server sets none, and its clients parse the body
-  regardless; we copy that rather than label a body upstream does not label;
+  regardless; we copy that rather than label a body upstream does not label. The OpenAPI
+  document declares what the bodies are (JSON on 200, text on 404 and 500) and says in each
+  description that the header is absent;
 - each path also answers with a trailing slash (the documented form);
 - PUT, POST and DELETE are routed to the same handler upstream and answered
   404 `Not found method. Should be GET method`; they are left out of the OpenAPI document.
@@ -17,12 +19,39 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from api.deps import BookKeeperAdminDep
-from api.services.bookkeeper_admin import NOT_GET_ANSWER, AdminAnswer
+from api.services.bookkeeper_admin import INTERNAL_ERROR, NOT_GET, NOT_GET_ANSWER, AdminAnswer
 
 router = APIRouter(prefix="/api/v1", tags=["extensions"])
 
 OTHER_METHODS = ["PUT", "POST", "DELETE"]
-TEXT_BODY = {"content": {"text/plain": {"schema": {"type": "string"}}}}
+UNLABELLED = "sent without a Content-Type header, as a bookie's HTTP server sends it"
+NOT_GET_404: dict[str, Any] = {
+    "description": f"`{NOT_GET}` ({UNLABELLED})",
+    "content": {"text/plain": {"schema": {"type": "string"}, "example": NOT_GET}},
+}
+INTERNAL_500: dict[str, Any] = {
+    "description": f"`{INTERNAL_ERROR}`: the handler failed, as upstream's ({UNLABELLED})",
+    "content": {"text/plain": {"schema": {"type": "string"}, "example": INTERNAL_ERROR}},
+}
+EXAMPLE_LEDGER: dict[str, Any] = {
+    "ledgerId": 1, "metadataFormatVersion": 3, "ensembleSize": 2, "writeQuorumSize": 2,
+    "ackQuorumSize": 2, "state": "OPEN", "length": 0, "lastEntryId": -1, "ctime": 0,
+    "digestType": "CRC32C", "password": "",
+    "customMetadata": {"application": "cHVsc2Fy"},
+    "allEnsembles": {"0": [{"id": "127.0.0.1:3181"}, {"id": "127.0.0.2:3181"}]},
+    "closed": False, "ctoken": 0,
+}  # fmt: skip
+
+
+def _json_200(description: str, schema: dict[str, Any], example: Any) -> dict[str, Any]:
+    """A 200 whose body is Jackson-pretty JSON, declared as JSON though sent unlabelled."""
+    return {
+        "description": f"{description}: Jackson-pretty JSON, {UNLABELLED}",
+        "content": {"application/json": {"schema": schema, "example": example}},
+    }
+
+
+NULLABLE_STRING = {"anyOf": [{"type": "string"}, {"type": "null"}]}
 
 
 def _query(*described: tuple[str, str]) -> dict[str, Any]:
@@ -61,21 +90,27 @@ def _other_methods(path: str) -> None:
     "/ledger/metadata",
     operation_id="bookkeeperGetLedgerMetadata",
     summary="BookKeeper: one ledger's metadata",
-    description=(
-        'BookKeeper\'s `GET /api/v1/ledger/metadata?ledger_id=N`: `{"N": <metadata>}` '
-        "with the fields of BookKeeper's `LedgerMetadataImpl` (bytes base64, ensembles as "
-        '`{"id": bookie}` objects). No `ledger_id`: 404; an unknown ledger: 500, as upstream.'
-    ),
     responses={
-        200: {"description": "Jackson-pretty JSON, sent without Content-Type", **TEXT_BODY},
-        404: {"description": "`Not found method. Should be GET method`", **TEXT_BODY},
-        500: {"description": "`Internal Server Error` (e.g. no such ledger)", **TEXT_BODY},
+        200: _json_200(
+            "Ledger id -> its metadata",
+            {"type": "object", "additionalProperties": {"type": "object"}},
+            {"1": EXAMPLE_LEDGER},
+        ),
+        404: {**NOT_GET_404, "description": f"No `ledger_id`: {NOT_GET_404['description']}"},
+        500: {
+            **INTERNAL_500,
+            "description": "No such ledger, or an id that is not a Java "
+            f"long: {INTERNAL_500['description']}",
+        },
     },
     response_class=Response,
     openapi_extra=_query(("ledger_id", "The ledger id (a Java long)")),
 )
 @router.get("/ledger/metadata/", include_in_schema=False, response_class=Response)
 async def get_ledger_metadata(request: Request, service: BookKeeperAdminDep) -> Response:
+    """BookKeeper's `GET /api/v1/ledger/metadata?ledger_id=N`: `{"N": <metadata>}` with the
+    fields of BookKeeper's `LedgerMetadataImpl` (bytes base64, ensembles as `{"id": bookie}`
+    objects). No `ledger_id`: 404; an unknown ledger: 500, as upstream."""
     return _answer(await service.ledger_metadata(_params(request)))
 
 
@@ -83,14 +118,21 @@ async def get_ledger_metadata(request: Request, service: BookKeeperAdminDep) -> 
     "/ledger/list",
     operation_id="bookkeeperListLedgers",
     summary="BookKeeper: every ledger id, optionally with its metadata",
-    description=(
-        'BookKeeper\'s `GET /api/v1/ledger/list`: `{"<id>": null}` by id; with '
-        "`print_metadata=true` the value is the stored metadata as a string (binary, so "
-        "garbled), with `decode_meta=true` as well the decoded metadata. `page` (1-based, "
-        "100 a page) applies only with `print_metadata=true`; page 1 holds 99 ledgers, as "
-        "upstream's arithmetic makes it."
-    ),
-    responses={200: {"description": "Jackson-pretty JSON, sent without Content-Type", **TEXT_BODY}},
+    responses={
+        200: _json_200(
+            "Ledger id -> null, the stored metadata as a string, or the decoded metadata",
+            {
+                "type": "object",
+                "additionalProperties": {"anyOf": [{"type": "object"}, *NULLABLE_STRING["anyOf"]]},
+            },
+            {"1": None, "2": None},
+        ),
+        500: {
+            **INTERNAL_500,
+            "description": "A `page` that is not a Java int, or the store "
+            f"failed: {INTERNAL_500['description']}",
+        },
+    },
     response_class=Response,
     openapi_extra=_query(
         ("print_metadata", "`true`: each id maps to its metadata"),
@@ -100,6 +142,11 @@ async def get_ledger_metadata(request: Request, service: BookKeeperAdminDep) -> 
 )
 @router.get("/ledger/list/", include_in_schema=False, response_class=Response)
 async def list_ledgers(request: Request, service: BookKeeperAdminDep) -> Response:
+    """BookKeeper's `GET /api/v1/ledger/list`: `{"<id>": null}` by id; with
+    `print_metadata=true` the value is the stored metadata as a string (binary, so garbled),
+    with `decode_meta=true` as well the decoded metadata. `page` (1-based, 100 a page) applies
+    only with `print_metadata=true`; page 1 holds 99 ledgers, as upstream's arithmetic makes
+    it."""
     return _answer(await service.list_ledgers(_params(request)))
 
 
@@ -107,12 +154,18 @@ async def list_ledgers(request: Request, service: BookKeeperAdminDep) -> Respons
     "/bookie/list_bookies",
     operation_id="bookkeeperListBookies",
     summary="BookKeeper: registered bookies",
-    description=(
-        "BookKeeper's `GET /api/v1/bookie/list_bookies?type=rw|ro&print_hostnames=true`: "
-        "bookie id to hostname (null without `print_hostnames=true`); any `type` but `ro` "
-        "means writable bookies."
-    ),
-    responses={200: {"description": "Jackson-pretty JSON, sent without Content-Type", **TEXT_BODY}},
+    responses={
+        200: _json_200(
+            "Bookie id -> hostname (null without `print_hostnames=true`)",
+            {"type": "object", "additionalProperties": NULLABLE_STRING},
+            {"127.0.0.1:3181": "127.0.0.1", "127.0.0.2:3181": "127.0.0.2"},
+        ),
+        500: {
+            **INTERNAL_500,
+            "description": "A registration cannot be read, or the store "
+            f"failed: {INTERNAL_500['description']}",
+        },
+    },
     response_class=Response,
     openapi_extra=_query(
         ("type", "`ro`: read-only bookies; anything else: writable ones"),
@@ -121,6 +174,9 @@ async def list_ledgers(request: Request, service: BookKeeperAdminDep) -> Respons
 )
 @router.get("/bookie/list_bookies/", include_in_schema=False, response_class=Response)
 async def list_bookies(request: Request, service: BookKeeperAdminDep) -> Response:
+    """BookKeeper's `GET /api/v1/bookie/list_bookies?type=rw|ro&print_hostnames=true`: bookie
+    id to hostname (null without `print_hostnames=true`); any `type` but `ro` means writable
+    bookies."""
     return _answer(await service.list_bookies(_params(request)))
 
 

@@ -10,15 +10,50 @@ from fastapi.responses import JSONResponse
 
 from api.deps import TopicsDep
 from api.errors import NotFound
+from api.params import EntryId, LedgerId, NamespaceName, TenantName, TopicName
+from api.response_shapes import (
+    EXAMPLE_PRODUCER_MESSAGES,
+    PersistentTopicInternalStats,
+    ProducerAcks,
+    ProducerMessages,
+    TopicNames,
+)
 from api.services.topics import ReadMessage
 
 router = APIRouter(tags=["topics"])
 ADMIN = "/admin/v2/persistent/{tenant}/{namespace}"
 
+AUTHORITATIVE = "Accepted for compatibility (this service owns every topic)"
+NAMESPACE_NOT_FOUND = "Namespace does not exist"
+INVALID_NAME = "Namespace name is not valid"
+TOPIC_NOT_FOUND = "Topic not found (or namespace does not exist)"
+# The message endpoints answer the payload's bytes and the message's metadata in headers.
+MESSAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": (
+            "The message payload as raw bytes; its id and metadata are in `X-Pulsar-*` headers "
+            "(`X-Pulsar-Message-ID: ledgerId:entryId`, `X-Pulsar-publish-time`, "
+            "`X-Pulsar-producer-name`, `X-Pulsar-sequence-id`, `X-Pulsar-PROPERTY-<key>`, ...)"
+        ),
+        "content": {
+            "application/octet-stream": {
+                "schema": {"type": "string", "format": "binary"},
+                "example": "hello",
+            }
+        },
+    },
+}
+
+
+def errors(reasons: dict[int, str]) -> dict[int | str, dict[str, Any]]:
+    """`responses=` for the error statuses a route answers, each with its reason text."""
+    return {status: {"description": reason} for status, reason in reasons.items()}
+
 
 def _message_response(message: ReadMessage) -> Response:
-    return Response(content=message.payload, media_type="application/octet-stream",
-                    headers=message.headers)
+    return Response(
+        content=message.payload, media_type="application/octet-stream", headers=message.headers
+    )
 
 
 def _id(text: str, what: str) -> int:
@@ -32,72 +67,195 @@ def _id(text: str, what: str) -> int:
     "/topics/persistent/{tenant}/{namespace}/{topic}",
     operation_id="produceOnPersistentTopic",
     summary="Produce message to a persistent topic.",
-    description=(
-        "Pulsar's REST producer (PIP-64). Each message's `payload` is a string encoded with "
-        "the value schema (UTF-8 STRING by default, not base64). The answer lists one result "
-        "per message with its id `ledgerId:entryId:partition` (partition -1: not partitioned). "
-        "The topic is created on first produce when `allowAutoTopicCreation` is on. A payload "
-        "over `maxMessageSize` answers 413 and stores nothing."
+    response_model=ProducerAcks,
+    responses=errors(
+        {
+            404: "Namespace does not exist, or the topic does not and auto-creation is off",
+            412: f"{INVALID_NAME}, or not enough bookies for the namespace's placement",
+            413: "A message is larger than maxMessageSize",
+        }
     ),
-    responses={404: {"description": "Tenant, namespace or topic does not exist"},
-               413: {"description": "A message is larger than maxMessageSize"}},
 )
 async def produce(
-    tenant: str, namespace: str, topic: str, topics: TopicsDep,
-    request: dict[str, Any] = Body(...),
-    authoritative: bool = Query(default=False, description="Accepted for compatibility"),
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    topics: TopicsDep,
+    request: ProducerMessages = Body(
+        ...,
+        openapi_examples={
+            "two messages": {
+                "summary": "two UTF-8 messages, one keyed with properties",
+                "value": EXAMPLE_PRODUCER_MESSAGES,
+            }
+        },
+    ),
+    authoritative: bool = Query(default=False, description=AUTHORITATIVE),
 ) -> JSONResponse:
+    """Pulsar's REST producer (PIP-64). Each message's `payload` is a string encoded with
+    the value schema (UTF-8 STRING by default, not base64). The answer lists one result
+    per message with its id `ledgerId:entryId:partition` (partition -1: not partitioned).
+    The topic is created on first produce when `allowAutoTopicCreation` is on. A payload
+    over `maxMessageSize` answers 413 and stores nothing."""
     return JSONResponse(await topics.produce(tenant, namespace, topic, request))
 
 
-@router.get(ADMIN, operation_id="getList", summary="Get the list of topics under a namespace.")
-async def list_topics(tenant: str, namespace: str, topics: TopicsDep) -> list[str]:
+@router.get(
+    ADMIN,
+    operation_id="getList",
+    summary="Get the list of topics under a namespace.",
+    response_model=TopicNames,
+    responses=errors({404: NAMESPACE_NOT_FOUND, 412: INVALID_NAME}),
+)
+async def list_topics(tenant: TenantName, namespace: NamespaceName, topics: TopicsDep) -> list[str]:
+    """The namespace's persistent topics (those with a managed ledger), as
+    `persistent://tenant/namespace/topic`."""
     return await topics.list(tenant, namespace)
 
 
-@router.put(ADMIN + "/{topic}", operation_id="createNonPartitionedTopic",
-            summary="Create a non-partitioned topic.", status_code=204,
-            responses={409: {"description": "Topic already exists"}})
-async def create_topic(tenant: str, namespace: str, topic: str, topics: TopicsDep,
-                       authoritative: bool = Query(default=False)) -> Response:
+@router.put(
+    ADMIN + "/{topic}",
+    operation_id="createNonPartitionedTopic",
+    summary="Create a non-partitioned topic.",
+    status_code=204,
+    responses=errors(
+        {
+            404: NAMESPACE_NOT_FOUND,
+            409: "This topic already exists",
+            412: f"{INVALID_NAME}, or not enough bookies for the namespace's placement",
+        }
+    ),
+)
+async def create_topic(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    topics: TopicsDep,
+    authoritative: bool = Query(default=False, description=AUTHORITATIVE),
+) -> Response:
+    """Create the topic's managed ledger, and its first ledger placed by the namespace's
+    persistence policy and bookie affinity groups."""
     await topics.create(tenant, namespace, topic)
     return Response(status_code=204)
 
 
-@router.delete(ADMIN + "/{topic}", operation_id="deleteTopic", summary="Delete a topic.",
-               status_code=204, responses={404: {"description": "Topic does not exist"}})
-async def delete_topic(tenant: str, namespace: str, topic: str, topics: TopicsDep,
-                       force: bool = Query(default=False),
-                       authoritative: bool = Query(default=False)) -> Response:
+@router.delete(
+    ADMIN + "/{topic}",
+    operation_id="deleteTopic",
+    summary="Delete a topic.",
+    status_code=204,
+    responses=errors({404: TOPIC_NOT_FOUND, 412: INVALID_NAME}),
+)
+async def delete_topic(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    topics: TopicsDep,
+    force: bool = Query(
+        default=False,
+        description=(
+            "Accepted for compatibility (a topic has no producers or subscriptions to close here)"
+        ),
+    ),
+    authoritative: bool = Query(default=False, description=AUTHORITATIVE),
+) -> Response:
+    """Delete the topic's managed ledger and its ledgers."""
     await topics.delete(tenant, namespace, topic)
     return Response(status_code=204)
 
 
-@router.get(ADMIN + "/{topic}/internalStats", operation_id="getInternalStats",
-            summary="Get the internal stats for the topic.")
-async def internal_stats(tenant: str, namespace: str, topic: str, topics: TopicsDep,
-                         metadata: bool = Query(default=False),
-                         authoritative: bool = Query(default=False)) -> JSONResponse:
+@router.get(
+    ADMIN + "/{topic}/internalStats",
+    operation_id="getInternalStats",
+    summary="Get the internal stats for the topic.",
+    response_model=PersistentTopicInternalStats,
+    responses=errors({404: TOPIC_NOT_FOUND, 412: INVALID_NAME}),
+)
+async def internal_stats(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    topics: TopicsDep,
+    metadata: bool = Query(
+        default=False,
+        description=(
+            "`true`: each ledger also carries its metadata and whether it is under-replicated"
+        ),
+    ),
+    authoritative: bool = Query(default=False, description=AUTHORITATIVE),
+) -> JSONResponse:
+    """The managed ledger's stats as Pulsar's `PersistentTopicInternalStats`: entry counts,
+    sizes, state, last confirmed entry and its ledgers. With `metadata=true`, a ledger is
+    `underReplicated` when a bookie of its ensembles is not registered."""
     return JSONResponse(await topics.internal_stats(tenant, namespace, topic, metadata))
 
 
-@router.get(ADMIN + "/{topic}/ledger/{ledgerId}/entry/{entryId}",
-            operation_id="getMessageById", summary="Get message by its messageId.",
-            response_class=Response)
-async def message_by_id(tenant: str, namespace: str, topic: str, ledgerId: str,
-                        entryId: str, topics: TopicsDep,
-                        authoritative: bool = Query(default=False)) -> Response:
-    message = await topics.message_by_id(tenant, namespace, topic, _id(ledgerId, "ledger id"),
-                                         _id(entryId, "entry id"))
+@router.get(
+    ADMIN + "/{topic}/ledger/{ledgerId}/entry/{entryId}",
+    operation_id="getMessageById",
+    summary="Get message by its messageId.",
+    response_class=Response,
+    responses={
+        **MESSAGE_RESPONSES,
+        **errors(
+            {
+                404: f"{TOPIC_NOT_FOUND}; no such message; or an id that is not a number",
+                412: INVALID_NAME,
+            }
+        ),
+    },
+)
+async def message_by_id(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    ledgerId: LedgerId,
+    entryId: EntryId,
+    topics: TopicsDep,
+    authoritative: bool = Query(default=False, description=AUTHORITATIVE),
+) -> Response:
+    """The message stored at `ledgerId:entryId`: its payload as the body, its metadata in
+    `X-Pulsar-*` headers, as `pulsar-admin topics get-message-by-id` reads them."""
+    message = await topics.message_by_id(
+        tenant, namespace, topic, _id(ledgerId, "ledger id"), _id(entryId, "entry id")
+    )
     return _message_response(message)
 
 
-@router.get(ADMIN + "/{topic}/examinemessage", operation_id="examineMessage",
-            summary="Examine a specific message on a topic by position relative to the "
-                    "earliest or the latest message.", response_class=Response)
-async def examine_message(tenant: str, namespace: str, topic: str, topics: TopicsDep,
-                          initialPosition: str = Query(default="latest"),
-                          messagePosition: int = Query(default=1),
-                          authoritative: bool = Query(default=False)) -> Response:
+@router.get(
+    ADMIN + "/{topic}/examinemessage",
+    operation_id="examineMessage",
+    summary="Examine a specific message on a topic by position relative to the earliest or the "
+    "latest message.",
+    response_class=Response,
+    responses={
+        **MESSAGE_RESPONSES,
+        **errors(
+            {
+                400: "Invalid initial position: must be 'latest' or 'earliest'",
+                404: f"{TOPIC_NOT_FOUND}; or no message at that position",
+                405: "Invalid message position, it must be >= 1",
+                412: INVALID_NAME,
+            }
+        ),
+    },
+)
+async def examine_message(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    topics: TopicsDep,
+    initialPosition: str = Query(
+        default="latest", description=("`latest` or `earliest`: the end counted from")
+    ),
+    messagePosition: int = Query(
+        default=1,
+        description=("1-based position from that end (1: the latest, or earliest, message)"),
+    ),
+    authoritative: bool = Query(default=False, description=AUTHORITATIVE),
+) -> Response:
+    """The message at `messagePosition` from the latest (or earliest) one: its payload as
+    the body, its metadata in `X-Pulsar-*` headers, as `pulsar-admin topics examine-message`
+    reads them."""
     message = await topics.examine(tenant, namespace, topic, initialPosition, messagePosition)
     return _message_response(message)

@@ -1,6 +1,14 @@
 """One module per `pulsar-admin` command group; `GROUPS` is what the root app mounts."""
 
-from cli.commands import bookies, brokers, clusters, namespaces, ns_isolation_policy, tenants
+from cli.commands import (
+    bookies,
+    brokers,
+    clusters,
+    namespaces,
+    ns_isolation_policy,
+    storage,
+    tenants,
+)
 
 GROUPS = [
     clusters.app,
@@ -9,6 +17,7 @@ GROUPS = [
     tenants.app,
     namespaces.app,
     bookies.app,
+    storage.app,
 ]
 
 __all__ = ["GROUPS"]

@@ -11,6 +11,11 @@ file system (1 - usable/total, as `DiskChecker`) is compared with `diskUsageThre
 at or above it the directory is full and the bookie goes read-only (`readOnlyModeEnabled`);
 above `diskUsageWarnThreshold` (0.90) a warning is logged. A full bookie turns writable again
 once usage drops below `diskUsageLwmThreshold`, which defaults to `diskUsageThreshold`.
+
+Forced read-only (BookKeeper's `forceReadOnlyBookie`, switched at run time): while the file
+`force-readonly` exists in the data directory the check keeps the bookie read-only whatever the
+usage. The check runs at once on SIGUSR1 (`wake`), so whoever writes the file (the local
+supervisor, `storage.cluster`) sees the switch without waiting for `diskCheckInterval`.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from metastore.paths import bookie_available, bookie_readonly
 from metastore.store import MetadataStore
 
 log = logging.getLogger(__name__)
+
+FORCE_READONLY_FILE = "force-readonly"
 
 
 @dataclass(frozen=True)
@@ -52,8 +59,17 @@ def disk_usage(path: Path) -> float:
     return 1.0 - usable / total if total else 0.0
 
 
-def next_readonly(settings: DiskSettings, usage: float, readonly: bool) -> bool:
-    """Whether the bookie should be read-only after a check that measured `usage`."""
+def forced_readonly(path: Path) -> bool:
+    return (path / FORCE_READONLY_FILE).exists()
+
+
+def next_readonly(
+    settings: DiskSettings, usage: float, readonly: bool, forced: bool = False
+) -> bool:
+    """Whether the bookie should be read-only after a check that measured `usage` (and
+    found the force-readonly flag file, or not)."""
+    if forced:
+        return True
     if not settings.readOnlyModeEnabled:
         return False
     if readonly:
@@ -137,16 +153,23 @@ async def watch_disk(
     path: Path,
     readonly: Callable[[], bool],
     switch: Callable[[bool], Awaitable[None]],
+    wake: asyncio.Event | None = None,
 ) -> None:
-    """Check the disk every `diskCheckInterval` and call `switch(new_state)` on a change."""
+    """Check the disk every `diskCheckInterval` (or at once when `wake` is set) and call
+    `switch(new_state)` on a change."""
     while True:
         usage = disk_usage(path)
         if usage >= settings.diskUsageWarnThreshold:
             log.warning("data directory %s is %.1f%% full", path, usage * 100)
-        wanted = next_readonly(settings, usage, readonly())
+        wanted = next_readonly(settings, usage, readonly(), forced_readonly(path))
         if wanted != readonly():
             try:
                 await switch(wanted)
             except Exception:
                 log.exception("switching to %s failed", "read-only" if wanted else "writable")
-        await asyncio.sleep(settings.diskCheckInterval / 1000)
+        if wake is None:
+            await asyncio.sleep(settings.diskCheckInterval / 1000)
+            continue
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), settings.diskCheckInterval / 1000)
+        wake.clear()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -15,6 +16,7 @@ from storage.bookie.registration import (
     DiskSettings,
     Registration,
     disk_usage,
+    forced_readonly,
     next_readonly,
     watch_disk,
 )
@@ -80,7 +82,12 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
     store = MetadataStore(parse_metadata_store_url(settings.metadata_store_url))
     registration = Registration(store, settings.bookie_id, settings.lease_ttl)
     data_dir = settings.storage.data_dir
-    bookie.readonly = next_readonly(settings.disk, disk_usage(data_dir), False)
+    bookie.readonly = next_readonly(
+        settings.disk, disk_usage(data_dir), False, forced_readonly(data_dir)
+    )
+    wake = asyncio.Event()  # SIGUSR1: check the disk (and the force-readonly flag) now
+    with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, wake.set)
 
     async def switch(readonly: bool) -> None:
         bookie.readonly = readonly
@@ -89,7 +96,7 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
     try:
         await registration.start(bookie.readonly)
         disk = asyncio.get_running_loop().create_task(
-            watch_disk(settings.disk, data_dir, lambda: bookie.readonly, switch)
+            watch_disk(settings.disk, data_dir, lambda: bookie.readonly, switch, wake)
         )
         state = "read-only" if bookie.readonly else "writable"
         log.info("bookie %s ready (%s)", settings.bookie_id, state)

@@ -14,8 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.api.routes.test_lookup import brokers_seen, register_broker
-from tests.api.routes.test_tenants import add_cluster, create_tenant
+from tests.factories import add_cluster, brokers_seen, create_tenant, register_broker
 from tests.support import RawEtcd, ServerProcess
 
 ROUNDS = 5
@@ -190,3 +189,4 @@ def test_tenant_update_dropping_a_cluster_vs_namespace_create_using_it(
         namespace = clean_store.get_json(f"/admin/policies/{tenant}/ns")
         assert namespace is None or set(namespace["replication_clusters"]) <= set(allowed), (
             n, statuses, allowed)  # fmt: skip
+

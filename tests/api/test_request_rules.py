@@ -14,8 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from api.services.naming import is_valid_free_name, is_valid_name
-from tests.api.routes.test_lookup import register_broker
-from tests.api.routes.test_tenants import add_cluster
+from tests.factories import add_cluster, register_broker
 from tests.support import RawEtcd, ServerProcess
 
 NS = "/admin/v2/namespaces/acme/ns1"

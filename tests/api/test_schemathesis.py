@@ -20,8 +20,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.api.routes.test_lookup import register_broker
-from tests.api.routes.test_tenants import add_cluster
+from tests.factories import add_cluster, register_broker
 from tests.support import REPO, RawEtcd, ServerProcess
 
 SEEDED = {
@@ -31,6 +30,14 @@ SEEDED = {
 }  # fmt: skip
 # Pulsar answers the anti-affinity group as a bare string labelled application/json: not JSON.
 BARE_STRING_OPERATIONS = {"getNamespaceAntiAffinityGroup"}
+# BookKeeper's HTTP admin paths answer as a bookie's HTTP server does: no Content-Type header
+# (the document declares what the bodies are and says the header is absent; schemathesis
+# fails both the content-type and the schema check on an unlabelled body), and a bare 500 for
+# an unknown ledger or a number Java cannot parse (declared as such). Their status codes are
+# checked here; their bodies byte for byte in tests/api/routes/test_bookkeeper_admin.py.
+BOOKKEEPER_ADMIN_OPERATIONS = {
+    "bookkeeperGetLedgerMetadata", "bookkeeperListLedgers", "bookkeeperListBookies"
+}  # fmt: skip
 
 
 def seed(store: RawEtcd, admin: httpx.Client) -> None:
@@ -61,8 +68,11 @@ def seeded(server: ServerProcess, raw_etcd: RawEtcd) -> str:
 @pytest.mark.parametrize("label", sorted(OPERATIONS))
 def test_every_operation_answers_as_documented(seeded: str, label: str) -> None:
     operation = OPERATIONS[label]
+    operation_id = operation.definition.raw.get("operationId")
     checks = [not_a_server_error, status_code_conformance, content_type_conformance]
-    if operation.definition.raw.get("operationId") not in BARE_STRING_OPERATIONS:
+    if operation_id in BOOKKEEPER_ADMIN_OPERATIONS:
+        checks = [status_code_conformance]
+    elif operation_id not in BARE_STRING_OPERATIONS:
         checks.append(response_schema_conformance)
 
     @settings(

@@ -11,7 +11,7 @@ from metastore.embedded import EmbeddedEtcd, free_port
 from metastore.paths import bookie_available
 from storage.bookie.client import BookieClient
 from storage.bookie.format import package_entry
-from storage.cluster import LocalBookies, default_ports
+from storage.cluster import LocalBookies, default_ports, ports_for
 from tests.support import RawEtcd, wait_until
 
 KEY = b"\x02" * 20
@@ -57,3 +57,12 @@ async def _add(address: str, entry: bytes) -> None:
 async def _read(address: str) -> bytes:
     async with await BookieClient.connect(address, timeout=2) as client:
         return await client.read(1, 0)
+
+
+def test_free_ports_are_reused_from_existing_bookie_data(tmp_path: Path) -> None:
+    first = ports_for(tmp_path, 2)
+    assert len(set(first)) == 2
+    for port in first:
+        (tmp_path / f"bookie-{port}").mkdir()
+    again = ports_for(tmp_path, 3)  # a restart keeps the ids of the bookies with data
+    assert again[:2] == sorted(first) and len(set(again)) == 3

@@ -8,7 +8,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.api.routes.test_namespaces import NAMESPACES, make_namespace
+from tests.factories import NAMESPACES, make_namespace
 from tests.support import RawEtcd
 
 GROUP = f"{NAMESPACES}/acme/ns1/antiAffinity"

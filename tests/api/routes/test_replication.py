@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.api.routes.test_namespaces import make_namespace
-from tests.api.routes.test_tenants import add_cluster, assert_reason
+from tests.factories import add_cluster, assert_reason, make_namespace
 from tests.support import RawEtcd
 
 URL = "/admin/v2/namespaces/acme/ns1/replication"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from metastore.embedded import free_port
 from metastore.paths import bookie_available, bookie_readonly
+from storage.bookie.format import package_entry
 from tests.support import REPO, RawEtcd, wait_until
 
 MASTER_KEY = bytes(range(20))
@@ -92,3 +93,8 @@ class BookieProcess:
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
+
+
+def entry(ledger_id: int, entry_id: int, payload: bytes | None = None) -> bytes:
+    data = payload if payload is not None else f"L{ledger_id}E{entry_id}".encode() * 8
+    return package_entry(ledger_id, entry_id, entry_id - 1, 100 * (entry_id + 1), data)

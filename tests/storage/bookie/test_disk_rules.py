@@ -22,3 +22,8 @@ def test_a_lower_low_water_mark_keeps_the_bookie_read_only_longer() -> None:
 
 def test_read_only_mode_disabled_never_switches() -> None:
     assert not next_readonly(DiskSettings(readOnlyModeEnabled=False), 0.99, readonly=False)
+
+
+def test_the_force_readonly_flag_wins_over_usage_and_settings() -> None:
+    assert next_readonly(DiskSettings(), 0.1, readonly=False, forced=True)
+    assert next_readonly(DiskSettings(readOnlyModeEnabled=False), 0.1, readonly=True, forced=True)

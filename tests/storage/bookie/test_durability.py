@@ -13,17 +13,12 @@ import pytest
 
 from storage.bookie.client import BookieClient
 from storage.bookie.errors import BookieError, IOFailure, NoEntry, NoLedger
-from storage.bookie.format import decode_record, package_entry
+from storage.bookie.format import decode_record
 from tests.storage.bookie.conftest import BookieFactory
-from tests.storage.bookie.support import MASTER_KEY, BookieProcess
+from tests.storage.bookie.support import MASTER_KEY, BookieProcess, entry
 
 # Nothing reaches the entry log unless a checkpoint runs: the journal alone must carry it.
 JOURNAL_ONLY = {"flushInterval": "3600000"}
-
-
-def entry(ledger_id: int, entry_id: int, payload: bytes | None = None) -> bytes:
-    data = payload if payload is not None else f"L{ledger_id}E{entry_id}".encode() * 8
-    return package_entry(ledger_id, entry_id, entry_id - 1, 100 * (entry_id + 1), data)
 
 
 async def add_all(bookie: BookieProcess, ledger_id: int, count: int) -> list[bytes]:

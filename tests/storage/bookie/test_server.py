@@ -19,8 +19,7 @@ from storage.bookie.client import BookieClient
 from storage.bookie.errors import Fenced, ReadOnly, Unauthorized
 from storage.bookie.protocol import encode_read
 from tests.storage.bookie.conftest import BookieFactory
-from tests.storage.bookie.support import MASTER_KEY
-from tests.storage.bookie.test_durability import entry
+from tests.storage.bookie.support import MASTER_KEY, entry
 from tests.support import RawEtcd, wait_until
 
 OTHER_KEY = b"\xee" * 20
