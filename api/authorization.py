@@ -16,8 +16,9 @@ Pulsar's model (`PulsarWebResource`, `PulsarAuthorizationProvider`):
   operations), 403 `Unauthorized to validateNamespace[Policy]Operation ...` (namespace ones).
 
 Bookies, clusters, failure domains, isolation policies, brokers, BookKeeper's admin paths, the
-storage engine's bookies and audits, and bookie-affinity writes are super-user only; a tenant admin may read its namespaces' bookie
-affinity (Pulsar asks super-user even for that read; see the README).
+storage engine's bookies and audits, and bookie-affinity writes are super-user only; a tenant
+admin may read its namespaces' bookie affinity (Pulsar asks super-user even for that read; see
+the README).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from api.authorization import NEED_AUTHENTICATION
+from api.secrets import mask_text
 from api.settings import TOKEN_PROVIDER
 from api.tokens import run as run_tokens
 from metastore.embedded import EmbeddedEtcd, free_port
@@ -372,3 +373,13 @@ def test_tokens_never_leave_the_server(secured: Secured) -> None:
         signature = token.rsplit(".", 1)[1]
         assert signature not in log
         assert all(signature not in text for text in seen)
+
+
+def test_credentials_are_masked_in_log_text() -> None:
+    jwt_text = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJvcHMifQ.c2lnbmF0dXJl-_x"
+    for line in (
+        f"Authorization: Bearer {jwt_text}",
+        f"headers {{'authorization': 'bearer {jwt_text}'}}",
+    ):
+        masked = mask_text(line)
+        assert jwt_text not in masked and "******" in masked
