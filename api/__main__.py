@@ -1,5 +1,6 @@
 """`python -m api`: the admin service, with its own supervised etcd when no store is given.
 
+python -m api tokens ...   (Pulsar's `pulsar tokens`: see api/tokens.py)
 python -m api [--port 8080] [--host 0.0.0.0] [--config broker.conf]
               [--metadata-store-url etcd:http://h:p[,h:p]] [--data-dir data]
               [--cluster-name standalone] [--etcd-client-port 2379] [--etcd-peer-port 2380]
@@ -9,14 +10,19 @@ python -m api [--port 8080] [--host 0.0.0.0] [--config broker.conf]
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import gc
 import logging
 import signal
 import socket
+import ssl
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from api.app import create_server_app
 from api.settings import Settings, SettingsError, load_settings
@@ -131,27 +137,92 @@ def ready_line(settings: Settings, etcd: str, bookies: list[str] | None = None) 
     return (
         f"ready: admin {base}/admin/v2, docs {base}/docs, openapi {base}/openapi.json, "
         f"cluster {settings.clusterName}, etcd {etcd}"
+        + (
+            f", tls https://{shown}:{settings.webServicePortTls}"
+            if settings.webServicePortTls
+            else ""
+        )
         + (f", bookies {' '.join(bookies)}" if bookies else "")
     )
 
 
-class ReadyServer(uvicorn.Server):
-    """uvicorn's server that logs one "ready" line once it listens."""
+class TlsServer(uvicorn.Server):
+    """The `webServicePortTls` listener: the same app, started and stopped by the plain
+    server (which runs the app's lifespan and owns the signals)."""
 
-    def __init__(self, config: uvicorn.Config, ready: str) -> None:
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class ReadyServer(uvicorn.Server):
+    """uvicorn's server that logs one "ready" line once it (and its TLS companion) listen."""
+
+    def __init__(
+        self, config: uvicorn.Config, ready: str, companion: uvicorn.Server | None = None
+    ) -> None:
         super().__init__(config)
         self.ready = ready
+        self.companion = companion
+        self.companion_task: asyncio.Task[None] | None = None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
+        if self.started and self.companion is not None:
+            companion = self.companion
+            self.companion_task = asyncio.create_task(companion.serve(), name="tls listener")
+            while not companion.started and not self.companion_task.done():
+                await asyncio.sleep(0.01)
+            if not companion.started:
+                self.should_exit = True
+                return
         if self.started:
             log.info("%s", self.ready)
 
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.companion is not None and self.companion_task is not None:
+            self.companion.should_exit = True
+            with contextlib.suppress(Exception):
+                await self.companion_task
+        await super().shutdown(sockets)
+
+
+def tls_config(app: ASGIApp, settings: Settings) -> uvicorn.Config | None:
+    """uvicorn's config for `webServicePortTls` (None when it is 0): the certificate and key
+    of `tlsCertificateFilePath`/`tlsKeyFilePath`; client certificates checked against
+    `tlsTrustCertsFilePath` when given, required with tlsRequireTrustedClientCertOnConnect."""
+    if not settings.webServicePortTls:
+        return None
+    cert_reqs = ssl.CERT_NONE
+    if settings.tlsTrustCertsFilePath:
+        cert_reqs = ssl.CERT_OPTIONAL
+    if settings.tlsRequireTrustedClientCertOnConnect:
+        cert_reqs = ssl.CERT_REQUIRED
+    return uvicorn.Config(
+        app,
+        host=settings.bindAddress,
+        port=settings.webServicePortTls,
+        http="httptools",
+        lifespan="off",
+        access_log=settings.accessLogEnabled,
+        log_config=None,
+        log_level=None,
+        ssl_certfile=settings.tlsCertificateFilePath,
+        ssl_keyfile=settings.tlsKeyFilePath,
+        ssl_ca_certs=settings.tlsTrustCertsFilePath or None,
+        ssl_cert_reqs=cert_reqs,
+    )
+
 
 def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["tokens"]:  # `pulsar tokens`: no server, no logging set-up
+        from api.tokens import run as run_tokens
+
+        return run_tokens(arguments[1:])
     configure_logging()
     try:
-        args = parse_args(sys.argv[1:] if argv is None else argv)
+        args = parse_args(arguments)
         settings = settings_from_args(args)
     except (SettingsError, OSError) as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
@@ -187,10 +258,11 @@ def main(argv: list[str] | None = None) -> int:
         log_config=None,
         log_level=None,
     )
+    tls = tls_config(app, settings)
     configure_logging(settings)
     try:
         ready = ready_line(settings, etcd_text, bookies.bookie_ids if bookies else None)
-        ReadyServer(config, ready).run()
+        ReadyServer(config, ready, TlsServer(tls) if tls is not None else None).run()
     finally:
         if bookies is not None:
             bookies.stop()

@@ -18,6 +18,7 @@ from api.services.lookup import LookupService
 from api.services.namespace_policies import NamespacePolicyService
 from api.services.namespaces import NamespaceService
 from api.services.placement import PlacementService
+from api.services.rack_import import RackImportService
 from api.services.racks import RackService
 from api.services.replication import ReplicationService
 from api.services.storage_bookies import StorageBookieService
@@ -29,10 +30,14 @@ from metastore.store import MetadataStore
 
 
 async def authorize_request(request: Request) -> None:
-    """The app-wide dependency: every route is authorised by `api.authorization.authorize`."""
-    headers = {name.decode("latin-1"): value.decode("latin-1")
+    """The app-wide dependency: every route is authorised by `api.authorization.authorize`,
+    by its operation id (a route without one is refused unless the caller is a super-user)."""
+    headers = {name.decode("latin-1").lower(): value.decode("latin-1")
                for name, value in request.scope["headers"]}  # fmt: skip
-    await authorize(Access(request.method, request.url.path, headers))
+    route = request.scope.get("route")
+    operation = getattr(route, "operation_id", None) or ""
+    access = Access(operation, request.path_params, headers, request.query_params)
+    request.state.role = await authorize(access, app_state(request).guard)
 
 
 def app_state(request: Request) -> AppState:
@@ -50,6 +55,10 @@ async def get_store(request: Request) -> MetadataStore:
 
 async def get_racks(request: Request) -> RackService:
     return app_state(request).services.racks
+
+
+async def get_rack_import(request: Request) -> RackImportService:
+    return app_state(request).services.rack_import
 
 
 async def get_tenants(request: Request) -> TenantService:
@@ -96,6 +105,7 @@ async def get_topics(request: Request) -> TopicService:
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetastoreDep = Annotated[MetadataStore, Depends(get_store)]
 RacksDep = Annotated[RackService, Depends(get_racks)]
+RackImportDep = Annotated[RackImportService, Depends(get_rack_import)]
 TenantsDep = Annotated[TenantService, Depends(get_tenants)]
 NamespacesDep = Annotated[NamespaceService, Depends(get_namespaces)]
 NamespacePoliciesDep = Annotated[NamespacePolicyService, Depends(get_namespace_policies)]

@@ -36,6 +36,7 @@ from api.services.racks import RackService, parse_rack_info
 from metastore.codec import dump_json, load_json
 
 RACK_PATH_PREFIX = "/admin/v2/bookies/racks-info/"
+UPDATE_OPERATION = "updateBookieRackInfo"  # the route's operation id, for `authorize`
 JSON_CONTENT_TYPE = b"application/json"
 
 
@@ -60,7 +61,8 @@ class RackWriteHotPath:
         racks: RackService = self.app.state.pulsar.services.racks
         try:
             async with asyncio.timeout(self.deadline_seconds):
-                await authorize(Access("POST", scope["path"], _headers(scope)))
+                access = Access(UPDATE_OPERATION, {"bookie": bookie}, _headers(scope))
+                await authorize(access, self.app.state.pulsar.guard)
                 await racks.set_bookie(bookie, group, info)
         except TimeoutError:
             await send_timed_out(send, self.deadline_seconds)
@@ -102,7 +104,9 @@ def _parse_rack_write(scope: Scope, body: bytes) -> tuple[str | None, BookieInfo
 
 
 def _headers(scope: Scope) -> dict[str, str]:
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+    return {
+        name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
+    }
 
 
 def _content_type(scope: Scope) -> bytes | None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
+
 
 class SettingsError(ValueError):
     """A setting has a value of the wrong type or a combination is unsafe."""
@@ -39,6 +41,19 @@ class Settings:
     authenticationEnabled: bool = False
     authorizationEnabled: bool = False
     superUserRoles: tuple[str, ...] = ()
+    authenticationProviders: tuple[str, ...] = ()
+    tokenSecretKey: str = ""
+    tokenPublicKey: str = ""
+    tokenPublicAlg: str = "RS256"
+    tokenAuthClaim: str = ""
+    tokenAudienceClaim: str = ""
+    tokenAudience: str = ""
+    # 0 (Pulsar: empty): no TLS listener.
+    webServicePortTls: int = 0
+    tlsCertificateFilePath: str = ""
+    tlsKeyFilePath: str = ""
+    tlsTrustCertsFilePath: str = ""
+    tlsRequireTrustedClientCertOnConnect: bool = False
 
     bookkeeperClientRackawarePolicyEnabled: bool = True
     bookkeeperClientRegionawarePolicyEnabled: bool = False
@@ -100,6 +115,18 @@ class Settings:
                 "managedLedgerDefaultWriteQuorum must be >= managedLedgerDefaultAckQuorum"
             )
 
+        if self.authenticationEnabled:
+            unknown = set(self.authenticationProviders) - {TOKEN_PROVIDER}
+            if unknown or not self.authenticationProviders:
+                raise SettingsError(
+                    f"authenticationEnabled needs authenticationProviders={TOKEN_PROVIDER} "
+                    "(the only provider this service has)"
+                )
+            if not (self.tokenSecretKey or self.tokenPublicKey):
+                raise SettingsError("the token provider needs tokenSecretKey or tokenPublicKey")
+        if self.webServicePortTls and not (self.tlsCertificateFilePath and self.tlsKeyFilePath):
+            raise SettingsError("webServicePortTls needs tlsCertificateFilePath and tlsKeyFilePath")
+
     def runtime_configuration(self) -> dict[str, str]:
         """Every key as a string (secrets included: `api.secrets.masked_config` is what the
         runtime-configuration endpoint answers)."""
@@ -133,7 +160,7 @@ def _parse(key: str, raw: str) -> Any:
                 raise ValueError(text)
             return text.lower() == "true"
         if kind == "int":
-            return int(text)
+            return int(text) if text else KNOWN_KEYS[key].default  # Pulsar's `key=`
         if kind == "float":
             return float(text)
         if kind == "tuple[str, ...]":

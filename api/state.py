@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from api.authorization import Guard
+from api.security import build_guard
 from api.services.clusters import ClusterService
 from api.services.isolation import IsolationService
 from api.services.lint import LintService
@@ -14,6 +16,7 @@ from api.services.lookup import LookupService
 from api.services.namespace_policies import NamespacePolicyService
 from api.services.namespaces import NamespaceService
 from api.services.placement import PlacementService
+from api.services.rack_import import RackImportService
 from api.services.racks import RackService
 from api.services.storage_bookies import StorageBookieService
 from api.services.tenants import TenantService
@@ -59,6 +62,7 @@ class Services:
     """The services routes call, one of each."""
 
     racks: RackService
+    rack_import: RackImportService
     tenants: TenantService
     namespaces: NamespaceService
     namespace_policies: NamespacePolicyService
@@ -85,6 +89,7 @@ class AppState:
     ledgers: LedgerClient
     managed_ledgers: ManagedLedgerFactory
     versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
+    guard: Guard  # who may do what (api.authorization)
     autorecovery: AutoRecovery | None = None  # with autoRecoveryDaemonEnabled
 
     @classmethod
@@ -107,6 +112,7 @@ class AppState:
         versioned_keys = VersionedKeys.of(store)
         services = Services(
             racks=RackService(store, settings, topology.racks),
+            rack_import=RackImportService(store, settings),
             tenants=TenantService(store, settings),
             namespaces=namespaces,
             namespace_policies=NamespacePolicyService(store, settings),
@@ -131,6 +137,7 @@ class AppState:
             ledgers=ledgers,
             managed_ledgers=managed_ledgers,
             versioned_keys=versioned_keys,
+            guard=build_guard(settings, store),
             autorecovery=autorecovery(settings, store, ledgers),
         )
 

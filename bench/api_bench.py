@@ -52,6 +52,10 @@ local racks = tonumber(os.getenv("BENCH_RACKS"))
 local failure = nil
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
+local authorization = os.getenv("BENCH_AUTHORIZATION")
+if authorization ~= nil and authorization ~= "" then
+  wrk.headers["Authorization"] = authorization
+end
 request = function()
   local i = counter % bookies
   local rack = (i + 1 + math.floor(counter / bookies)) % racks
@@ -177,19 +181,27 @@ def wait_until_served(url: str, path: str, seen: Callable[[Any], bool], what: st
             time.sleep(0.01)
 
 
-def set_bookie_rack(url: str, clients: int, seconds: float, bookies: int) -> dict[str, Any]:
+def set_bookie_rack(
+    url: str, clients: int, seconds: float, bookies: int, authorization: str = ""
+) -> dict[str, Any]:
+    """`authorization`: an `Authorization` header value every request carries (none if "")."""
     if shutil.which("wrk") is None:
-        measured = asyncio.run(set_bookie_rack_aiohttp(url, clients, seconds, bookies))
+        measured = asyncio.run(
+            set_bookie_rack_aiohttp(url, clients, seconds, bookies, authorization)
+        )
         return {**measured, "client": "aiohttp"}
-    return {**set_bookie_rack_wrk(url, clients, seconds, bookies), "client": "wrk"}
+    return {**set_bookie_rack_wrk(url, clients, seconds, bookies, authorization), "client": "wrk"}
 
 
-def set_bookie_rack_wrk(url: str, clients: int, seconds: float, bookies: int) -> dict[str, float]:
+def set_bookie_rack_wrk(
+    url: str, clients: int, seconds: float, bookies: int, authorization: str = ""
+) -> dict[str, float]:
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
         script.write(WRK_SCRIPT)
         script.flush()
         command = ["wrk", "-t1", f"-c{clients}", f"-d{seconds:g}s", "-s", script.name, url]
-        env = {"BENCH_BOOKIES": str(bookies), "BENCH_RACKS": str(RACKS), "PATH": "/usr/bin"}
+        env = {"BENCH_BOOKIES": str(bookies), "BENCH_RACKS": str(RACKS), "PATH": "/usr/bin",
+               "BENCH_AUTHORIZATION": authorization}  # fmt: skip
         out = subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
     result = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
     assert result["non_2xx"] == 0 and result["socket_errors"] == 0, out
@@ -201,12 +213,13 @@ def set_bookie_rack_wrk(url: str, clients: int, seconds: float, bookies: int) ->
 
 
 async def set_bookie_rack_aiohttp(
-    url: str, clients: int, seconds: float, bookies: int
+    url: str, clients: int, seconds: float, bookies: int, authorization: str = ""
 ) -> dict[str, float]:
     latencies: list[float] = []
     stop_at = time.perf_counter() + seconds
     connector = aiohttp.TCPConnector(limit=clients)
-    async with aiohttp.ClientSession(base_url=url, connector=connector) as http:
+    headers = {"Authorization": authorization} if authorization else {}
+    async with aiohttp.ClientSession(base_url=url, connector=connector, headers=headers) as http:
 
         async def worker(w: int) -> None:
             i = w

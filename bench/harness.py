@@ -16,9 +16,18 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 class BenchServer:
-    def __init__(self, etcd: EmbeddedEtcd, workdir: Path) -> None:
+    def __init__(
+        self,
+        etcd: EmbeddedEtcd,
+        workdir: Path,
+        conf: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """`conf`: broker.conf keys for the server; `headers`: sent by the readiness check."""
         self.etcd = etcd
         self.workdir = workdir
+        self.conf = conf or {}
+        self.headers = headers or {}
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -31,12 +40,19 @@ class BenchServer:
             sys.executable, "-m", "api", "--host", "127.0.0.1", "--port", str(self.port),
             "--metadata-store-url", self.etcd.url, "--cluster-name", "bench",
         ]  # fmt: skip
+        if self.conf:
+            conf = self.workdir / f"broker-{self.port}.conf"
+            conf.write_text("".join(f"{key}={value}\n" for key, value in self.conf.items()))
+            command += ["--config", str(conf)]
         with open(self.workdir / "server.log", "ab") as log:
             self.process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                if httpx.get(f"{self.url}/admin/v2/bookies/racks-info", timeout=1).is_success:
+                ready = httpx.get(
+                    f"{self.url}/admin/v2/bookies/racks-info", headers=self.headers, timeout=1
+                )
+                if ready.is_success:
                     return self
             except httpx.HTTPError:
                 time.sleep(0.05)

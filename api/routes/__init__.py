@@ -10,6 +10,7 @@ from api.routes import (
     namespaces_v1,
     ns_isolation_policies,
     placement,
+    racks_bulk,
     storage_audit,
     storage_bookies,
     tenants,
@@ -18,6 +19,7 @@ from api.routes import (
 
 ROUTERS = [
     bookies.router,
+    racks_bulk.router,
     brokers.router,
     ns_isolation_policies.router,
     clusters.router,

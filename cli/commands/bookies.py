@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -115,3 +117,31 @@ def lint(
     if fail_on_warning and found:
         raise CliError(f"{len(found)} warning(s):\n{jackson_pretty(report)}")
     return JsonResult(report)
+
+
+@command(app, "export")
+def export(ctx: typer.Context, output: Output = None) -> JsonResult:
+    """Extension: the whole rack map as JSON (a BookiesRackConfiguration), for `bookies
+    import`: `pulsar-admin bookies export > racks.json`."""
+    return JsonResult(admin(ctx).get_json(RACKS) or {})
+
+
+@command(app, "import")
+def import_racks(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="JSON file with a whole rack map (as `export`)")],
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print what would change; change nothing.")] = False,
+    prune: Annotated[bool, typer.Option(
+        "--prune", help="Remove the rack entries the file does not list.")] = False,
+    output: Output = None,
+) -> JsonResult:  # fmt: skip
+    """Extension: apply a whole rack map at once (validated as a whole, written in one
+    compare-and-swap); prints the diff as JSON (`added`, `changed`, `removed`)."""
+    try:
+        document = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ParameterError(f"Cannot read rack map from {file}: {exc}") from exc
+    params = {"dryRun": str(dry_run).lower(), "prune": str(prune).lower()}
+    response = admin(ctx).request("PUT", RACKS, params=params, json_body=document)
+    return JsonResult(response.json())

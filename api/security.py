@@ -1,0 +1,40 @@
+"""The `Guard` the settings ask for, built once at start (a bad key fails the start)."""
+
+from __future__ import annotations
+
+from api.authentication import TokenAuthenticator
+from api.authorization import OPEN, Guard
+from api.settings import Settings
+from metastore import paths
+from metastore.store import MetadataStore
+
+
+def build_guard(settings: Settings, store: MetadataStore) -> Guard:
+    if not settings.authenticationEnabled:
+        return OPEN
+    authenticator = TokenAuthenticator.from_settings(
+        secret_key=settings.tokenSecretKey,
+        public_key=settings.tokenPublicKey,
+        public_alg=settings.tokenPublicAlg,
+        role_claim=settings.tokenAuthClaim,
+        audience_claim=settings.tokenAudienceClaim,
+        audience=settings.tokenAudience,
+    )
+
+    async def tenant_admins(tenant: str) -> frozenset[str]:
+        if not tenant or "/" in tenant:
+            return frozenset()
+        info = await store.get_json(paths.tenant(tenant))
+        roles = info.get("adminRoles") if isinstance(info, dict) else None
+        return (
+            frozenset(r for r in roles if isinstance(r, str))
+            if isinstance(roles, list)
+            else frozenset()
+        )
+
+    return Guard(
+        authenticator=authenticator,
+        authorization_enabled=settings.authorizationEnabled,
+        super_users=frozenset(settings.superUserRoles),
+        tenant_admins=tenant_admins,
+    )

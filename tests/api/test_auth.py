@@ -1,0 +1,267 @@
+"""Authentication and authorisation with Pulsar's token provider, against the real server.
+
+One server with `authenticationEnabled` and `authorizationEnabled` serves every test here.
+`test_every_route_needs_its_role` walks `app.routes` of the real app and asks each operation as
+nobody, with broken tokens, as another tenant's admin, as the tenant's admin and as a
+super-user.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from fastapi.routing import APIRoute
+
+from api.app import create_app
+from api.authorization import NEED_AUTHENTICATION, NEED_SUPER_USER, RULES, SuperUser
+from api.settings import TOKEN_PROVIDER, Settings
+from metastore.embedded import EmbeddedEtcd
+from tests.support import RawEtcd, ServerProcess, wait_until
+
+SECRET = b"0123456789abcdef0123456789abcdef"
+SUPER = "admin-role"
+TENANT_ADMIN = "t1-admin"
+OTHER_ADMIN = "t2-admin"
+# Routes that stay public: the OpenAPI document, the pages that show it and their assets.
+PUBLIC_PATHS = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/docs-assets"}
+
+
+def token(role: str, key: Any = SECRET, algorithm: str = "HS256", **claims: Any) -> str:
+    return jwt.encode({"sub": role, **claims}, key, algorithm=algorithm)
+
+
+def bearer(value: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {value}"}
+
+
+class AuthServer(ServerProcess):
+    """The server, ready once a super-user's read answers."""
+
+    def _ready(self) -> bool:
+        if self.process is not None and self.process.poll() is not None:
+            raise RuntimeError(f"server exited: {(self.workdir / 'server.log').read_text()}")
+        response = httpx.get(
+            f"{self.url}/admin/v2/brokers/configuration/runtime",
+            headers=bearer(token(SUPER)),
+            timeout=1,
+        )
+        return response.status_code == 200
+
+
+def auth_conf() -> dict[str, str]:
+    return {
+        "authenticationEnabled": "true",
+        "authorizationEnabled": "true",
+        "authenticationProviders": TOKEN_PROVIDER,
+        "tokenSecretKey": "data:;base64," + base64.b64encode(SECRET).decode(),
+        "superUserRoles": f"{SUPER},other-super",
+        "initializeClusterMetadata": "false",
+    }
+
+
+@pytest.fixture(scope="module")
+def auth_server(
+    etcd: EmbeddedEtcd, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AuthServer]:
+    process = AuthServer(etcd.url, tmp_path_factory.mktemp("auth"), extra_conf=auth_conf())
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def tenants(raw_etcd: RawEtcd, auth_server: AuthServer) -> RawEtcd:
+    raw_etcd.wipe()
+    raw_etcd.put("/admin/policies/t1", {"adminRoles": [TENANT_ADMIN], "allowedClusters": []})
+    raw_etcd.put("/admin/policies/t2", {"adminRoles": [OTHER_ADMIN], "allowedClusters": []})
+    return raw_etcd
+
+
+def app_operations() -> list[tuple[str, str, str]]:
+    """(method, path template, operation id) of every API route of the real app."""
+    app = create_app(Settings(metadataStoreUrl="etcd:http://127.0.0.1:1"))
+    found: list[tuple[str, str, str]] = []
+    routes: list[Any] = list(app.routes)
+    while routes:
+        route = routes.pop(0)
+        included = getattr(route, "original_router", None)  # FastAPI's included router
+        if included is not None:
+            routes.extend(included.routes)
+        elif isinstance(route, APIRoute):
+            # a route without an operation id (a hidden alias) needs super-user
+            for method in sorted(route.methods):
+                found.append((method, route.path, route.operation_id or ""))
+        else:
+            assert getattr(route, "path", None) in PUBLIC_PATHS, f"unexpected route {route}"
+    return found
+
+
+def fill(template: str, tenant: str) -> str:
+    values = {"tenant": tenant, "namespace": "ns1", "cluster": "test", "topic": "tp"}
+    return re.sub(r"\{(\w+)(?::path)?\}", lambda m: values.get(m.group(1), "x1"), template)
+
+
+def ask(
+    client: httpx.Client, method: str, template: str, role_token: str | None, tenant: str = "t1"
+) -> httpx.Response:
+    headers = bearer(role_token) if role_token is not None else {}
+    content = b"{}" if method in ("POST", "PUT") else None
+    if content is not None:
+        headers["Content-Type"] = "application/json"
+    query = {"tenant": tenant, "property": tenant, "group": "g", "ledger_id": "1"}
+    return client.request(
+        method, fill(template, tenant), headers=headers, content=content, params=query
+    )
+
+
+def refused(response: httpx.Response) -> bool:
+    """Refused by authorisation (not by the operation's own rules, which may say 403 too)."""
+    if response.status_code not in (401, 403):
+        return False
+    reason = response.json()["reason"]
+    return reason in (NEED_AUTHENTICATION, NEED_SUPER_USER) or reason.startswith(
+        "Unauthorized to validate"
+    )
+
+
+def test_every_route_needs_its_role(auth_server: AuthServer, tenants: RawEtcd) -> None:
+    operations = app_operations()
+    assert len(operations) >= 50
+    expired = token(TENANT_ADMIN, exp=int(time.time()) - 60)
+    forged = token(SUPER, key=b"another key of thirty-two bytes!")
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    other_algorithm = token(SUPER, key=rsa_key, algorithm="RS256")
+    unsigned = token(SUPER, key=None, algorithm="none")
+    with httpx.Client(base_url=auth_server.url, timeout=10) as client:
+        for method, template, operation in operations:
+            where = f"{method} {template} ({operation})"
+            for bad in (None, expired, forged, other_algorithm, unsigned, "not-a-jwt"):
+                response = ask(client, method, template, bad)
+                assert response.status_code == 401, where
+                assert response.json() == {"reason": NEED_AUTHENTICATION}, where
+            need = RULES.get(operation, SuperUser())
+            outsider = ask(client, method, template, token(OTHER_ADMIN))
+            assert refused(outsider), where
+            admin = ask(client, method, template, token(TENANT_ADMIN))
+            if isinstance(need, SuperUser):
+                assert admin.status_code == 401, where
+                assert admin.json() == {"reason": NEED_SUPER_USER}, where
+            else:
+                assert not refused(admin), (where, admin.text)
+                tenants.put(
+                    "/admin/policies/t1", {"adminRoles": [TENANT_ADMIN], "allowedClusters": []}
+                )
+            # super-users act on a tenant of their own, so deletes leave t1 in place
+            superuser = ask(client, method, template, token(SUPER), tenant="s1")
+            assert not refused(superuser), (where, superuser.text)
+
+
+def test_public_paths_stay_public(auth_server: AuthServer) -> None:
+    for path in ("/openapi.json", "/docs", "/redoc"):
+        assert httpx.get(f"{auth_server.url}{path}").status_code == 200
+
+
+def test_refusals_are_upstream_text(auth_server: AuthServer, tenants: RawEtcd) -> None:
+    with httpx.Client(base_url=auth_server.url, timeout=10) as client:
+        as_other = bearer(token(OTHER_ADMIN))
+        tenant_op = client.get("/admin/v2/namespaces/t1", headers=as_other)
+        assert tenant_op.status_code == 401
+        assert tenant_op.json() == {
+            "reason": "Unauthorized to validateTenantOperation for originalPrincipal [null] and "
+            f"clientAppId [{OTHER_ADMIN}] about operation [LIST_NAMESPACES] on tenant [t1]"
+        }
+        policy_op = client.get("/admin/v2/namespaces/t1/ns1/persistence", headers=as_other)
+        assert policy_op.status_code == 403
+        assert policy_op.json() == {
+            "reason": "Unauthorized to validateNamespacePolicyOperation for operation [READ] "
+            "on namespace [t1/ns1] on policy [PERSISTENCE]"
+        }
+        # a tenant admin reads its namespace's bookie affinity but may not write it
+        as_admin = bearer(token(TENANT_ADMIN))
+        read = client.get(
+            "/admin/v2/namespaces/t1/ns1/persistence/bookieAffinity", headers=as_admin
+        )
+        assert read.status_code == 404  # passes authorisation; the namespace does not exist
+        write = client.post(
+            "/admin/v2/namespaces/t1/ns1/persistence/bookieAffinity",
+            headers=as_admin,
+            json={"bookkeeperAffinityGroupPrimary": "g"},
+        )
+        assert write.status_code == 401
+        assert write.json() == {"reason": NEED_SUPER_USER}
+
+
+def test_rack_write_fast_path_is_authorised(auth_server: AuthServer, tenants: RawEtcd) -> None:
+    url = f"{auth_server.url}/admin/v2/bookies/racks-info/b1:3181?group=default"
+    body = {"rack": "/r1"}
+    assert httpx.post(url, json=body).status_code == 401
+    refused = httpx.post(url, json=body, headers=bearer(token(TENANT_ADMIN)))
+    assert (refused.status_code, refused.json()) == (401, {"reason": NEED_SUPER_USER})
+    assert tenants.get("/bookies") is None
+    assert httpx.post(url, json=body, headers=bearer(token("other-super"))).status_code == 204
+    assert tenants.get_json("/bookies") == {"default": {"b1:3181": {"rack": "/r1"}}}
+
+
+def test_role_claim_audience_and_public_key(
+    etcd: EmbeddedEtcd, raw_etcd: RawEtcd, tmp_path: Path
+) -> None:
+    """RS256 from `tokenPublicKey=file:` (DER), the role from `tokenAuthClaim`, and the
+    audience check; a token signed with the private key of another pair is refused."""
+    from cryptography.hazmat.primitives import serialization
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = tmp_path / "public.key"
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    conf = auth_conf() | {
+        "tokenSecretKey": "",
+        "tokenPublicKey": f"file://{public}",
+        "tokenAuthClaim": "role",
+        "tokenAudienceClaim": "aud",
+        "tokenAudience": "pulsar",
+    }
+
+    def good(role: str) -> str:
+        return jwt.encode({"role": role, "aud": "pulsar"}, key, algorithm="RS256")
+
+    class RsaServer(ServerProcess):
+        def _ready(self) -> bool:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError((self.workdir / "server.log").read_text())
+            got = httpx.get(f"{self.url}/admin/v2/clusters", headers=bearer(good(SUPER)))
+            return got.status_code == 200
+
+    process = RsaServer(etcd.url, tmp_path / "server", extra_conf=conf).start()
+    try:
+        url = f"{process.url}/admin/v2/clusters"
+        no_audience = jwt.encode({"role": SUPER}, key, algorithm="RS256")
+        other_pair = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        forged = jwt.encode({"role": SUPER, "aud": "pulsar"}, other_pair, algorithm="RS256")
+        sub_only = jwt.encode({"sub": SUPER, "aud": "pulsar"}, key, algorithm="RS256")
+        for bad in (no_audience, forged, sub_only):
+            assert httpx.get(url, headers=bearer(bad)).status_code == 401
+        assert httpx.get(url, headers=bearer(good("nobody"))).status_code == 401
+        wait_until(lambda: httpx.get(url, headers=bearer(good(SUPER))).status_code == 200)
+    finally:
+        process.stop()
+
+
+def test_a_token_that_worked_still_expires(auth_server: AuthServer, tenants: RawEtcd) -> None:
+    """The server remembers tokens it has checked; a remembered one still expires on time."""
+    url = f"{auth_server.url}/admin/v2/clusters"
+    soon = bearer(token(SUPER, exp=int(time.time()) + 2))
+    assert httpx.get(url, headers=soon).status_code == 200
+    wait_until(lambda: httpx.get(url, headers=soon).status_code == 401, timeout=10)
+    assert httpx.get(url, headers=bearer(token(SUPER))).status_code == 200
