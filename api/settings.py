@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from placement.config import parse_broker_conf
+
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
 
 
@@ -171,16 +173,10 @@ def _parse(key: str, raw: str) -> Any:
 
 
 def read_conf_file(path: Path) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise SettingsError(f"{path}:{number}: expected key=value, got {line!r}")
-        values[key.strip()] = value.strip()
-    return values
+    try:
+        return parse_broker_conf(path.read_text(), str(path))
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from exc
 
 
 def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:

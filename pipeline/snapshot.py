@@ -63,6 +63,7 @@ from metastore.managed_ledger_info import decode_managed_ledger_info
 from pipeline.schema import TABLES
 from pipeline.synth import write_table
 from placement import PlacementConfig
+from placement.config import parse_broker_conf
 from placement.topology import UNKNOWN_REGION, region_of
 
 MANAGED_LEDGER_NAME = "pulsar/managed-ledger"
@@ -475,20 +476,6 @@ async def snapshot(url: str, out: Path, cfg: PlacementConfig, *, page_size: int 
 # -- command line ------------------------------------------------------------------------------
 
 
-def read_broker_conf(path: Path) -> dict[str, str]:
-    """`key=value` lines of a broker.conf (comments and blank lines skipped)."""
-    values: dict[str, str] = {}
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise ValueError(f"{path}:{number}: expected key=value, got {line!r}")
-        values[key.strip()] = value.strip()
-    return values
-
-
 class _Progress:
     """`N ledgers (rate/s)` on stderr: rewritten in place on a terminal, else every 2 s."""
 
@@ -521,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=10.0)
     args = parser.parse_args(argv)
     try:
-        conf = read_broker_conf(args.config) if args.config else {}
+        conf = parse_broker_conf(args.config.read_text(), str(args.config)) if args.config else {}
         for item in args.set:
             key, sep, value = item.partition("=")
             if not sep:
