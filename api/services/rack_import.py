@@ -7,6 +7,11 @@ still the one read, else apply again to the newer document). A concurrent writer
 sees the import entirely or not at all, and keeps its own change (merge mode), or loses
 exactly the entries the document replaces (prune mode removes every entry not in it).
 `dryRun` computes the same diff against the current document and writes nothing.
+
+A prune import is a whole-map overwrite, so it also repairs a `/bookies` that another tool
+left unreadable (not JSON): every other write of the map refuses such a document with
+Pulsar's "Failed to deserialize payload" 500, this one replaces it (compare-and-swap on the
+revision of the bytes it replaces) and reports every entry as added.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from api.models import BookieInfo
 from api.services.naming import require_free_name
 from api.services.racks import find_bookie, put_bookie, remove_bookie, sorted_config, validate_rack
 from api.settings import Settings
+from metastore import errors as store_errors
 from metastore import paths
+from metastore.codec import dump_json
 from metastore.documents import RackConfig, decode_rack_config
 from metastore.store import UNCHANGED, MetadataStore
 
@@ -121,9 +128,25 @@ class RackImportService:
             outcome[:] = [diff]  # the last attempt's diff is the one written
             return UNCHANGED if diff.empty else config
 
-        written = await self.store.update_json(paths.BOOKIES_RACK_CONFIG, change)
+        try:
+            written = await self.store.update_json(paths.BOOKIES_RACK_CONFIG, change)
+        except store_errors.ContentDeserializationError:
+            if not prune:
+                raise
+            return await self._overwrite_unreadable(document)
         diff = outcome[-1]
         return diff, (written.revision if written is not None and not diff.empty else None)
+
+    async def _overwrite_unreadable(
+        self, document: dict[str, dict[str, BookieInfo]]
+    ) -> tuple[RackDiff, int | None]:
+        found = await self.store.get(paths.BOOKIES_RACK_CONFIG)
+        config, diff = apply_document({}, document, prune=True)
+        revision = await self.store.put(
+            paths.BOOKIES_RACK_CONFIG, dump_json(config),
+            expected_revision=0 if found is None else found.revision,
+        )  # fmt: skip
+        return diff, revision
 
 
 def decode_rack_config_doc(doc: Any) -> RackConfig:

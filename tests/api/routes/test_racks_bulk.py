@@ -109,3 +109,21 @@ def test_import_of_1000_bookies_is_atomic_against_a_concurrent_writer(
     final = clean_store.get_json("/bookies")
     assert set(final["bulk"]) == imported
     assert set(final["w"]) == set(written)  # no concurrent write lost
+
+
+def test_prune_import_repairs_an_unreadable_rack_map(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    """Another tool left `/bookies` as something that is not JSON: single writes refuse it
+    (Pulsar's 500 naming the key), a merge import too; a prune import replaces it."""
+    clean_store.put("/bookies", b"\x00not json")
+    one = admin.post(f"{RACKS}/a:1", params={"group": "default"}, json={"rack": "/r1"})
+    assert one.status_code == 500 and "/bookies" in one.json()["reason"]
+    document = {"default": {"a:1": {"rack": "/r1"}}}
+    assert admin.put(RACKS, json=document).status_code == 500
+    assert clean_store.get("/bookies") == b"\x00not json"
+    response = admin.put(RACKS, params={"prune": "true"}, json=document)
+    assert response.status_code == 200, response.text
+    assert response.json()["added"] == [{"bookie": "a:1", "group": "default", "rack": "/r1"}]
+    assert clean_store.get_json("/bookies") == document
+    assert wait_until(lambda: admin.get(RACKS).json() == document)
