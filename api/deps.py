@@ -120,7 +120,8 @@ TopicsDep = Annotated[TopicService, Depends(get_topics)]
 
 async def get_bookkeeper_admin(request: Request) -> BookKeeperAdminService:
     state = app_state(request)
-    return BookKeeperAdminService(state.versioned_keys, state.settings.lostBookieRecoveryDelay)
+    delay = state.settings.autorecovery.lostBookieRecoveryDelay
+    return BookKeeperAdminService(state.versioned_keys, delay)
 
 
 BookKeeperAdminDep = Annotated[BookKeeperAdminService, Depends(get_bookkeeper_admin)]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from placement.config import parse_broker_conf
+from storage.autorecovery.config import AutoRecoveryConfig, AutoRecoveryConfigError
 
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
 
@@ -89,20 +90,6 @@ class Settings:
     # default admits a 10,000-bookie rack map (~1 MB) and stays near etcd's 1.5 MiB limit.
     httpMaxRequestSize: int = 2 * 1024 * 1024
 
-    # auto-recovery (BookKeeper's names and defaults; storage.autorecovery.AutoRecoveryConfig)
-    autoRecoveryDaemonEnabled: bool = False
-    lostBookieRecoveryDelay: int = 0
-    auditorPeriodicCheckInterval: int = 604800
-    auditorPeriodicBookieCheckInterval: int = 86400
-    auditorPeriodicPlacementPolicyCheckInterval: int = 0
-    auditorReplicasCheckInterval: int = 0
-    openLedgerRereplicationGracePeriod: int = 30000
-    lockReleaseOfFailedLedgerGracePeriod: int = 300000
-    repairedPlacementPolicyNotAdheringBookieEnable: bool = False
-    rereplicationEntryBatchSize: int = 10
-    replicationRateByBytes: int = -1
-    rwRereplicateBackoffMs: int = 5000
-
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -129,10 +116,19 @@ class Settings:
         if self.webServicePortTls and not (self.tlsCertificateFilePath and self.tlsKeyFilePath):
             raise SettingsError("webServicePortTls needs tlsCertificateFilePath and tlsKeyFilePath")
 
+    @property
+    def autorecovery(self) -> AutoRecoveryConfig:
+        """BookKeeper's auto-recovery keys (`autoRecoveryDaemonEnabled`,
+        `lostBookieRecoveryDelay`, `auditorPeriodic*`, ...) from this configuration; their one
+        definition, with upstream's defaults, is `storage.autorecovery.AutoRecoveryConfig`."""
+        return AutoRecoveryConfig.from_conf(self.extra)
+
     def runtime_configuration(self) -> dict[str, str]:
         """Every key as a string (secrets included: `api.secrets.masked_config` is what the
-        runtime-configuration endpoint answers)."""
-        values = dict(self.extra)
+        runtime-configuration endpoint answers), the auto-recovery keys with their values."""
+        autorecovery = self.autorecovery
+        values = {f.name: _to_text(getattr(autorecovery, f.name)) for f in fields(autorecovery)}
+        values.update(self.extra)
         for f in fields(self):
             if f.name != "extra":
                 values[f.name] = _to_text(getattr(self, f.name))
@@ -206,4 +202,9 @@ def load_settings(
     raw.update(flags or {})
     known = {key: _parse(key, value) for key, value in raw.items() if key in KNOWN_KEYS}
     extra = {key: value for key, value in raw.items() if key not in KNOWN_KEYS}
-    return Settings(**known, extra=extra)
+    settings = Settings(**known, extra=extra)
+    try:
+        settings.autorecovery  # noqa: B018 - a bad auto-recovery value fails at start
+    except AutoRecoveryConfigError as exc:
+        raise SettingsError(str(exc)) from exc
+    return settings

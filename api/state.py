@@ -28,7 +28,7 @@ from metastore.store import MetadataStore
 from metastore.topology import TopologySnapshot
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
-from storage.autorecovery import AutoRecovery, AutoRecoveryConfig
+from storage.autorecovery import AutoRecovery
 from storage.bookie.client import BookieClient
 from storage.cluster import LocalBookies
 from storage.engine import build_ledger_client, build_managed_ledger_factory
@@ -42,15 +42,11 @@ def placement_config(settings: Settings) -> PlacementConfig:
     return PlacementConfig.from_broker_conf(settings.runtime_configuration())
 
 
-def autorecovery_config(settings: Settings) -> AutoRecoveryConfig:
-    return AutoRecoveryConfig.from_conf(settings.runtime_configuration())
-
-
 def autorecovery(settings: Settings, store: MetadataStore,
                  ledgers: LedgerClient) -> AutoRecovery | None:
     """The auditor candidate and replication worker of this service, when enabled; its id is
     the service's advertised `host:port`."""
-    config = autorecovery_config(settings)
+    config = settings.autorecovery
     if not config.autoRecoveryDaemonEnabled:
         return None
     node = f"{settings.advertisedAddress}:{settings.webServicePort}"

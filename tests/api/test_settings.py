@@ -93,3 +93,14 @@ def test_log_masking_scans_a_long_line_in_linear_time() -> None:
         masked = mask_text(line)
         assert masked.endswith("more chars)") and len(masked) < 1100
     assert mask_text("Authorization: Bearer eyJabc.def") == "Authorization: ******"
+
+
+def test_auto_recovery_keys_are_read_once_with_bookkeepers_defaults() -> None:
+    settings = load_settings(environ={}, flags={"lostBookieRecoveryDelay": "30"})
+    assert settings.autorecovery.lostBookieRecoveryDelay == 30
+    assert settings.autorecovery.auditorPeriodicBookieCheckInterval == 86400
+    runtime = settings.runtime_configuration()
+    assert (runtime["lostBookieRecoveryDelay"], runtime["autoRecoveryDaemonEnabled"]) == (
+        "30", "false")  # fmt: skip
+    with pytest.raises(SettingsError, match="rereplicationEntryBatchSize"):
+        load_settings(environ={}, flags={"rereplicationEntryBatchSize": "0"})
