@@ -37,9 +37,9 @@ from storage.autorecovery.config import AutoRecoveryConfig
 from storage.autorecovery.marks import Mark, UnderReplication
 from storage.autorecovery.registry import registered_bookies
 from storage.bookie.errors import BookieError
-from storage.ledger.client import MAX_CAS_ATTEMPTS, LedgerClient, VersionConflict
+from storage.ledger.client import LedgerClient
 from storage.ledger.ensemble import adhering_ensemble, replacements
-from storage.ledger.errors import LedgerError, MetadataConflict, NoSuchLedger
+from storage.ledger.errors import LedgerError, NoSuchLedger
 from storage.ledger.handle import ReadableLedger, master_key
 from storage.ledger.metadata import LedgerMetadata, LedgerState
 from storage.ledger.recovery import recover
@@ -262,18 +262,14 @@ class ReplicationWorker:
     async def _swap(self, ledger_id: int, start: int,
                     changes: dict[int, tuple[str, str]]) -> LedgerMetadata:
         """CAS: in segment `start`, each index's old bookie becomes the new one."""
-        for _ in range(MAX_CAS_ATTEMPTS):
-            current, version = await self.client.read_versioned(ledger_id)
+
+        async def change(current: LedgerMetadata) -> LedgerMetadata | None:
             ensemble = list(current.ensembles.get(start, ()))
             if not ensemble or any(ensemble[i] != old for i, (old, _) in changes.items()):
                 raise Deferred(self.config.rwRereplicateBackoffMs / 1000,
                                f"segment {start} changed during the copy")
             for i, (_, new) in changes.items():
                 ensemble[i] = new
-            target = replace(current, ensembles={**current.ensembles, start: tuple(ensemble)})
-            try:
-                await self.client.metadata.write(target, version)
-            except VersionConflict:
-                continue
-            return target
-        raise MetadataConflict(f"too many concurrent changes of ledger {ledger_id}")
+            return replace(current, ensembles={**current.ensembles, start: tuple(ensemble)})
+
+        return await self.client.update_metadata(ledger_id, change)

@@ -127,8 +127,7 @@ class LedgerClient:
         a failed bookie is still in the last ensemble"; a last segment that already starts at
         `start` is replaced in place. Replacements follow the ledger's recorded policy
         (`storage.ledger.ensemble`); NotEnoughBookies when it allows none."""
-        for _ in range(MAX_CAS_ATTEMPTS):
-            current, version = await self.read_versioned(ledger_id)
+        async def change(current: LedgerMetadata) -> LedgerMetadata | None:
             if current.state == LedgerState.CLOSED:
                 raise LedgerClosed(ledger_id)
             if current.state == LedgerState.IN_RECOVERY:
@@ -136,13 +135,29 @@ class LedgerClient:
             ensemble = current.current_ensemble
             still = [b for b in ensemble if b in failed]
             if not still:
-                return current
+                return None
             chosen = replacements(await self.topology(), current, self.config, self.rng,
                                   ensemble, still)
             new = tuple(chosen.get(i, b) for i, b in enumerate(ensemble))
             segments = {k: v for k, v in current.ensembles.items() if k < start}
             segments[start] = new
-            target = replace(current, ensembles=segments)
+            return replace(current, ensembles=segments)
+
+        return await self.update_metadata(ledger_id, change)
+
+    async def update_metadata(
+        self,
+        ledger_id: int,
+        change: Callable[[LedgerMetadata], Awaitable[LedgerMetadata | None]],
+    ) -> LedgerMetadata:
+        """BookKeeper's metadata update loop: read, `change` (None: nothing to write, the
+        current metadata stands; an exception stops the loop), write if the version is still
+        the one read, else read again; MetadataConflict after MAX_CAS_ATTEMPTS."""
+        for _ in range(MAX_CAS_ATTEMPTS):
+            current, version = await self.read_versioned(ledger_id)
+            target = await change(current)
+            if target is None:
+                return current
             try:
                 await self.metadata.write(target, version)
             except VersionConflict:
@@ -166,23 +181,19 @@ class LedgerClient:
     async def close_metadata(self, ledger_id: int, last_entry_id: int,
                              length: int) -> LedgerMetadata:
         """CAS the metadata to CLOSED (LedgerHandle.doAsyncCloseInternal's rules)."""
-        for _ in range(MAX_CAS_ATTEMPTS):
-            current, version = await self.read_versioned(ledger_id)
+
+        async def change(current: LedgerMetadata) -> LedgerMetadata | None:
             if current.state == LedgerState.CLOSED:
                 if current.last_entry_id == last_entry_id:
-                    return current
+                    return None
                 raise MetadataConflict(
                     f"ledger {ledger_id} was closed by someone else at entry "
                     f"{current.last_entry_id}, not {last_entry_id}")
             if current.state == LedgerState.IN_RECOVERY:
                 raise MetadataConflict(f"ledger {ledger_id} is being recovered")
-            try:
-                target = closed(current, last_entry_id, length)
-                await self.metadata.write(target, version)
-                return target
-            except VersionConflict:
-                continue
-        raise MetadataConflict(f"too many concurrent changes of ledger {ledger_id}")
+            return closed(current, last_entry_id, length)
+
+        return await self.update_metadata(ledger_id, change)
 
     async def delete(self, ledger_id: int) -> None:
         """Delete the ledger's metadata; bookies drop its entries in their garbage

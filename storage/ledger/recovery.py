@@ -28,8 +28,8 @@ from dataclasses import replace
 from placement import write_set
 from storage.bookie.errors import BookieError, NoEntry, NoLedger
 from storage.bookie.format import verify_entry
-from storage.ledger.client import MAX_CAS_ATTEMPTS, LedgerClient, VersionConflict
-from storage.ledger.errors import MetadataConflict, NoSuchEntry, ReadFailed, RecoveryFailed
+from storage.ledger.client import LedgerClient
+from storage.ledger.errors import NoSuchEntry, ReadFailed, RecoveryFailed
 from storage.ledger.handle import ReadableLedger, master_key
 from storage.ledger.metadata import LedgerMetadata, LedgerState, closed
 
@@ -37,17 +37,12 @@ NOT_ANSWERED = None
 
 
 async def _mark_in_recovery(client: LedgerClient, ledger_id: int) -> LedgerMetadata:
-    for _ in range(MAX_CAS_ATTEMPTS):
-        current, version = await client.read_versioned(ledger_id)
+    async def change(current: LedgerMetadata) -> LedgerMetadata | None:
         if current.state != LedgerState.OPEN:
-            return current
-        target = replace(current, state=LedgerState.IN_RECOVERY)
-        try:
-            await client.metadata.write(target, version)
-        except VersionConflict:
-            continue
-        return target
-    raise MetadataConflict(f"too many concurrent changes of ledger {ledger_id}")
+            return None
+        return replace(current, state=LedgerState.IN_RECOVERY)
+
+    return await client.update_metadata(ledger_id, change)
 
 
 async def _fence_one(ledger: ReadableLedger, bookie: str, key: bytes) -> int | None:
@@ -137,14 +132,9 @@ async def recover(client: LedgerClient, ledger_id: int) -> LedgerMetadata:
 
 async def _close_recovered(client: LedgerClient, ledger_id: int, last: int,
                            length: int) -> LedgerMetadata:
-    for _ in range(MAX_CAS_ATTEMPTS):
-        current, version = await client.read_versioned(ledger_id)
+    async def change(current: LedgerMetadata) -> LedgerMetadata | None:
         if current.state == LedgerState.CLOSED:
-            return current  # another recoverer closed it (it read the same entries)
-        target = closed(current, last, length)
-        try:
-            await client.metadata.write(target, version)
-        except VersionConflict:
-            continue
-        return target
-    raise MetadataConflict(f"too many concurrent changes of ledger {ledger_id}")
+            return None  # another recoverer closed it (it read the same entries)
+        return closed(current, last, length)
+
+    return await client.update_metadata(ledger_id, change)
