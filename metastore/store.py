@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import aetcd
+from aetcd import rpc
 
 from metastore.codec import load_json
 from metastore.errors import AlreadyExists, BadVersion, NotFound, Unavailable, ValueTooLarge
@@ -59,6 +60,7 @@ _UNAVAILABLE_ERRORS = (
     aetcd.ConnectionFailedError,
     aetcd.ConnectionTimeoutError,
     aetcd.InternalError,
+    rpc.AioRpcError,  # raised as is by the raw range request (`scan`)
     asyncio.TimeoutError,
     OSError,
 )
@@ -404,12 +406,71 @@ class MetadataStore:
         lease = await self._call(lambda c: c.lease(ttl))
         return int(lease.id)
 
-    async def refresh_lease(self, lease_id: int) -> None:
-        await self._call(lambda c: c.refresh_lease(lease_id))
+    async def refresh_lease(self, lease_id: int) -> bool:
+        """Keep the lease alive; False when it has already expired."""
+        reply = await self._call(lambda c: c.refresh_lease(lease_id))
+        return reply is not None and int(reply.TTL) > 0
 
     async def revoke_lease(self, lease_id: int) -> None:
         """End the lease now: every key on it is deleted."""
         await self._call(lambda c: c.revoke_lease(lease_id))
+
+    # -- etcd versions (Pulsar's metadata-store versions: `metastore.versioned_keys`) --------
+
+    async def get_with_version(self, path: str) -> tuple[bytes, int] | None:
+        """The value and its etcd `version` (1 after creation, +1 per write), or None."""
+        result = await self._call(lambda c: c.get(to_key(path)))
+        return None if result is None else (result.value, int(result.version))
+
+    async def scan(
+        self, start: str, end: str, *, limit: int, keys_only: bool = False
+    ) -> tuple[list[tuple[str, bytes, int]], bool]:
+        """Up to `limit` keys in [start, end) in key order, as (path, value, etcd version),
+        in one bounded range request, and whether more keys follow."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        request = rpc.RangeRequest(
+            key=start.encode(), range_end=end.encode(), limit=limit, keys_only=keys_only
+        )
+
+        async def call(client: aetcd.Client) -> Any:
+            # The client library has no range limit; send the range request itself.
+            await client.connect()
+            return await client.kvstub.Range(
+                request, timeout=self.timeout, metadata=client.metadata
+            )
+
+        response = await self._call(call)
+        items = [(kv.key.decode(), kv.value, int(kv.version)) for kv in response.kvs]
+        return items, bool(response.more)
+
+    async def put_at_version(
+        self, path: str, value: bytes, version: int, *, lease: int | None = None
+    ) -> tuple[bool, bool]:
+        """Write `value` (on `lease`, if given) only if the key's etcd version is `version`
+        (0: absent). Returns (written, whether the key exists when not written)."""
+        tx = self._client().transactions
+        key = to_key(path)
+        ok, responses = await self._transaction(
+            [tx.version(key) == version], [tx.put(key, value, lease=lease)], [tx.get(key)]
+        )
+        return ok, (not ok and bool(responses and responses[0]))
+
+    async def put_returning_version(self, path: str, value: bytes) -> int:
+        """An unconditional write; the etcd version the key had before it (0: absent)."""
+        result = await self._call(lambda c: c.put(to_key(path), value, prev_kv=True))
+        return 0 if result.prev_kv is None else int(result.prev_kv.version)
+
+    async def delete_at_version(self, path: str, version: int | None) -> tuple[bool, bool]:
+        """Delete the key if it exists and, when `version` is given, is at that etcd version.
+        Returns (deleted, whether the key exists when not deleted)."""
+        tx = self._client().transactions
+        key = to_key(path)
+        compare = [tx.version(key) > 0]
+        if version is not None:
+            compare.append(tx.version(key) == version)
+        ok, responses = await self._transaction(compare, [tx.delete(key)], [tx.get(key)])
+        return ok, (not ok and bool(responses and responses[0]))
 
     # -- read-modify-write --------------------------------------------------------------------
 
