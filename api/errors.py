@@ -22,6 +22,8 @@ entry or position is 404, a lost metadata race 409, any other ledger failure 500
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -202,12 +204,18 @@ async def _handle_unexpected(_: Request, exc: Exception) -> JSONResponse:
     return error_response(500, f"Internal server error: {type(exc).__name__}")
 
 
-async def _handle_validation(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
-    first = exc.errors()[0] if exc.errors() else {}
+def validation_reason(errors: Sequence[Any]) -> str:
+    """The 400 reason for pydantic validation errors: the first error's location and message
+    (one wording for FastAPI's parameter checks and the bodies parsed by hand)."""
+    first = errors[0] if errors else {}
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
     message = first.get("msg", "invalid request")
-    return error_response(400, f"Invalid request: {where}: {message}" if where else message)
+    return f"Invalid request: {where}: {message}" if where else str(message)
+
+
+async def _handle_validation(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return error_response(400, validation_reason(exc.errors()))
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -7,20 +7,19 @@ with pydantic, exception middleware): ten times what uvicorn costs, and more tha
 itself once group commit shares one etcd transaction among concurrent writers.
 
 This ASGI wrapper, outside the whole FastAPI app, serves the well-formed request itself: a
-bookie id in one path segment (no encoded slash), a JSON object body sent as
-`application/json` that the route's `BookieInfo` accepts (`racks.parse_rack_info`, the same
-model validation). It authorises through the same `api.authorization.authorize` and calls the
-same `RackService.set_bookie` as the route, within the same request deadline, and maps errors
-through the same table (`api.errors.error_status_and_reason`), so the answer is the route's
-answer. Any other request (no or other content type, a body that is not such an object, a
-path with a root prefix) goes on, body replayed, to the FastAPI app, whose route stays the
-reference and is what `openapi.yaml` documents.
+bookie id in one path segment (no encoded slash) and a body sent as `application/json`,
+parsed by the route's own function (`racks.parse_rack_write`). It authorises through the
+same `api.authorization.authorize` and calls the same `RackService.set_bookie` as the route,
+within the same request deadline, and maps errors through the same table
+(`api.errors.error_status_and_reason`), so the answer is the route's answer. Any other
+request (no or other content type, a body the parse refuses, a path with a root prefix) goes
+on, body replayed, to the FastAPI app, whose route stays the reference (it also decides which
+of several errors a bad request reports first) and is what `openapi.yaml` documents.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 from urllib.parse import parse_qsl
 
 from fastapi import FastAPI
@@ -29,11 +28,10 @@ from starlette.types import Receive, Scope, Send
 from api.authorization import Access, authorize
 from api.deadline import send_response, send_timed_out
 from api.encoded_slash import has_encoded_slash
-from api.errors import KNOWN_ERRORS, error_status_and_reason
-from api.models import BookieInfo
+from api.errors import KNOWN_ERRORS, InvalidInput, error_status_and_reason
 from api.request_rules import read_body, replay
-from api.services.racks import RackService, parse_rack_info
-from metastore.codec import dump_json, load_json
+from api.services.racks import RackService, parse_rack_write
+from metastore.codec import dump_json
 
 RACK_PATH_PREFIX = "/admin/v2/bookies/racks-info/"
 UPDATE_OPERATION = "updateBookieRackInfo"  # the route's operation id, for `authorize`
@@ -53,17 +51,20 @@ class RackWriteHotPath:
         body = await read_body(receive)  # bounded by RequestRules in front
         if body is None:  # the client went away
             return
-        write = _parse_rack_write(scope, body)
-        if write is None:
+        if not body or _content_type(scope) != JSON_CONTENT_TYPE:
             await self.app(scope, replay(body, receive), send)
             return
-        group, info = write
         racks: RackService = self.app.state.pulsar.services.racks
         try:
             async with asyncio.timeout(self.deadline_seconds):
                 access = Access(UPDATE_OPERATION, {"bookie": bookie}, _headers(scope))
                 await authorize(access, self.app.state.pulsar.guard)
-                await racks.set_bookie(bookie, group, info)
+                try:
+                    info = parse_rack_write(body)
+                except InvalidInput:
+                    await self.app(scope, replay(body, receive), send)
+                    return
+                await racks.set_bookie(bookie, _group(scope), info)
         except TimeoutError:
             await send_timed_out(send, self.deadline_seconds)
             return
@@ -87,20 +88,11 @@ def _bookie_of_rack_write(scope: Scope) -> str | None:
     return bookie if bookie and "/" not in bookie else None
 
 
-def _parse_rack_write(scope: Scope, body: bytes) -> tuple[str | None, BookieInfo] | None:
-    """`(group, info)` when the request is the well-formed case, None to leave it to FastAPI."""
-    if not body or _content_type(scope) != JSON_CONTENT_TYPE:
-        return None
-    try:
-        document: Any = load_json(body)
-    except ValueError:
-        return None
-    info = parse_rack_info(document)
-    if info is None:
-        return None
-    # Starlette's query parsing: blank values kept, the last of repeated keys wins.
+def _group(scope: Scope) -> str | None:
+    """The `group` query parameter as Starlette parses it: blank values kept, the last of
+    repeated keys wins."""
     query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
-    return query.get("group"), info
+    return query.get("group")
 
 
 def _headers(scope: Scope) -> dict[str, str]:

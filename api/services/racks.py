@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from api.errors import NotFound, PreconditionFailed
+from pydantic import ValidationError
+
+from api.errors import InvalidInput, NotFound, PreconditionFailed, validation_reason
 from api.models import BookieInfo
 from api.services.naming import require_free_name
 from api.settings import Settings
 from metastore import paths
 from metastore.cache import CachedDocument, WatchedRange
-from metastore.codec import dump_json
+from metastore.codec import dump_json, load_json
 from metastore.documents import RackConfig, decode_rack_config
 from metastore.readers import read_registered_bookies
 from metastore.store import MetadataStore
@@ -61,15 +63,23 @@ def _in_order(mapping: dict[str, Any]) -> bool:
     return keys == sorted(keys)
 
 
-def parse_rack_info(document: object) -> BookieInfo | None:
-    """The body of a rack write read as the route's `BookieInfo` (the same model validation);
-    None when it is not such an object (the route then answers the error)."""
-    if not isinstance(document, dict):
-        return None
+def parse_rack_write(body: bytes) -> BookieInfo:
+    """The body of a rack write (`POST /admin/v2/bookies/racks-info/{bookie}`) as a
+    `BookieInfo`: the one parse the route and the rack-write fast path share. No body or JSON
+    `null` is an empty `BookieInfo` (the group then comes from the query alone); anything but
+    a JSON object of that shape is `InvalidInput` with FastAPI's validation wording."""
+    if not body.strip():
+        return BookieInfo()
+    try:
+        document = load_json(body)
+    except ValueError as exc:
+        raise InvalidInput(f"Invalid request: {exc}") from None
+    if document is None:
+        return BookieInfo()
     try:
         return BookieInfo.model_validate(document)
-    except ValueError:
-        return None
+    except ValidationError as exc:
+        raise InvalidInput(validation_reason(exc.errors())) from None
 
 
 def put_bookie(config: RackConfig, bookie: str, group: str, info: BookieInfo) -> RackConfig:
