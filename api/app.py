@@ -82,9 +82,6 @@ def create_app(settings: Settings, bookies: LocalBookies | None = None) -> FastA
                 initializing.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await initializing
-            audits = getattr(app.state, "storage_audits", None)  # api.routes.storage_audit
-            if audits is not None:
-                await audits.stop()
             await state.stop()
 
     app = OpenApiApp(

@@ -6,6 +6,7 @@ per-request state)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from api.authorization import Guard
 from api.security import build_guard
@@ -18,6 +19,7 @@ from api.services.namespaces import NamespaceService
 from api.services.placement import PlacementService
 from api.services.rack_import import RackImportService
 from api.services.racks import RackService
+from api.services.storage_audit import StorageAuditService
 from api.services.storage_bookies import StorageBookieService
 from api.services.tenants import TenantService
 from api.services.topics import TopicService
@@ -69,6 +71,7 @@ class Services:
     lookup: LookupService
     topics: TopicService
     storage_bookies: StorageBookieService
+    storage_audits: StorageAuditService
 
 
 @dataclass
@@ -119,6 +122,9 @@ class AppState:
             lookup=LookupService(store, settings, broker_watch, ownership_watch),
             topics=TopicService(store, settings, config, managed_ledgers),
             storage_bookies=StorageBookieService(store, versioned_keys, config, local_bookies),
+            storage_audits=StorageAuditService(settings.metadataStoreUrl,
+                                               settings.runtime_configuration(),
+                                               Path(settings.dataDir)),
         )
         return cls(
             settings=settings,
@@ -147,6 +153,7 @@ class AppState:
             self.autorecovery.start()
 
     async def stop(self) -> None:
+        await self.services.storage_audits.stop()
         if self.autorecovery is not None:
             await self.autorecovery.stop()
             await self.autorecovery.keys.close()

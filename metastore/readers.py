@@ -25,7 +25,7 @@ from metastore.documents import (
     registrations_of,
 )
 from metastore.errors import MetastoreError, NotFound
-from metastore.store import MetadataStore
+from metastore.store import MetadataStore, Versioned
 from placement import AffinityGroups, EnsembleRequest, PlacementConfig, default_request
 
 
@@ -61,12 +61,18 @@ async def read_all_local_policies(store: MetadataStore) -> dict[str, LocalPolici
     return out
 
 
+async def read_failure_domain_entries(store: MetadataStore, cluster: str) -> dict[str, Versioned]:
+    """The stored failure domains of a cluster, by domain name, sorted, undecoded (with their
+    revisions, for writers that guard on them)."""
+    root = paths.failure_domains(cluster)
+    values = direct_children(await store.get_children_values(root), root)
+    return {name: values[name] for name in sorted(values)}
+
+
 async def read_failure_domains(store: MetadataStore, cluster: str) -> dict[str, list[str]]:
     """{domain: broker ids} of a cluster."""
-    root = paths.failure_domains(cluster)
-    values = await store.get_children_values(root)
-    return {name: decode_failure_domain(held.value)
-            for name, held in direct_children(values, root).items()}  # fmt: skip
+    entries = await read_failure_domain_entries(store, cluster)
+    return {name: decode_failure_domain(held.value) for name, held in entries.items()}
 
 
 async def read_registered_bookies(store: MetadataStore) -> Registrations:

@@ -9,7 +9,6 @@ Pulsar has none of these; they are tagged `extensions`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -65,16 +64,9 @@ class AuditStatus(BaseModel):
                    error=job.error, summary=job.summary)
 
 
-async def get_audits(request: Request) -> StorageAuditService:
-    """The app's audit service, made on first use from its settings and store."""
-    service: StorageAuditService | None = getattr(request.app.state, "storage_audits", None)
-    if service is None:
-        state = app_state(request)
-        service = StorageAuditService(state.settings.metadataStoreUrl,
-                                      state.settings.runtime_configuration(),
-                                      Path(state.settings.dataDir))
-        request.app.state.storage_audits = service
-    return service
+def get_audits(request: Request) -> StorageAuditService:
+    """The app's audit service (`api.state.Services`)."""
+    return app_state(request).services.storage_audits
 
 
 AuditsDep = Annotated[StorageAuditService, Depends(get_audits)]

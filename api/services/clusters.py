@@ -13,7 +13,6 @@ Rules, as Pulsar's ClustersBase applies them:
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -22,6 +21,8 @@ from api.models import ClusterData, FailureDomain
 from api.services.naming import is_valid_name, require_free_name
 from metastore import errors as store_errors
 from metastore import paths
+from metastore.codec import load_json
+from metastore.readers import read_failure_domain_entries
 from metastore.store import Guard, MetadataStore, Versioned, retry_on_conflict
 
 GLOBAL_CLUSTER = "global"
@@ -118,12 +119,6 @@ def decode_domain(raw: bytes) -> FailureDomain | None:
         return None
 
 
-def direct_children(values: dict[str, Versioned], parent: str) -> dict[str, Versioned]:
-    """The entries of `get_children_values(parent)` one level below `parent`, by name."""
-    cut = len(parent.rstrip("/")) + 1
-    return {key[cut:]: found for key, found in values.items() if "/" not in key[cut:]}
-
-
 def newest_revision(values: dict[str, Versioned]) -> int:
     return max((found.revision for found in values.values()), default=0)
 
@@ -137,7 +132,7 @@ def namespace_uses_cluster(key: str, raw: bytes, cluster: str) -> bool:
     if len(parts) not in (2, 3):
         return False
     try:
-        document: Any = json.loads(raw)
+        document: Any = load_json(raw)
     except ValueError:
         return False
     replication = document.get("replication_clusters") if isinstance(document, dict) else None
@@ -211,9 +206,8 @@ class ClusterService:
     # -- failure domains --------------------------------------------------------------------
 
     async def failure_domains(self, cluster: str) -> dict[str, FailureDomain]:
-        parent = paths.failure_domains(cluster)
-        values = direct_children(await self.store.get_children_values(parent), parent)
-        decoded = {name: decode_domain(found.value) for name, found in sorted(values.items())}
+        entries = await read_failure_domain_entries(self.store, cluster)
+        decoded = {name: decode_domain(found.value) for name, found in entries.items()}
         return {name: domain for name, domain in decoded.items() if domain is not None}
 
     async def get_failure_domain(self, cluster: str, domain: str) -> FailureDomain:
@@ -234,10 +228,9 @@ class ClusterService:
         self, cluster: str, domain: str, document: FailureDomain
     ) -> None:
         found = await self.require_cluster(cluster)
-        parent = paths.failure_domains(cluster)
-        values = await self.store.get_children_values(parent)
+        values = await read_failure_domain_entries(self.store, cluster)
         wanted = set(document.brokers or [])
-        for name, other in sorted(direct_children(values, parent).items()):
+        for name, other in values.items():
             existing = decode_domain(other.value)
             if name == domain or existing is None:
                 continue
@@ -247,7 +240,7 @@ class ClusterService:
         await self.store.commit(
             [
                 Guard(paths.cluster(cluster), found.revision),
-                Guard(parent, newest_revision(values), tree=True),
+                Guard(paths.failure_domains(cluster), newest_revision(values), tree=True),
             ],
             puts={paths.failure_domain(cluster, domain): document.to_bytes()},
         )
@@ -262,6 +255,6 @@ class ClusterService:
 
 def _non_empty_json(raw: bytes) -> bool:
     try:
-        return bool(json.loads(raw))
+        return bool(load_json(raw))
     except ValueError:
         return True
