@@ -7,11 +7,20 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from metastore.ledgers import LedgerMetadataStore
 from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.versioned_keys import VersionedKeys
 from storage.bookie.bookie import Bookie, BookieSettings
+from storage.bookie.gc import (
+    GarbageCollector,
+    GcSettings,
+    publish_gc_state,
+    watch_force_requests,
+)
 from storage.bookie.registration import (
     DiskSettings,
     Registration,
@@ -31,6 +40,7 @@ class ServiceSettings:
     storage: BookieSettings
     metadata_store_url: str
     disk: DiskSettings = field(default_factory=DiskSettings)
+    gc: GcSettings = field(default_factory=GcSettings)
     lease_ttl: int = 30  # s; Pulsar's metadataStoreSessionTimeoutMillis default is 30000
 
     @property
@@ -49,6 +59,7 @@ def apply_overrides(settings: ServiceSettings, overrides: dict[str, str]) -> Ser
         "journal": settings.storage.journal,
         "storage": settings.storage,
         "disk": settings.disk,
+        "gc": settings.gc,
     }
     changes: dict[str, dict[str, Any]] = {name: {} for name in parts}
     for key, raw in overrides.items():
@@ -61,7 +72,11 @@ def apply_overrides(settings: ServiceSettings, overrides: dict[str, str]) -> Ser
             raise ValueError(f"unknown setting {key!r}")
     journal = replace(settings.storage.journal, **changes["journal"])
     storage = replace(settings.storage, journal=journal, **changes["storage"])
-    return replace(settings, storage=storage, disk=replace(settings.disk, **changes["disk"]))
+    gc = replace(settings.gc, **changes["gc"])
+    gc.validate()
+    return replace(
+        settings, storage=storage, disk=replace(settings.disk, **changes["disk"]), gc=gc
+    )
 
 
 def _convert(raw: str, current: object) -> object:
@@ -93,20 +108,52 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
         bookie.readonly = readonly
         await registration.set_readonly(readonly)
 
+    keys = VersionedKeys.of(store)
+    collector = GarbageCollector(
+        bookie, settings.gc, MetadataLedgers(LedgerMetadataStore(keys)), settings.disk, data_dir
+    )
+
+    async def publish(in_force_gc: bool) -> None:
+        await publish_gc_state(store, settings.bookie_id, in_force_gc)
+
+    collector.listeners.append(publish)
+    tasks: list[asyncio.Task[None]] = []
     try:
         await registration.start(bookie.readonly)
-        disk = asyncio.get_running_loop().create_task(
+        loop = asyncio.get_running_loop()
+        tasks.append(loop.create_task(
             watch_disk(settings.disk, data_dir, lambda: bookie.readonly, switch, wake)
-        )
+        ))
+        tasks.append(loop.create_task(collector.run_forever(), name="gc"))
+        tasks.append(loop.create_task(watch_force_requests(store, collector)))
+        with contextlib.suppress(Exception):
+            await publish(False)
         state = "read-only" if bookie.readonly else "writable"
         log.info("bookie %s ready (%s)", settings.bookie_id, state)
         await stop.wait()
-        disk.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await disk
     finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        collector.close()
         with contextlib.suppress(Exception):
             await registration.stop()
         server.close()
         await bookie.close()
+        await keys.close()
         await store.close()
+
+
+class MetadataLedgers:
+    """`gc.LedgerSource` on the metadata store's ledger keys."""
+
+    def __init__(self, ledgers: LedgerMetadataStore) -> None:
+        self.ledgers = ledgers
+
+    def ledger_ids(self) -> AsyncIterator[int]:
+        return self.ledgers.ledger_ids()
+
+    async def exists(self, ledger_id: int) -> bool:
+        return await self.ledgers.get(ledger_id) is not None
