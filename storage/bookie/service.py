@@ -9,6 +9,7 @@ import logging
 import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from metastore.ledgers import LedgerMetadataStore
@@ -76,6 +77,15 @@ def apply_overrides(settings: ServiceSettings, overrides: dict[str, str]) -> Ser
     gc.validate()
     return replace(
         settings, storage=storage, disk=replace(settings.disk, **changes["disk"]), gc=gc
+    )
+
+
+def check_bookie_settings(overrides: dict[str, str]) -> None:
+    """ValueError when a setting is unknown or its value does not fit (for whoever passes
+    settings on to bookie processes)."""
+    apply_overrides(
+        ServiceSettings("127.0.0.1:1", BookieSettings(Path(".")), "etcd:http://127.0.0.1:1"),
+        overrides,
     )
 
 
