@@ -5,6 +5,7 @@ reads back byte for byte."""
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import httpx
 import pytest
 
 from metastore.embedded import EmbeddedEtcd
+from tests.cli.conftest import ok, run_cli
 from tests.storage.cluster import TOPIC_CONF
 from tests.support import ServerProcess, wait_until
 
@@ -116,3 +118,12 @@ def test_gc_answers_as_upstream(service: tuple[ServerProcess, Path]) -> None:
         assert flags_not_booleans.status_code == 500
         state = http.get("/api/v1/bookie/gc/")
         assert state.status_code == 200 and '"is_in_force_gc" : ' in state.text
+
+
+def test_cli(service: tuple[ServerProcess, Path], tmp_path: Path) -> None:
+    server, _ = service
+    said = ok(run_cli("--admin-url", server.url, "storage", "gc", "--force-major",
+                      "--no-force-minor", cwd=tmp_path))
+    assert said.startswith('"Triggered GC on BookieServer: Bookie Server listening on')
+    status = ok(run_cli("--admin-url", server.url, "storage", "gc-status", cwd=tmp_path))
+    assert json.loads(status)["is_in_force_gc"] in ("true", "false")
