@@ -6,15 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from metastore import paths
+from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import LedgerMetadata, encode_ledger_metadata
+from metastore.ledgers import LedgerMetadataStore
+from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.versioned_keys import VersionedKeys
+from storage.bookie.bookie import Bookie, BookieSettings
 from storage.bookie.client import BookieClient
 from storage.bookie.errors import NoLedger
-from storage.bookie.gc import GcSettings
+from storage.bookie.gc import GarbageCollector, GcSettings
+from storage.bookie.protocol import AddRequest, ResultCode
+from storage.bookie.service import MetadataLedgers
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, BookieProcess, entry
 from tests.support import RawEtcd, wait_until
@@ -175,3 +183,48 @@ def test_bad_gc_setting_stops_the_bookie(tmp_path: Path) -> None:
                       "--metadata-store-url", "etcd:http://127.0.0.1:1",
                       "-c", "gcWaitTime=1000", "-c", "isThrottleByBytes=true"])
     assert settings.gc.gcWaitTime == 1000 and settings.gc.isThrottleByBytes
+
+
+class WritesDuringTheScan(MetadataLedgers):
+    """The real metadata store's ledgers; while the scan runs, a ledger that has no metadata
+    yet gets its first entry on the bookie (a creator racing the collector)."""
+
+    def __init__(self, ledgers: LedgerMetadataStore, bookie: Bookie, ledger_id: int) -> None:
+        super().__init__(ledgers)
+        self.bookie = bookie
+        self.ledger_id = ledger_id
+
+    async def _ids(self) -> AsyncIterator[int]:
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        request = AddRequest(self.ledger_id, 0, MASTER_KEY, entry(self.ledger_id, 0))
+        self.bookie.add(request, done.set_result)
+        assert await done == ResultCode.EOK
+        async for ledger_id in self.ledgers.ledger_ids():
+            yield ledger_id
+
+    def ledger_ids(self) -> AsyncIterator[int]:
+        return self._ids()
+
+
+async def test_ledger_first_written_during_the_scan_is_kept(
+    etcd: EmbeddedEtcd, tmp_path: Path
+) -> None:
+    store = MetadataStore(parse_metadata_store_url(etcd.url))
+    keys = VersionedKeys.of(store)
+    bookie = Bookie(BookieSettings(tmp_path / "bookie"))
+    await bookie.open()
+    try:
+        stale = 7901  # on the bookie before the run, no metadata: garbage
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        bookie.add(AddRequest(stale, 0, MASTER_KEY, entry(stale, 0)), done.set_result)
+        assert await done == ResultCode.EOK
+        source = WritesDuringTheScan(LedgerMetadataStore(keys), bookie, 7902)
+        collector = GarbageCollector(bookie, GcSettings(), source)
+        await collector.run_once(force=True)
+        collector.close()
+        assert bookie.read(stale, 0)[0] == ResultCode.ENOLEDGER
+        assert bookie.read(7902, 0) == (ResultCode.EOK, entry(7902, 0))
+    finally:
+        await bookie.close()
+        await keys.close()
+        await store.close()
