@@ -10,6 +10,8 @@ Every `gcWaitTime` ms, or at once when forced, one run does:
    ledger created during the run is not in the list; one whose metadata could not be read
    (the scan failed) is never deleted, the run skips ledger GC instead.
    `verifyMetadataOnGC` reads each candidate's metadata once more before deleting it.
+   Before it, every `gcOverreplicatedLedgerWaitTime` ms, closed ledgers whose ensembles no
+   longer name this bookie are dropped, each under its under-replication lock.
 2. Entry-log usage: live bytes per complete log from the index (`Index.log_usage`); a log with
    nothing live is deleted (after the ledger states are re-appended to the current log,
    `compaction.refresh_ledger_states`).
@@ -44,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from metastore.ledger_metadata import LedgerMetadata, LedgerState
 from metastore.paths import BOOKIE_GC_REQUEST, bookie_gc_state
 from metastore.store import MetadataStore
 from storage.bookie.bookie import Bookie
@@ -60,6 +63,7 @@ class GcSettings:
     compaction intervals in s, as upstream)."""
 
     gcWaitTime: int = 600_000
+    gcOverreplicatedLedgerWaitTime: int = 86_400_000
     verifyMetadataOnGC: bool = False
     minorCompactionThreshold: float = 0.2
     minorCompactionInterval: int = 3600
@@ -121,11 +125,19 @@ class GcSettings:
 
 
 class LedgerSource(Protocol):
-    """The metadata store's ledgers, as ledger GC reads them."""
+    """The metadata store's ledgers, as ledger GC reads them, and the under-replication
+    locks that over-replicated GC takes."""
 
     def ledger_ids(self) -> AsyncIterator[int]: ...
 
     async def exists(self, ledger_id: int) -> bool: ...
+
+    async def read(self, ledger_id: int) -> LedgerMetadata | None: ...
+
+    async def lock(self, ledger_id: int) -> bool:
+        """Take the ledger's under-replication lock; False when someone holds it."""
+
+    async def unlock(self, ledger_id: int) -> None: ...
 
 
 @dataclass
@@ -153,9 +165,11 @@ class GarbageCollector:
         ledgers: LedgerSource,
         disk: DiskSettings | None = None,
         data_dir: Path | None = None,
+        bookie_id: str | None = None,
     ) -> None:
         settings.validate()
         self.bookie = bookie
+        self.bookie_id = bookie_id
         self.settings = settings
         self.ledgers = ledgers
         self.disk = disk or DiskSettings()
@@ -167,7 +181,7 @@ class GarbageCollector:
         self.in_force_gc = False
         self.listeners: list[StateListener] = []
         now = time.monotonic()
-        self.last_minor = self.last_major = now
+        self.last_minor = self.last_major = self.last_over_replicated = now
         self._request: tuple[bool, bool] | None = None  # (suspend major, suspend minor)
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -263,7 +277,8 @@ class GarbageCollector:
         usage = await loop.run_in_executor(self.thread, bookie.index.log_usage)
         for per_ledger in usage.values():
             held.update(per_ledger)
-        deleted = await self._gc_ledgers(held)
+        deleted = await self._gc_over_replicated(held)
+        deleted |= await self._gc_ledgers(held - deleted)
         for per_ledger in usage.values():
             for ledger_id in deleted:
                 per_ledger.pop(ledger_id, None)
@@ -310,6 +325,37 @@ class GarbageCollector:
         log.info("garbage-collected %d deleted ledgers (%d entries): %s", len(garbage), removed,
                  " ".join(str(i) for i in sorted(garbage)[:20]))
         return garbage
+
+    async def _gc_over_replicated(self, held: set[int]) -> set[int]:
+        """Every gcOverreplicatedLedgerWaitTime ms: drop the copy of each closed ledger whose
+        ensembles no longer name this bookie (its data was re-replicated elsewhere), holding
+        the ledger's under-replication lock meanwhile so no replication worker puts this
+        bookie back into it (`removeOverReplicatedledgers`); a locked ledger is skipped."""
+        wait = self.settings.gcOverreplicatedLedgerWaitTime
+        if (wait <= 0 or self.bookie_id is None or not held
+                or (time.monotonic() - self.last_over_replicated) * 1000 <= wait):
+            return set()
+        removed: set[int] = set()
+        for ledger_id in sorted(held):
+            try:
+                if not await self.ledgers.lock(ledger_id):
+                    continue
+                try:
+                    metadata = await self.ledgers.read(ledger_id)
+                    if (metadata is None or metadata.state != LedgerState.CLOSED
+                            or any(self.bookie_id in e for e in metadata.ensembles.values())):
+                        continue
+                    await self.bookie.delete_ledgers({ledger_id})
+                    removed.add(ledger_id)
+                finally:
+                    await self.ledgers.unlock(ledger_id)
+            except Exception as exc:
+                log.warning("over-replication check of ledger %d failed: %s", ledger_id, exc)
+        self.last_over_replicated = time.monotonic()
+        if removed:
+            self.stats.ledgers_deleted += len(removed)
+            log.info("Removed over-replicated ledgers: %s", " ".join(map(str, sorted(removed))))
+        return removed
 
     def _usages(self, usage: dict[int, dict[int, int]], complete_below: int) -> list[LogUsage]:
         assert self.bookie.logger is not None

@@ -7,13 +7,18 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from metastore.errors import AlreadyExists, NotFound
+from metastore.ledger_metadata import LedgerMetadata
 from metastore.ledgers import LedgerMetadataStore
+from metastore.paths import underreplication_lock
 from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.underreplication_marks import encode_lock_data
 from metastore.versioned_keys import VersionedKeys
 from storage.bookie.bookie import Bookie, BookieSettings
 from storage.bookie.gc import (
@@ -120,7 +125,8 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
 
     keys = VersionedKeys.of(store)
     collector = GarbageCollector(
-        bookie, settings.gc, MetadataLedgers(LedgerMetadataStore(keys)), settings.disk, data_dir
+        bookie, settings.gc, MetadataLedgers(LedgerMetadataStore(keys), settings.bookie_id),
+        settings.disk, data_dir, settings.bookie_id,
     )
 
     async def publish(in_force_gc: bool) -> None:
@@ -157,13 +163,41 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
 
 
 class MetadataLedgers:
-    """`gc.LedgerSource` on the metadata store's ledger keys."""
+    """`gc.LedgerSource` on the metadata store: the ledger keys, and the under-replication
+    locks (BookKeeper's `/ledgers/underreplication/locks/urL<id>`, on a lease of this
+    process) that over-replicated GC takes."""
 
-    def __init__(self, ledgers: LedgerMetadataStore) -> None:
+    LOCK_LEASE_TTL = 60
+    LOCK_LEASE_RENEW = 20.0
+
+    def __init__(self, ledgers: LedgerMetadataStore, holder: str = "") -> None:
         self.ledgers = ledgers
+        self.holder = holder
+        self._lease: int | None = None
+        self._lease_at = 0.0
 
     def ledger_ids(self) -> AsyncIterator[int]:
         return self.ledgers.ledger_ids()
 
     async def exists(self, ledger_id: int) -> bool:
         return await self.ledgers.get(ledger_id) is not None
+
+    async def read(self, ledger_id: int) -> LedgerMetadata | None:
+        found = await self.ledgers.get(ledger_id)
+        return None if found is None else found.metadata
+
+    async def lock(self, ledger_id: int) -> bool:
+        keys = self.ledgers.keys
+        if self._lease is None or time.monotonic() - self._lease_at > self.LOCK_LEASE_RENEW:
+            self._lease = await keys.grant_lease(self.LOCK_LEASE_TTL)
+            self._lease_at = time.monotonic()
+        try:
+            await keys.create(underreplication_lock(ledger_id), encode_lock_data(self.holder),
+                              self._lease)
+        except AlreadyExists:
+            return False
+        return True
+
+    async def unlock(self, ledger_id: int) -> None:
+        with contextlib.suppress(NotFound):
+            await self.ledgers.keys.delete(underreplication_lock(ledger_id))

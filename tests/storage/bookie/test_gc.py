@@ -13,7 +13,7 @@ import pytest
 
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd
-from metastore.ledger_metadata import LedgerMetadata, encode_ledger_metadata
+from metastore.ledger_metadata import LedgerMetadata, LedgerState, encode_ledger_metadata
 from metastore.ledgers import LedgerMetadataStore
 from metastore.store import MetadataStore, parse_metadata_store_url
 from metastore.versioned_keys import VersionedKeys
@@ -226,5 +226,48 @@ async def test_ledger_first_written_during_the_scan_is_kept(
         assert bookie.read(7902, 0) == (ResultCode.EOK, entry(7902, 0))
     finally:
         await bookie.close()
+        await keys.close()
+        await store.close()
+
+
+async def test_over_replicated_copies_are_dropped_under_the_lock(
+    etcd: EmbeddedEtcd, tmp_path: Path
+) -> None:
+    me, other = "127.0.0.1:1", "127.0.0.1:2"
+    moved, mine, still_open, being_repaired = 7950, 7951, 7952, 7953
+    ensembles = {moved: other, mine: me, still_open: other, being_repaired: other}
+    store = MetadataStore(parse_metadata_store_url(etcd.url))
+    keys = VersionedKeys.of(store)
+    ledgers = LedgerMetadataStore(keys)
+    repairing = paths.underreplication_lock(being_repaired)
+    for ledger_id, holder in ensembles.items():
+        state = LedgerState.OPEN if ledger_id == still_open else LedgerState.CLOSED
+        await ledgers.create(LedgerMetadata(ledger_id, 1, 1, 1, {0: (holder,)}, state=state,
+                                            last_entry_id=-1 if ledger_id == still_open else 0))
+    await keys.create(repairing, b"a replication worker")
+    bookie = Bookie(BookieSettings(tmp_path / "bookie"))
+    await bookie.open()
+    try:
+        for ledger_id in ensembles:
+            done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+            bookie.add(AddRequest(ledger_id, 0, MASTER_KEY, entry(ledger_id, 0)),
+                       done.set_result)
+            assert await done == ResultCode.EOK
+        settings = GcSettings(gcOverreplicatedLedgerWaitTime=1)
+        collector = GarbageCollector(bookie, settings, MetadataLedgers(ledgers, me),
+                                     bookie_id=me)
+        await asyncio.sleep(0.01)  # past gcOverreplicatedLedgerWaitTime since it started
+        await collector.run_once()
+        collector.close()
+        assert bookie.read(moved, 0)[0] == ResultCode.ENOLEDGER
+        for kept in (mine, still_open, being_repaired):
+            assert bookie.read(kept, 0) == (ResultCode.EOK, entry(kept, 0))
+        assert not await keys.exists(paths.underreplication_lock(moved))  # released
+        assert await keys.exists(repairing)  # someone else's lock: left alone
+    finally:
+        await bookie.close()
+        for ledger_id in ensembles:
+            await ledgers.delete(ledger_id)
+        await keys.delete(repairing)
         await keys.close()
         await store.close()
