@@ -8,7 +8,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -129,8 +129,12 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
         settings.disk, data_dir, settings.bookie_id,
     )
 
-    async def publish(in_force_gc: bool) -> None:
-        await publish_gc_state(store, settings.bookie_id, in_force_gc)
+    publishing = asyncio.Lock()
+
+    async def publish(_: bool) -> None:
+        # One put at a time, each of the state as it is then: the last put is the last state.
+        async with publishing:
+            await publish_gc_state(store, settings.bookie_id, collector.in_force_gc)
 
     collector.listeners.append(publish)
     tasks: list[asyncio.Task[None]] = []
@@ -142,8 +146,7 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
         ))
         tasks.append(loop.create_task(collector.run_forever(), name="gc"))
         tasks.append(loop.create_task(watch_force_requests(store, collector)))
-        with contextlib.suppress(Exception):
-            await publish(False)
+        tasks.append(loop.create_task(_publish_idle(publish)))
         state = "read-only" if bookie.readonly else "writable"
         log.info("bookie %s ready (%s)", settings.bookie_id, state)
         await stop.wait()
@@ -151,7 +154,7 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
         for task in tasks:
             task.cancel()
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         collector.close()
         with contextlib.suppress(Exception):
@@ -160,6 +163,14 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
         await bookie.close()
         await keys.close()
         await store.close()
+
+
+async def _publish_idle(publish: Callable[[bool], Awaitable[None]]) -> None:
+    """`is_in_force_gc: false` at start (a state left by a previous run is stale)."""
+    try:
+        await publish(False)
+    except Exception as exc:
+        log.warning("publishing the GC state failed: %s", exc)
 
 
 class MetadataLedgers:
