@@ -27,6 +27,7 @@ from starlette.types import ASGIApp
 from api.app import create_server_app
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
+from storage.bookie.service import check_bookie_settings
 from storage.cluster import FIRST_PORT, LocalBookies, default_ports, ports_for
 
 log = logging.getLogger("api")
@@ -60,7 +61,28 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "the ports of the bookie data already under --data-dir when free, else free ports; "
         "the bookie ids follow the ports)",
     )  # fmt: skip
+    parser.add_argument(
+        "--bookie-conf", action="append", default=[], metavar="NAME=VALUE",
+        help="a BookKeeper setting for every supervised bookie (e.g. gcWaitTime=60000, "
+        "majorCompactionThreshold=0.5); repeatable",
+    )  # fmt: skip
     return parser.parse_args(argv)
+
+
+def bookie_conf(items: list[str]) -> dict[str, str]:
+    """`--bookie-conf NAME=VALUE` items as the supervisor's `-c` settings; each is checked
+    against the bookie's own settings, so a bad one fails here rather than in every bookie."""
+    conf: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SettingsError(f"--bookie-conf expects NAME=VALUE, got {item!r}")
+        conf[key.strip()] = value.strip()
+    try:
+        check_bookie_settings(conf)
+    except ValueError as exc:
+        raise SettingsError(f"--bookie-conf: {exc}") from exc
+    return conf
 
 
 def bookie_ports(args: argparse.Namespace, data_dir: Path) -> list[int]:
@@ -224,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(arguments)
         settings = settings_from_args(args)
+        conf = bookie_conf(args.bookie_conf)
     except (SettingsError, OSError) as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
@@ -245,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(settings.dataDir),
             settings.metadataStoreUrl,
             bookie_ports(args, Path(settings.dataDir)),
+            conf=conf,
         )
         bookies.start()
     app = create_server_app(settings, bookies)

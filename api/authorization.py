@@ -123,6 +123,8 @@ RULES: Final[Mapping[str, Need]] = {
     "bookkeeperGetLedgerMetadata": SUPER_USER,
     "bookkeeperListLedgers": SUPER_USER,
     "bookkeeperListBookies": SUPER_USER,
+    "bookkeeperTriggerGc": SUPER_USER,
+    "bookkeeperGetGcState": SUPER_USER,
     "startStorageAudit": SUPER_USER,
     "getStorageAudit": SUPER_USER,
     "getStorageAuditReport": SUPER_USER,

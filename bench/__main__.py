@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from bench import api_bench, audit_bench, bookie_bench, cli_bench, ledger_bench, placement_bench
+from bench import (
+    api_bench,
+    audit_bench,
+    bookie_bench,
+    cli_bench,
+    gc_bench,
+    ledger_bench,
+    placement_bench,
+)
 
 
 def main() -> None:
@@ -17,6 +25,9 @@ def main() -> None:
     print()
     print("## Bookie (1 KiB adds vs raw grouped pwrite+fdatasync)")
     print(bookie_bench.run(seconds=3.0))
+    print()
+    print("## Bookie adds while compacting (vs the same bookie idle)")
+    print(gc_bench.run(seconds=5.0))
     print()
     print("## Ledgers and REST produce (E=3/Qw=3/Qa=2 on three bookie processes)")
     print(ledger_bench.run(seconds=3.0))

@@ -168,3 +168,17 @@ def underreplication_lock(ledger_id: int) -> str:
 
 # Partitioned topic metadata (Pulsar's `/admin/partitioned-topics/{tenant}/{ns}/...`).
 PARTITIONED_TOPICS = "/admin/partitioned-topics"
+
+
+# -- force GC of the bookies (BookKeeper's `PUT /api/v1/bookie/gc`, answered for the cluster):
+# the service writes the request, every bookie watches it and keeps its state
+# (storage.bookie.gc) ---------------------------------------------------------------------------
+
+BOOKIE_GC = "/bookie-gc"
+BOOKIE_GC_REQUEST = "/bookie-gc/request"
+BOOKIE_GC_STATE = "/bookie-gc/state"
+
+
+def bookie_gc_state(bookie_id: str) -> str:
+    """A bookie's `{"is_in_force_gc": "true"|"false"}`."""
+    return join(BOOKIE_GC_STATE, bookie_id)

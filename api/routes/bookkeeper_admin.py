@@ -21,6 +21,7 @@ from fastapi import APIRouter, Request, Response
 from api.deps import BookKeeperAdminDep
 from api.services.bookkeeper_admin import (
     INTERNAL_ERROR,
+    NOT_GC_METHOD,
     NOT_GET,
     NOT_GET_ANSWER,
     NOT_PUT_ANSWER,
@@ -279,3 +280,69 @@ async def who_is_auditor(service: BookKeeperAdminDep) -> Response:
 
 
 _other_methods("/autorecovery/who_is_auditor")
+
+
+GC_500 = {**INTERNAL_500, "description": f"A body that is not JSON with boolean `forceMajor` and "
+          f"`forceMinor`, or the store failed: {INTERNAL_500['description']}"}
+
+
+@router.put(
+    "/bookie/gc",
+    operation_id="bookkeeperTriggerGc",
+    summary="BookKeeper: force a garbage collection on every bookie",
+    responses={
+        200: _json_200(
+            "A JSON string naming the bookies asked",
+            {"type": "string"},
+            "Triggered GC on BookieServer: Bookie Server listening on 127.0.0.1:3181 with id "
+            "127.0.0.1:3181",
+        ),
+        500: GC_500,
+    },
+    response_class=Response,
+    openapi_extra={"requestBody": {"required": False, "content": {"application/json": {
+        "schema": {"type": "object", "properties": {
+            "forceMajor": {"type": "boolean"}, "forceMinor": {"type": "boolean"}}},
+        "example": {"forceMajor": True, "forceMinor": False}}}}},
+)  # fmt: skip
+@router.put("/bookie/gc/", include_in_schema=False, response_class=Response)
+async def trigger_gc(request: Request, service: BookKeeperAdminDep) -> Response:
+    """BookKeeper's `PUT /api/v1/bookie/gc` (`TriggerGCService`), for the cluster: every
+    registered bookie starts a forced garbage collection (deleted ledgers dropped, empty entry
+    logs deleted, compaction by the forced rules). Without a body the bookies' disk-pressure
+    suspensions hold; with `{"forceMajor": bool, "forceMinor": bool}` a false flag skips that
+    compaction. The request reaches the bookies through the metadata store: the service
+    writes it at `/bookie-gc/request`, each bookie watches that key. 200 with the JSON string
+    `Triggered GC on BookieServer: ...`."""
+    return _answer(await service.trigger_gc(await request.body()))
+
+
+@router.get(
+    "/bookie/gc",
+    operation_id="bookkeeperGetGcState",
+    summary="BookKeeper: whether a forced garbage collection is running",
+    responses={
+        200: _json_200(
+            "`is_in_force_gc`: \"true\" while any registered bookie runs a forced GC",
+            {"type": "object", "properties": {"is_in_force_gc": {"type": "string"}}},
+            {"is_in_force_gc": "false"},
+        ),
+        500: INTERNAL_500,
+    },
+    response_class=Response,
+)
+@router.get("/bookie/gc/", include_in_schema=False, response_class=Response)
+async def gc_state(service: BookKeeperAdminDep) -> Response:
+    """BookKeeper's `GET /api/v1/bookie/gc`: `{"is_in_force_gc" : "true"}` while a forced
+    GC is pending or running on any registered bookie (each keeps its state at
+    `/bookie-gc/state/{bookieId}`), else `"false"`."""
+    return _answer(await service.gc_state())
+
+
+async def _not_gc_method() -> Response:
+    return _answer(AdminAnswer(404, NOT_GC_METHOD))
+
+
+for _suffix in ("", "/"):
+    router.add_api_route("/bookie/gc" + _suffix, _not_gc_method, methods=["POST", "DELETE"],
+                         include_in_schema=False)

@@ -21,6 +21,7 @@ them (shared/reference/storage-pipeline-anchors.md 1.4; BookKeeper's `GetLedgerM
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -34,6 +35,7 @@ from metastore.ledger_metadata import LedgerMetadata, encode_ledger_metadata
 from metastore.ledgers import LedgerMetadataStore
 from metastore.versioned_keys import VersionedKeys
 from storage.autorecovery import UnderReplication
+from storage.bookie.gc import encode_force_request
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ class AdminAnswer:
 
 NOT_GET_ANSWER = AdminAnswer(404, NOT_GET)
 NOT_PUT_ANSWER = AdminAnswer(404, "Not found method. Should be PUT method")
+NOT_GC_METHOD = "Not found method. Should be PUT to trigger GC, Or GET to get Force GC state."
 NO_UNDER_REPLICATED = "No under replicated ledgers found"
 NO_AUDITOR = "No auditor elected"
 
@@ -167,6 +170,51 @@ class BookKeeperAdminService:
             log.exception("bookie list")
             return AdminAnswer(500, INTERNAL_ERROR)
         return AdminAnswer(200, jackson_pretty(java_hash_map(output.items())))
+
+    async def trigger_gc(self, body: bytes) -> AdminAnswer:
+        """`PUT /api/v1/bookie/gc` (`TriggerGCService`) for the cluster: one request at
+        `paths.BOOKIE_GC_REQUEST` that every bookie watches (`storage.bookie.gc`). No body: a
+        plain forced run; a body must be a JSON object with booleans `forceMajor` and
+        `forceMinor` (upstream unboxes both: either missing, or a body that is not JSON, is
+        its server's bare 500). 200: the JSON string `Triggered GC on BookieServer: ...`
+        naming the registered bookies."""
+        try:
+            request = self._gc_request(body)
+            await self.keys.put(paths.BOOKIE_GC_REQUEST, request)
+            bookies = await self._registered_bookies()
+        except Exception:
+            log.exception("trigger gc")
+            return AdminAnswer(500, INTERNAL_ERROR)
+        servers = ", ".join(f"Bookie Server listening on {b} with id {b}" for b in bookies)
+        return AdminAnswer(200, jackson_pretty(f"Triggered GC on BookieServer: {servers}"))
+
+    @staticmethod
+    def _gc_request(body: bytes) -> bytes:
+        if not body.strip():
+            return encode_force_request(None, None)
+        config = json.loads(body)
+        major, minor = config.get("forceMajor"), config.get("forceMinor")
+        if not isinstance(major, bool) or not isinstance(minor, bool):
+            raise ValueError("forceMajor and forceMinor must both be booleans")
+        return encode_force_request(major, minor)
+
+    async def gc_state(self) -> AdminAnswer:
+        """`GET /api/v1/bookie/gc`: `{"is_in_force_gc" : "true"}` while any registered bookie
+        runs (or has pending) a forced GC, else `"false"`."""
+        try:
+            running = False
+            for bookie in await self._registered_bookies():
+                found = await self.keys.read(paths.bookie_gc_state(bookie))
+                if found is not None and json.loads(found.value).get("is_in_force_gc") == "true":
+                    running = True
+        except Exception:
+            log.exception("gc state")
+            return AdminAnswer(500, INTERNAL_ERROR)
+        return AdminAnswer(200, jackson_pretty({"is_in_force_gc": "true" if running else "false"}))
+
+    async def _registered_bookies(self) -> list[str]:
+        writable = [b for b in await self.keys.children(paths.BOOKIES_AVAILABLE) if b != "readonly"]
+        return sorted({*writable, *await self.keys.children(paths.BOOKIES_READONLY)})
 
     async def _hostname(self, path: str, bookie_id: str) -> str:
         """The host of the bookie's `bookie-rpc` endpoint (BookKeeper's address resolver),

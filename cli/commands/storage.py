@@ -1,7 +1,7 @@
 """`pulsar-admin storage`: the storage engine's bookies and the placement audit of the live
 cluster (extension paths under `/admin/v2/storage/...`), and its auto-recovery over BookKeeper's
 own HTTP admin paths (`/api/v1/autorecovery/...`): under-replicated ledgers, audit trigger, the
-elected auditor.
+elected auditor; and the bookies' forced garbage collection (`/api/v1/bookie/gc`).
 
 One command per function; other storage commands join this group the same way."""
 
@@ -170,3 +170,34 @@ def trigger_audit(ctx: typer.Context, output: Output = None) -> TextResult:
 def who_is_auditor(ctx: typer.Context, output: Output = None) -> TextResult:
     """Print the elected auditor (`Auditor: <id>`)."""
     return TextResult(admin(ctx).get_text(f"{AUTORECOVERY}/who_is_auditor/"))
+
+
+GC = "/api/v1/bookie/gc"
+
+
+@command(app, "gc")
+def gc(
+    ctx: typer.Context,
+    force_major: Annotated[bool | None, typer.Option(
+        "--force-major/--no-force-major",
+        help="Run (or skip) major compaction; give both flags or neither")] = None,
+    force_minor: Annotated[bool | None, typer.Option(
+        "--force-minor/--no-force-minor",
+        help="Run (or skip) minor compaction; give both flags or neither")] = None,
+    output: Output = None,
+) -> TextResult:  # fmt: skip
+    """Force a garbage collection on every bookie (BookKeeper's `PUT /api/v1/bookie/gc`):
+    deleted ledgers dropped, entry logs with nothing live deleted, compaction now. Without
+    flags the bookies' disk-pressure suspensions hold."""
+    if (force_major is None) != (force_minor is None):
+        raise CliError("Give both --[no-]force-major and --[no-]force-minor, or neither")
+    body = None if force_major is None else {"forceMajor": force_major,
+                                             "forceMinor": force_minor}
+    response = admin(ctx).request("PUT", GC, json_body=body)
+    return TextResult(response.text)
+
+
+@command(app, "gc-status")
+def gc_status(ctx: typer.Context, output: Output = None) -> JsonResult:
+    """Whether a forced garbage collection is running on any bookie (`is_in_force_gc`)."""
+    return JsonResult(admin(ctx).get_json(GC))

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from storage.bookie.entrylog import DEFAULT_LOG_SIZE_LIMIT, EntryLogger, Location, log_ids
 from storage.bookie.errors import CorruptEntry
@@ -46,6 +47,7 @@ from storage.bookie.protocol import (
 log = logging.getLogger(__name__)
 
 Key = tuple[int, int]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,12 @@ class _Cache:
         self.entries: dict[Key, bytes] = {}
         self.last: dict[int, int] = {}
         self.size = 0
+
+    def drop(self, ledger_ids: set[int]) -> None:
+        for key in [key for key in self.entries if key[0] in ledger_ids]:
+            self.size -= len(self.entries.pop(key))
+        for ledger_id in ledger_ids:
+            self.last.pop(ledger_id, None)
 
     def put(self, ledger_id: int, entry_id: int, entry: bytes) -> None:
         old = self.entries.get((ledger_id, entry_id))
@@ -326,3 +334,31 @@ class Bookie:
                 self._flushing = None
                 self._flushed.set()
             self.journal.remove_before(mark)
+
+    # -- hooks for garbage collection (storage.bookie.gc, storage.bookie.compaction) -----------
+
+    def ledger_ids(self) -> set[int]:
+        """The ledgers this bookie holds a state for (written, fenced or replayed)."""
+        return set(self._ledgers)
+
+    async def run_exclusive(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking `fn(*args)` in the flush thread between checkpoints, so compaction's
+        entry-log appends and index transactions never interleave with a checkpoint's."""
+        async with self._checkpoint_lock:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def delete_ledgers(self, ledger_ids: set[int]) -> int:
+        """Forget ledgers deleted from the metadata store: their index states and locations in
+        one durable transaction, then their state and cached entries here; returns the entries
+        removed from the index. Their bytes stay in the entry logs until compaction."""
+        assert self.index is not None
+        async with self._checkpoint_lock:
+            loop = asyncio.get_running_loop()
+            removed = await loop.run_in_executor(
+                self._executor, self.index.delete_ledgers, sorted(ledger_ids)
+            )
+            for ledger_id in ledger_ids:
+                self._ledgers.pop(ledger_id, None)
+                self._dirty.pop(ledger_id, None)
+            self._active.drop(ledger_ids)
+        return removed

@@ -133,6 +133,33 @@ class EntryLogger:
             yield Location(log_id, offset + RECORD_HEADER_LEN, len(body)), bytes(body)
             offset = end
 
+    # -- garbage collection and compaction (storage.bookie.gc, storage.bookie.compaction) ------
+
+    @property
+    def writable_from(self) -> int:
+        """Logs with a smaller id are complete and never written again (this is the id of
+        the log being appended to, or of the next one)."""
+        return self._log_id
+
+    def path(self, log_id: int) -> Path:
+        return self.directory / f"{log_id:x}.log"
+
+    def remove(self, log_id: int) -> None:
+        """Delete a complete log (never the current one) durably. Call it where reads run
+        (the event loop), so no read is between finding a location and reading it."""
+        if log_id >= self._log_id:
+            raise ValueError(f"entry log {log_id:x} is being written")
+        with self._lock:
+            fd = self._read_fds.pop(log_id, None)
+        if fd is not None:
+            os.close(fd)
+        self.path(log_id).unlink(missing_ok=True)
+        dir_fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)

@@ -26,6 +26,7 @@ from storage.bookie.errors import CorruptEntry
 from storage.bookie.format import (
     METAENTRY_ID_FENCE_KEY,
     METAENTRY_ID_LEDGER_KEY,
+    RECORD_HEADER_LEN,
     entry_ids,
     parse_master_key_record,
     verify_entry,
@@ -34,6 +35,7 @@ from storage.bookie.journal import ZERO_MARK, LogMark
 
 _KEY = struct.Struct(">QQ")
 _LEDGER = struct.Struct(">Q")
+_LOCATION_SIZE = struct.Struct(">IQI")  # Location's encoding: log id, offset, size
 _MARK_KEY = b"lastMark"
 MAP_SIZE = 64 * 1024 * 1024 * 1024
 
@@ -110,6 +112,60 @@ class Index:
                 tx.put(_LEDGER.pack(ledger_id), state.encode(), db=self._ledgers)
             if mark is not None and mark > self._mark_in(tx):
                 tx.put(_MARK_KEY, mark.encode(), db=self._meta)
+
+    # -- garbage collection and compaction (storage.bookie.gc, storage.bookie.compaction) ------
+
+    def locations_of(self, keys: list[tuple[int, int]]) -> list[Location | None]:
+        """The current location of each (ledger, entry), read in one transaction."""
+        with self.env.begin(db=self._locations) as tx:
+            found = [tx.get(_KEY.pack(ledger_id, entry_id)) for ledger_id, entry_id in keys]
+        return [None if raw is None else Location.decode(raw) for raw in found]
+
+    def log_usage(self) -> dict[int, dict[int, int]]:
+        """Live bytes by entry log and ledger (record header included): what the locations
+        point at now, so an entry written again elsewhere or deleted no longer counts."""
+        usage: dict[int, dict[int, int]] = {}
+        unpack_key, unpack_location = _KEY.unpack, _LOCATION_SIZE.unpack
+        with self.env.begin(db=self._locations) as tx:
+            for key, value in tx.cursor().iternext(keys=True, values=True):
+                ledger_id = unpack_key(key)[0]
+                log_id, _, size = unpack_location(value)
+                per_log = usage.get(log_id)
+                if per_log is None:
+                    per_log = usage[log_id] = {}
+                per_log[ledger_id] = per_log.get(ledger_id, 0) + size + RECORD_HEADER_LEN
+        return usage
+
+    def delete_ledgers(self, ledger_ids: Iterable[int]) -> int:
+        """Remove ledgers' states and every location of their entries in one durable
+        transaction (the entry logs keep the bytes until compaction); returns entries removed."""
+        removed = 0
+        with self.env.begin(write=True) as tx:
+            cursor = tx.cursor(db=self._locations)
+            for ledger_id in ledger_ids:
+                tx.delete(_LEDGER.pack(ledger_id), db=self._ledgers)
+                found = cursor.set_range(_KEY.pack(ledger_id, 0))
+                while found:
+                    key = cursor.key()
+                    if len(key) != _KEY.size or _KEY.unpack(key)[0] != ledger_id:
+                        break
+                    removed += 1
+                    found = cursor.delete()  # and move to the next key
+        return removed
+
+    def relocate(self, moves: Iterable[tuple[int, int, Location, Location]]) -> int:
+        """Point entries at their copies, each only if the index still points at the copied
+        location (an entry written again or a ledger deleted meanwhile is left alone); one
+        durable transaction; returns the entries moved."""
+        moved = 0
+        with self.env.begin(write=True, db=self._locations) as tx:
+            for ledger_id, entry_id, old, new in moves:
+                key = _KEY.pack(ledger_id, entry_id)
+                current = tx.get(key)
+                if current is not None and bytes(current) == old.encode():
+                    tx.put(key, new.encode())
+                    moved += 1
+        return moved
 
     def _mark_in(self, tx: lmdb.Transaction) -> LogMark:
         raw = tx.get(_MARK_KEY, db=self._meta)

@@ -7,11 +7,26 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
+from metastore.errors import AlreadyExists, NotFound
+from metastore.ledger_metadata import LedgerMetadata
+from metastore.ledgers import LedgerMetadataStore
+from metastore.paths import underreplication_lock
 from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.underreplication_marks import encode_lock_data
+from metastore.versioned_keys import VersionedKeys
 from storage.bookie.bookie import Bookie, BookieSettings
+from storage.bookie.gc import (
+    GarbageCollector,
+    GcSettings,
+    publish_gc_state,
+    watch_force_requests,
+)
 from storage.bookie.registration import (
     DiskSettings,
     Registration,
@@ -31,6 +46,7 @@ class ServiceSettings:
     storage: BookieSettings
     metadata_store_url: str
     disk: DiskSettings = field(default_factory=DiskSettings)
+    gc: GcSettings = field(default_factory=GcSettings)
     lease_ttl: int = 30  # s; Pulsar's metadataStoreSessionTimeoutMillis default is 30000
 
     @property
@@ -49,6 +65,7 @@ def apply_overrides(settings: ServiceSettings, overrides: dict[str, str]) -> Ser
         "journal": settings.storage.journal,
         "storage": settings.storage,
         "disk": settings.disk,
+        "gc": settings.gc,
     }
     changes: dict[str, dict[str, Any]] = {name: {} for name in parts}
     for key, raw in overrides.items():
@@ -61,7 +78,20 @@ def apply_overrides(settings: ServiceSettings, overrides: dict[str, str]) -> Ser
             raise ValueError(f"unknown setting {key!r}")
     journal = replace(settings.storage.journal, **changes["journal"])
     storage = replace(settings.storage, journal=journal, **changes["storage"])
-    return replace(settings, storage=storage, disk=replace(settings.disk, **changes["disk"]))
+    gc = replace(settings.gc, **changes["gc"])
+    gc.validate()
+    return replace(
+        settings, storage=storage, disk=replace(settings.disk, **changes["disk"]), gc=gc
+    )
+
+
+def check_bookie_settings(overrides: dict[str, str]) -> None:
+    """ValueError when a setting is unknown or its value does not fit (for whoever passes
+    settings on to bookie processes)."""
+    apply_overrides(
+        ServiceSettings("127.0.0.1:1", BookieSettings(Path(".")), "etcd:http://127.0.0.1:1"),
+        overrides,
+    )
 
 
 def _convert(raw: str, current: object) -> object:
@@ -93,20 +123,92 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
         bookie.readonly = readonly
         await registration.set_readonly(readonly)
 
+    keys = VersionedKeys.of(store)
+    collector = GarbageCollector(
+        bookie, settings.gc, MetadataLedgers(LedgerMetadataStore(keys), settings.bookie_id),
+        settings.disk, data_dir, settings.bookie_id,
+    )
+
+    publishing = asyncio.Lock()
+
+    async def publish(_: bool) -> None:
+        # One put at a time, each of the state as it is then: the last put is the last state.
+        async with publishing:
+            await publish_gc_state(store, settings.bookie_id, collector.in_force_gc)
+
+    collector.listeners.append(publish)
+    tasks: list[asyncio.Task[None]] = []
     try:
         await registration.start(bookie.readonly)
-        disk = asyncio.get_running_loop().create_task(
+        loop = asyncio.get_running_loop()
+        tasks.append(loop.create_task(
             watch_disk(settings.disk, data_dir, lambda: bookie.readonly, switch, wake)
-        )
+        ))
+        tasks.append(loop.create_task(collector.run_forever(), name="gc"))
+        tasks.append(loop.create_task(watch_force_requests(store, collector)))
+        tasks.append(loop.create_task(_publish_idle(publish)))
         state = "read-only" if bookie.readonly else "writable"
         log.info("bookie %s ready (%s)", settings.bookie_id, state)
         await stop.wait()
-        disk.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await disk
     finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        collector.close()
         with contextlib.suppress(Exception):
             await registration.stop()
         server.close()
         await bookie.close()
+        await keys.close()
         await store.close()
+
+
+async def _publish_idle(publish: Callable[[bool], Awaitable[None]]) -> None:
+    """`is_in_force_gc: false` at start (a state left by a previous run is stale)."""
+    try:
+        await publish(False)
+    except Exception as exc:
+        log.warning("publishing the GC state failed: %s", exc)
+
+
+class MetadataLedgers:
+    """`gc.LedgerSource` on the metadata store: the ledger keys, and the under-replication
+    locks (BookKeeper's `/ledgers/underreplication/locks/urL<id>`, on a lease of this
+    process) that over-replicated GC takes."""
+
+    LOCK_LEASE_TTL = 60
+    LOCK_LEASE_RENEW = 20.0
+
+    def __init__(self, ledgers: LedgerMetadataStore, holder: str = "") -> None:
+        self.ledgers = ledgers
+        self.holder = holder
+        self._lease: int | None = None
+        self._lease_at = 0.0
+
+    def ledger_ids(self) -> AsyncIterator[int]:
+        return self.ledgers.ledger_ids()
+
+    async def exists(self, ledger_id: int) -> bool:
+        return await self.ledgers.get(ledger_id) is not None
+
+    async def read(self, ledger_id: int) -> LedgerMetadata | None:
+        found = await self.ledgers.get(ledger_id)
+        return None if found is None else found.metadata
+
+    async def lock(self, ledger_id: int) -> bool:
+        keys = self.ledgers.keys
+        if self._lease is None or time.monotonic() - self._lease_at > self.LOCK_LEASE_RENEW:
+            self._lease = await keys.grant_lease(self.LOCK_LEASE_TTL)
+            self._lease_at = time.monotonic()
+        try:
+            await keys.create(underreplication_lock(ledger_id), encode_lock_data(self.holder),
+                              self._lease)
+        except AlreadyExists:
+            return False
+        return True
+
+    async def unlock(self, ledger_id: int) -> None:
+        with contextlib.suppress(NotFound):
+            await self.ledgers.keys.delete(underreplication_lock(ledger_id))
