@@ -30,6 +30,10 @@ class AutoRecoveryConfig:
     rereplicationEntryBatchSize: int = 10
     replicationRateByBytes: int = -1
     rwRereplicateBackoffMs: int = 5000
+    # the periodic data checks (storage.autorecovery.checker): ledgers checked at a time
+    # (upstream's name and default) and bookie reads per second (ours; 0 = no limit)
+    auditorMaxNumberOfConcurrentOpenLedgerOperations: int = 500
+    auditorCheckReadsPerSecond: int = 2000
     # how long the auditor's election key and a worker's ledger locks outlive a dead process:
     # the metadata session timeout of the service (Pulsar's metadataStoreSessionTimeoutMillis)
     metadataStoreSessionTimeoutMillis: int = 30000
