@@ -72,6 +72,9 @@ def wipe_and_restart(cluster: Cluster, bookie_id: str) -> None:
     bookie = next(b for b in cluster.bookies if b.bookie_id == bookie_id)
     bookie.kill()
     shutil.rmtree(bookie.data_dir)
+    # the dead process's registration outlives it (its lease): drop it, so that `start`
+    # waits for the new process to register
+    cluster.raw.delete(paths.bookie_available(bookie_id))
     bookie.start()
 
 
