@@ -75,6 +75,8 @@ class CheckProgress:
     last_finished: float | None = None
     last_duration: float | None = None  # s
     found: frozenset[int] = frozenset()  # the last run's marked (or reported) ledgers
+    total_ledgers_checked: int = 0  # over all runs
+    total_duration: float = 0.0  # s, over all runs
 
 
 @dataclass
@@ -303,6 +305,7 @@ class PeriodicChecks:
                 await check(md)
             finally:
                 progress.ledgers_checked += 1
+                progress.total_ledgers_checked += 1
 
         def done(task: asyncio.Task[None]) -> None:
             running.discard(task)
@@ -332,6 +335,7 @@ class PeriodicChecks:
             progress.runs += 1
             progress.last_finished = time.time()
             progress.last_duration = time.monotonic() - started
+            progress.total_duration += progress.last_duration
 
 
 async def forget_last_runs(keys: VersionedKeys) -> None:
