@@ -3,7 +3,9 @@ check-all-ledgers and replicas-check tasks, `LedgerChecker`; storage-and-perf.md
 
 All-ledgers check, every `auditorPeriodicCheckInterval` s (0: off; upstream default one
 week): for every fragment of every ledger and each bookie of its ensemble, the first and the
-last entry that bookie stores in the fragment under round-robin striping are read from it;
+last entry that bookie stores in the fragment under round-robin striping are read from it,
+plus `auditorLedgerVerificationPercentage` % (default 0) of the other entries it stores there,
+picked at random;
 a bookie that is not registered, or that cannot answer one of those reads (no such ledger, no
 such entry, an error, a timeout), has lost the fragment, and the ledger is marked
 under-replicated with those bookies (merged into an existing mark, as the bookie audit does).
@@ -37,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -166,6 +169,7 @@ class PeriodicChecks:
         self.all_ledgers = CheckProgress("checkAllLedgers")
         self.replicas = CheckProgress("replicasCheck")
         self.replicas_report = ReplicasReport()
+        self.rng = random.Random()
 
     # -- scheduling -----------------------------------------------------------------------------
 
@@ -231,13 +235,25 @@ class PeriodicChecks:
                 if bookie not in available:
                     lost.add(bookie)
                     continue
-                for entry_id in sorted(set(bounds)):
+                for entry_id in self._to_read(index, bounds, md):
                     await pacer.wait()
                     progress.entries_read += 1
                     if not await self._holds(bookie, md.ledger_id, entry_id):
                         lost.add(bookie)
                         break
         return lost
+
+    def _to_read(self, index: int, bounds: tuple[int, int], md: LedgerMetadata) -> list[int]:
+        """The stripe's first and last entry, and the sampled share of the entries between."""
+        first, last = bounds
+        wanted = {first, last}
+        percentage = self.config.auditorLedgerVerificationPercentage
+        if percentage > 0 and last - first > 1:
+            between = [e for e in range(first + 1, last)
+                       if index in write_set(e, md.ensemble_size, md.write_quorum_size)]
+            count = len(between) * percentage // 100
+            wanted.update(self.rng.sample(between, count))
+        return sorted(wanted)
 
     async def _holds(self, bookie: str, ledger_id: int, entry_id: int) -> bool:
         try:

@@ -10,6 +10,7 @@ import asyncio
 import shutil
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -97,6 +98,11 @@ async def test_checks_mark_nothing_when_healthy_and_find_a_wiped_bookie(
             assert checks.all_ledgers.ledgers_checked >= 1 and checks.all_ledgers.runs == 1
             assert checks.all_ledgers.entries_read == 6  # first and last entry per bookie
             assert marked == {}
+            every = PeriodicChecks(keys, UnderReplication(keys), running.client.bookies,
+                                   replace(CONFIG, auditorLedgerVerificationPercentage=100),
+                                   record)
+            assert await every.check_all_ledgers() == set()
+            assert every.all_ledgers.entries_read == 3 * 12  # every entry from each bookie
 
             victim = handle.metadata.current_ensemble[1]
             wipe_and_restart(own_cluster, victim)
