@@ -1,7 +1,8 @@
 """What a bookie's statistics cost on the add path: two bookie processes in the same run, one
 with `enableStatistics=false` (baseline), one with statistics on and its Prometheus port
 serving, driven by the same closed loop as `bench.bookie_bench` (1 KiB adds, N outstanding),
-the two measured alternately, each level twice, so load changes on a shared machine hit both.
+the two measured alternately (each first in every other round), each level twice, so load
+changes on a shared machine hit both.
 
     .venv/bin/python -m bench.bookie_metrics_bench [--seconds 3]
 
@@ -94,9 +95,10 @@ def run(seconds: float = 3.0) -> str:
         totals = {(name, level): [0.0, 0.0, 0.0] for name in bookies for level in LEVELS}
         try:
             base = 1000
-            for _ in range(ROUNDS):
+            for round_ in range(ROUNDS):
                 for level in LEVELS:
-                    for name, (address, process) in bookies.items():
+                    order = list(bookies.items())  # each goes first in every other round
+                    for name, (address, process) in order[::-1] if round_ % 2 else order:
                         base += 1000
                         cpu0 = cpu_seconds(process.pid)
                         result = uvloop.run(bookie_level(address, level, seconds, base))
