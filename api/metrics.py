@@ -38,9 +38,9 @@ auditor), `replication_auditor_bookie_audits_total`, `replication_auditor_placem
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
 
+from fastapi import FastAPI
 from prometheus_client.core import Metric
 from starlette.requests import Request
 from starlette.responses import Response
@@ -57,6 +57,7 @@ from storage.bookie.metrics import render
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 PATHS = ("/metrics", "/metrics/")
 UNMATCHED = "unmatched"  # the route label of a request no route took (no path in labels)
+METHODS = frozenset({"GET", "HEAD", "PUT", "POST", "DELETE", "PATCH", "OPTIONS"})
 
 RequestKey = tuple[str, str, str]  # method, route template, status
 
@@ -84,7 +85,8 @@ class RequestCounts:
             await self.app(scope, receive, sending)
         finally:
             route = getattr(scope.get("route"), "path", None) or UNMATCHED
-            key = (scope["method"], route, str(status))
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            key = (method, route, str(status))
             self.counts[key] = self.counts.get(key, 0) + 1
 
 
@@ -154,7 +156,8 @@ async def collect(state: AppState, counts: dict[RequestKey, int]) -> list[Metric
     return found
 
 
-def _periodic(family: Any, all_ledgers: CheckProgress, replicas: CheckProgress) -> None:
+def _periodic(family: Callable[..., Family], all_ledgers: CheckProgress,
+              replicas: CheckProgress) -> None:
     family("replication_auditor_NUM_LEDGERS_CHECKED", "ledgers checked by the all-ledgers "
            "check", "counter").add(all_ledgers.total_ledgers_checked)
     for name, progress in (("CHECK_ALL_LEDGERS_TIME", all_ledgers),
@@ -193,7 +196,7 @@ async def metrics(request: Request) -> Response:
     return Response(body, media_type=CONTENT_TYPE)
 
 
-def install_metrics(app: Any) -> None:
+def install_metrics(app: FastAPI) -> None:
     """Mount `/metrics` (outside the schema and the admin authorisation) and the request
     counter (innermost, so it sees the matched route)."""
     counts: dict[RequestKey, int] = {}

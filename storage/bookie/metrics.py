@@ -189,8 +189,12 @@ def render(metrics: Iterable[Metric]) -> bytes:
         lines.append(f"# HELP {metric.name} {metric.documentation}")
         lines.append(f"# TYPE {metric.name} {metric.type}")
         for sample in metric.samples:
-            labels = ",".join(f'{k}="{v}"' for k, v in sample.labels.items())
+            labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels.items())
             value = floatToGoString(sample.value)
             lines.append(f"{sample.name}{{{labels}}} {value}" if labels
                          else f"{sample.name} {value}")
     return ("\n".join(lines) + "\n").encode()
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
