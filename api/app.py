@@ -18,6 +18,7 @@ from api.docs_ui import install_docs_ui
 from api.encoded_slash import EncodedSlashes
 from api.errors import install_error_handlers
 from api.hot_path import RackWriteHotPath
+from api.metrics import install_metrics
 from api.openapi_doc import OpenApiApp
 from api.openapi_errors import install_error_responses
 from api.request_rules import RequestRules, require_json_media_type
@@ -102,6 +103,7 @@ def create_app(settings: Settings, bookies: LocalBookies | None = None) -> FastA
     install_error_responses(app)
     for router in ROUTERS:
         app.include_router(router)
+    install_metrics(app)
     app.add_middleware(RequestDeadline, seconds=timeout)
     app.add_middleware(EncodedSlashes)
     return app

@@ -57,6 +57,8 @@ class Settings:
     tlsKeyFilePath: str = ""
     tlsTrustCertsFilePath: str = ""
     tlsRequireTrustedClientCertOnConnect: bool = False
+    # /metrics needs authentication (any role) when authentication is on; Pulsar's default
+    authenticateMetricsEndpoint: bool = False
 
     bookkeeperClientRackawarePolicyEnabled: bool = True
     bookkeeperClientRegionawarePolicyEnabled: bool = False

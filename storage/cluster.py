@@ -12,6 +12,11 @@ flag file `<data_dir>/bookie-<port>/force-readonly` that the bookie's disk check
 (`storage.bookie.registration.FORCE_READONLY_FILE`) and sends SIGUSR1 to run that check now.
 Bookies on other machines join the same etcd the same way, with their own
 `python -m storage.bookie`; nothing here is needed for them.
+
+Metrics: each bookie serves its own in the Prometheus text format, as a BookKeeper bookie
+does on `prometheusStatsHttpPort`; the supervisor gives each one a free port
+(`LocalBookie.metrics_port`, `metrics_url`), kept across restarts, unless the configuration
+sets `prometheusStatsHttpPort` itself (0 turns the servers off).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from storage.bookie.registration import FORCE_READONLY_FILE
 log = logging.getLogger(__name__)
 
 FIRST_PORT = 3181
+METRICS_PORT_KEY = "prometheusStatsHttpPort"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -98,10 +104,15 @@ class LocalBookie:
     failures: int = 0
     started_at: float = 0.0
     stopped: bool = False  # stopped on request: the watcher leaves it down
+    metrics_port: int = 0  # its prometheusStatsHttpPort; 0: none
 
     @property
     def bookie_id(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def metrics_url(self) -> str | None:
+        return f"http://{self.host}:{self.metrics_port}/metrics" if self.metrics_port else None
 
     @property
     def running(self) -> bool:
@@ -125,6 +136,11 @@ class LocalBookies:
         self.lease_ttl = lease_ttl
         self.check_every = check_every
         self.bookies = [LocalBookie(port, data_dir / f"bookie-{port}") for port in ports]
+        if METRICS_PORT_KEY not in self.conf:
+            taken = set(ports)
+            spare = [p for p in free_ports(len(ports) * 2) if p not in taken]
+            for bookie, metrics_port in zip(self.bookies, spare, strict=False):
+                bookie.metrics_port = metrics_port
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -134,7 +150,10 @@ class LocalBookies:
         return [bookie.bookie_id for bookie in self.bookies]
 
     def command(self, bookie: LocalBookie) -> list[str]:
-        conf = [arg for key, value in self.conf.items() for arg in ("-c", f"{key}={value}")]
+        settings = dict(self.conf)
+        if bookie.metrics_port:
+            settings[METRICS_PORT_KEY] = str(bookie.metrics_port)
+        conf = [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
         return [
             sys.executable, "-m", "storage.bookie",
             "--bookie-id", bookie.bookie_id,

@@ -26,8 +26,10 @@ While leading (`Auditor.java` and its tasks):
   adhering, and with `repairedPlacementPolicyNotAdheringBookieEnable` the ledger is marked
   with an empty replica list (as upstream) for the workers' `replace_to_adhere` repair.
 
-Not done: the all-ledgers LedgerChecker (`auditorPeriodicCheckInterval`) and the replicas
-check (`auditorReplicasCheckInterval`): the keys are read, and the checks do not run.
+- the all-ledgers check (`auditorPeriodicCheckInterval`) and the replicas check
+  (`auditorReplicasCheckInterval`): `storage.autorecovery.checker`, a task of their own while
+  leading (so a long check never delays the lost-bookie audit), given the bookie pool.
+
 The registration list and the delay key are read every `tick` seconds rather than watched.
 """
 
@@ -46,9 +48,11 @@ from metastore.ledgers import LedgerMetadataStore
 from metastore.versioned_keys import VersionedKeys
 from placement import Adherence, PlacementConfig, Topology
 from placement.violations import Violation, check_fragment
+from storage.autorecovery.checker import PeriodicChecks
 from storage.autorecovery.config import AutoRecoveryConfig
 from storage.autorecovery.marks import AUDITOR_LEADER, UnderReplication
 from storage.autorecovery.registry import registered_bookies
+from storage.ledger.bookies import BookiePool
 from storage.ledger.client import TopologySource
 from storage.ledger.ensemble import recorded_affinity
 from storage.ledger.metadata import LedgerMetadata
@@ -95,6 +99,7 @@ class Auditor:
         auditor_id: str,
         *,
         tick: float = 1.0,
+        bookies: BookiePool | None = None,
     ) -> None:
         self.keys = keys
         self.marks = marks
@@ -108,6 +113,9 @@ class Auditor:
         self.stats = AuditorStats()
         self._lease: int | None = None
         self._refreshed = 0.0  # monotonic start of the last successful refresh
+        # the data checks need bookie connections; without them they do not run
+        self.periodic = None if bookies is None else PeriodicChecks(
+            keys, marks, bookies, config, self._mark, tick=tick)
 
     # -- election -----------------------------------------------------------------------------
 
@@ -126,11 +134,13 @@ class Auditor:
                 log.info("auditor elected: %s", self.auditor_id)
                 self.is_leader = True
                 self._lease, self._refreshed = lease, time.monotonic()
+                checks = self._start_periodic_checks()
                 try:
                     await self._lead(lease)
                 except LostLeadership:
                     log.warning("auditor %s lost its lease", self.auditor_id)
                 finally:
+                    await self._stop_periodic_checks(checks)
                     self._lease = None
                     self.is_leader = False
                     with contextlib.suppress(Exception):
@@ -181,6 +191,32 @@ class Auditor:
                 await self.check_placement()
                 next_placement = now + cfg.auditorPeriodicPlacementPolicyCheckInterval
             await asyncio.sleep(self.tick)
+
+    def _start_periodic_checks(self) -> asyncio.Task[None] | None:
+        if self.periodic is None:
+            return None
+        return asyncio.create_task(self._periodic_checks(self.periodic), name="auditor checks")
+
+    @staticmethod
+    async def _periodic_checks(periodic: PeriodicChecks) -> None:
+        while True:
+            try:
+                await periodic.run()
+            except LostLeadership:
+                return  # the main loop sees it too and steps down
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("auditor periodic check failed")
+                await asyncio.sleep(periodic.tick)
+
+    @staticmethod
+    async def _stop_periodic_checks(task: asyncio.Task[None] | None) -> None:
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
 
     async def _keep_leading(self) -> None:
         """Refresh the lease when a third of its TTL passed; LostLeadership when it cannot be

@@ -30,6 +30,11 @@ class AutoRecoveryConfig:
     rereplicationEntryBatchSize: int = 10
     replicationRateByBytes: int = -1
     rwRereplicateBackoffMs: int = 5000
+    # the periodic data checks (storage.autorecovery.checker): ledgers checked at a time
+    # (upstream's name and default) and bookie reads per second (ours; 0 = no limit)
+    auditorMaxNumberOfConcurrentOpenLedgerOperations: int = 500
+    auditorLedgerVerificationPercentage: int = 0  # % of each stripe read besides its ends
+    auditorCheckReadsPerSecond: int = 2000
     # how long the auditor's election key and a worker's ledger locks outlive a dead process:
     # the metadata session timeout of the service (Pulsar's metadataStoreSessionTimeoutMillis)
     metadataStoreSessionTimeoutMillis: int = 30000
@@ -39,6 +44,9 @@ class AutoRecoveryConfig:
             value = getattr(self, f.name)
             if isinstance(value, int) and not isinstance(value, bool) and value < -1:
                 raise AutoRecoveryConfigError(f"{f.name} must not be negative: {value}")
+        if not 0 <= self.auditorLedgerVerificationPercentage <= 100:
+            raise AutoRecoveryConfigError(
+                "auditorLedgerVerificationPercentage must be between 0 and 100")
         if self.rereplicationEntryBatchSize < 1:
             raise AutoRecoveryConfigError("rereplicationEntryBatchSize must be at least 1")
         if self.metadataStoreSessionTimeoutMillis < 1000:

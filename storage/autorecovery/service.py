@@ -20,7 +20,7 @@ class AutoRecovery:
         self.keys = keys
         self.marks = UnderReplication(keys)
         self.auditor = Auditor(keys, self.marks, client.topology, client.config, config,
-                               node_id, tick=tick)
+                               node_id, tick=tick, bookies=client.bookies)
         self.worker = ReplicationWorker(client, self.marks, config, node_id, tick=tick)
         self._tasks: list[asyncio.Task[None]] = []
 

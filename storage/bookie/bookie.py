@@ -289,6 +289,12 @@ class Bookie:
     def ledger_count(self) -> int:
         return len(self._ledgers)
 
+    @property
+    def write_cache_size(self) -> int:
+        """Bytes in the write cache (both halves while a checkpoint runs)."""
+        flushing = self._flushing
+        return self._active.size + (flushing.size if flushing is not None else 0)
+
     # -- checkpoint -----------------------------------------------------------------------------
 
     def trigger_checkpoint(self) -> None:

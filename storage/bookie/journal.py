@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storage.bookie.format import decode_record, encode_record
+from storage.bookie.metrics import BookieMetrics
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ class Journal:
         self.last_mark = ZERO_MARK
         self.groups = 0
         self.records = 0
+        self.metrics: BookieMetrics | None = None  # set by the service when statistics are on
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -160,6 +162,11 @@ class Journal:
         if self._fd >= 0:
             os.close(self._fd)
         self._fd, self._file_id, self._offset, self._allocated = fd, file_id, 0, step
+
+    @property
+    def queue_size(self) -> int:
+        """Records waiting for the next group."""
+        return len(self._pending)
 
     # -- appends --------------------------------------------------------------------------------
 
@@ -206,10 +213,10 @@ class Journal:
                     if left <= 0:
                         break
                     await asyncio.sleep(left)
-            group, _ = self._take(threshold)
+            group, size = self._take(threshold)
             error: BaseException | None = None
             try:
-                await asyncio.get_running_loop().run_in_executor(
+                synced = await asyncio.get_running_loop().run_in_executor(
                     self._executor, self._write, b"".join([record for record, _ in group])
                 )
             except OSError as exc:
@@ -218,6 +225,8 @@ class Journal:
             else:
                 self.groups += 1
                 self.records += len(group)
+                if self.metrics is not None:
+                    self.metrics.journal_synced(synced, len(group), size)
             for _, done in group:
                 if done is not None:
                     try:
@@ -243,8 +252,9 @@ class Journal:
             self._oldest = time.monotonic()
         return group, size
 
-    def _write(self, data: bytes) -> None:
-        """In the journal thread: one pwrite and one fdatasync for a whole group."""
+    def _write(self, data: bytes) -> float:
+        """In the journal thread: one pwrite and one fdatasync for a whole group; the
+        fdatasync's duration (s)."""
         end = self._offset + len(data)
         if end > self._allocated:
             step = max(self.settings.journalPreAllocSizeMB * 1024 * 1024, len(data))
@@ -253,11 +263,14 @@ class Journal:
         written = os.pwrite(self._fd, data, self._offset)
         if written != len(data):
             raise OSError(f"short journal write: {written} of {len(data)} bytes")
+        synced = time.perf_counter()
         os.fdatasync(self._fd)
+        synced = time.perf_counter() - synced
         self._offset = end
         self.last_mark = LogMark(self._file_id, end)
         if end >= self.settings.journalMaxSizeMB * 1024 * 1024:
             self._open_file(self._file_id + 1)
+        return synced
 
     # -- checkpoint -----------------------------------------------------------------------------
 

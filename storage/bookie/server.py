@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import cast
 
 from storage.bookie.bookie import Bookie
 from storage.bookie.errors import MalformedFrame
+from storage.bookie.metrics import BookieMetrics
 from storage.bookie.protocol import (
     AddRequest,
     FrameReader,
@@ -27,25 +29,52 @@ from storage.bookie.protocol import (
 log = logging.getLogger(__name__)
 
 Send = Callable[[bytes], None]
+_READ_RESPONSE_HEAD = 28  # frame length, header, status, ledger id, entry id
 
 
 class RequestHandler:
     """Turns one request into one response, calling `send(frame)` exactly once."""
 
-    def __init__(self, bookie: Bookie) -> None:
+    def __init__(self, bookie: Bookie, metrics: BookieMetrics | None = None) -> None:
         self.bookie = bookie
+        self.metrics = metrics
 
     def handle(self, request: AddRequest | ReadRequest, send: Send) -> None:
         if isinstance(request, AddRequest):
             self._add(request, send)
-        else:
+        elif self.metrics is None:
             self._read(request, send)
+        else:
+            self._read(request, self._measured_read(send, self.metrics))
 
     def _add(self, request: AddRequest, send: Send) -> None:
         lid, eid = request.ledger_id, request.entry_id
-        self.bookie.add(
-            request, lambda code: send(encode_response(OpCode.ADD_ENTRY, code, lid, eid))
-        )
+        metrics = self.metrics
+        if metrics is None:
+            self.bookie.add(
+                request, lambda code: send(encode_response(OpCode.ADD_ENTRY, code, lid, eid))
+            )
+            return
+        started, size = time.perf_counter(), len(request.entry)
+
+        def reply(code: int) -> None:
+            metrics.added(started, code, size)
+            send(encode_response(OpCode.ADD_ENTRY, code, lid, eid))
+
+        self.bookie.add(request, reply)
+
+    @staticmethod
+    def _measured_read(send: Send, metrics: BookieMetrics) -> Send:
+        """`send`, recording the read's latency, result and entry size (in the response frame
+        the status follows the length and the header; the entry follows the two ids)."""
+        started = time.perf_counter()
+
+        def read(frame: bytes) -> None:
+            code = int.from_bytes(frame[8:12], "big", signed=True)
+            metrics.was_read(started, code, len(frame) - _READ_RESPONSE_HEAD if code == 0 else 0)
+            send(frame)
+
+        return read
 
     def _read(self, request: ReadRequest, send: Send) -> None:
         lid, eid = request.ledger_id, request.entry_id
@@ -119,7 +148,8 @@ class Connection(asyncio.Protocol):
             self.transport = None
 
 
-async def serve(bookie: Bookie, host: str, port: int) -> asyncio.Server:
-    handler = RequestHandler(bookie)
+async def serve(bookie: Bookie, host: str, port: int,
+                metrics: BookieMetrics | None = None) -> asyncio.Server:
+    handler = RequestHandler(bookie, metrics)
     loop = asyncio.get_running_loop()
     return await loop.create_server(lambda: Connection(handler), host, port, reuse_address=True)

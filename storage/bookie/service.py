@@ -1,5 +1,16 @@
 """One bookie process: storage, TCP server, registration and disk check, started and stopped
-in order. `run` returns when `stop` is set (SIGTERM/SIGINT in `__main__`)."""
+in order. `run` returns when `stop` is set (SIGTERM/SIGINT in `__main__`).
+
+Statistics (`StatsSettings`, BookKeeper's keys): with `enableStatistics` (default true, as
+upstream) the request handler and the journal record `storage.bookie.metrics`; with
+`prometheusStatsHttpPort` > 0 they are served in the Prometheus text format at
+`http://<prometheusStatsHttpAddress>:<port>/metrics` from a thread of this process. Upstream's
+port defaults to 8000; here 0 (no HTTP server) is the default of a bare
+`python -m storage.bookie`, because several bookies share a machine in every local set-up:
+the supervisor (`storage.cluster`) gives each of its bookies a free port. The address
+defaults to the bookie's own host. As upstream, the port is not part of the registration
+(`BookieServiceInfo` lists the `bookie-rpc` endpoint, and `httpserver` only for the HTTP
+admin server, which these bookies do not run)."""
 
 from __future__ import annotations
 
@@ -7,9 +18,11 @@ import asyncio
 import contextlib
 import logging
 import signal
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, fields, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +40,7 @@ from storage.bookie.gc import (
     publish_gc_state,
     watch_force_requests,
 )
+from storage.bookie.metrics import BookieCollector, BookieGauges, BookieMetrics, render
 from storage.bookie.registration import (
     DiskSettings,
     Registration,
@@ -41,12 +55,20 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
+class StatsSettings:
+    enableStatistics: bool = True
+    prometheusStatsHttpPort: int = 0  # upstream 8000; 0: no HTTP server (see above)
+    prometheusStatsHttpAddress: str = ""  # "": the bookie's host
+
+
+@dataclass(frozen=True)
 class ServiceSettings:
     bookie_id: str
     storage: BookieSettings
     metadata_store_url: str
     disk: DiskSettings = field(default_factory=DiskSettings)
     gc: GcSettings = field(default_factory=GcSettings)
+    stats: StatsSettings = field(default_factory=StatsSettings)
     lease_ttl: int = 30  # s; Pulsar's metadataStoreSessionTimeoutMillis default is 30000
 
     @property
@@ -66,6 +88,7 @@ def apply_overrides(settings: ServiceSettings, overrides: dict[str, str]) -> Ser
         "storage": settings.storage,
         "disk": settings.disk,
         "gc": settings.gc,
+        "stats": settings.stats,
     }
     changes: dict[str, dict[str, Any]] = {name: {} for name in parts}
     for key, raw in overrides.items():
@@ -81,7 +104,8 @@ def apply_overrides(settings: ServiceSettings, overrides: dict[str, str]) -> Ser
     gc = replace(settings.gc, **changes["gc"])
     gc.validate()
     return replace(
-        settings, storage=storage, disk=replace(settings.disk, **changes["disk"]), gc=gc
+        settings, storage=storage, disk=replace(settings.disk, **changes["disk"]), gc=gc,
+        stats=replace(settings.stats, **changes["stats"]),
     )
 
 
@@ -99,16 +123,66 @@ def _convert(raw: str, current: object) -> object:
         if raw.lower() not in ("true", "false"):
             raise ValueError(f"expected true or false, got {raw!r}")
         return raw.lower() == "true"
+    if isinstance(current, str):
+        return raw
     if isinstance(current, int):
         return int(raw)
     return float(raw)
+
+
+def serve_metrics(settings: ServiceSettings, bookie: Bookie,
+                  metrics: BookieMetrics) -> Callable[[], None] | None:
+    """Start the metrics HTTP server (a thread) when a port is set; the function that stops
+    it. A port that cannot be bound is logged, not fatal: the bookie's data matters more."""
+    port = settings.stats.prometheusStatsHttpPort
+    if port <= 0:
+        return None
+    collector = BookieCollector(metrics, BookieGauges(
+        writable=lambda: not bookie.readonly,
+        ledgers=lambda: bookie.ledger_count,
+        write_cache_bytes=lambda: bookie.write_cache_size,
+        journal_queue=lambda: bookie.journal.queue_size,
+    ))
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = render(collector.collect())
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return  # no line per scrape
+
+    address = settings.stats.prometheusStatsHttpAddress or settings.host
+    try:
+        server = ThreadingHTTPServer((address, port), Handler)
+    except OSError as exc:
+        log.error("metrics not served: cannot listen on %s:%d: %s", address, port, exc)
+        return None
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="metrics", daemon=True)
+    thread.start()
+    log.info("metrics at http://%s:%d/metrics", address, port)
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+    return stop
 
 
 async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
     bookie = Bookie(settings.storage)
     await bookie.open()
     log.info("journal replayed: %d entries", bookie.replayed)
-    server = await serve(bookie, settings.host, settings.port)
+    metrics = BookieMetrics() if settings.stats.enableStatistics else None
+    bookie.journal.metrics = metrics
+    stop_metrics = serve_metrics(settings, bookie, metrics) if metrics is not None else None
+    server = await serve(bookie, settings.host, settings.port, metrics)
     store = MetadataStore(parse_metadata_store_url(settings.metadata_store_url))
     registration = Registration(store, settings.bookie_id, settings.lease_ttl)
     data_dir = settings.storage.data_dir
@@ -160,6 +234,8 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
         with contextlib.suppress(Exception):
             await registration.stop()
         server.close()
+        if stop_metrics is not None:
+            stop_metrics()
         await bookie.close()
         await keys.close()
         await store.close()

@@ -31,8 +31,10 @@ SECRET = b"0123456789abcdef0123456789abcdef"
 SUPER = "admin-role"
 TENANT_ADMIN = "t1-admin"
 OTHER_ADMIN = "t2-admin"
-# Routes that stay public: the OpenAPI document, the pages that show it and their assets.
-PUBLIC_PATHS = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/docs-assets"}
+# Routes outside the admin authorisation: the OpenAPI document, the pages that show it and
+# their assets, and /metrics (authenticateMetricsEndpoint; tests/api/test_metrics.py).
+PUBLIC_PATHS = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/docs-assets",
+                "/metrics", "/metrics/"}
 
 
 def token(role: str, key: Any = SECRET, algorithm: str = "HS256", **claims: Any) -> str:
@@ -265,3 +267,12 @@ def test_a_token_that_worked_still_expires(auth_server: AuthServer, tenants: Raw
     assert httpx.get(url, headers=soon).status_code == 200
     wait_until(lambda: httpx.get(url, headers=soon).status_code == 401, timeout=10)
     assert httpx.get(url, headers=bearer(token(SUPER))).status_code == 200
+
+
+def test_metrics_need_no_token_unless_authenticate_metrics_endpoint(
+    auth_server: AuthServer,
+) -> None:
+    """Pulsar's `authenticateMetricsEndpoint` defaults to false: /metrics stays open with
+    authentication on (tests/api/test_metrics.py covers it set to true)."""
+    assert httpx.get(f"{auth_server.url}/metrics", timeout=10).status_code == 200
+    assert httpx.get(f"{auth_server.url}/admin/v2/clusters", timeout=10).status_code == 401

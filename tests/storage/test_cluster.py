@@ -7,6 +7,8 @@ import os
 import signal
 from pathlib import Path
 
+import httpx
+
 from metastore.embedded import EmbeddedEtcd, free_port
 from metastore.paths import bookie_available
 from storage.bookie.client import BookieClient
@@ -36,6 +38,14 @@ def test_supervisor_starts_restarts_and_stops_bookies(
         old_pid = victim.process.pid
         entry = package_entry(1, 0, -1, 3, b"abc")
         asyncio.run(_add(victim.bookie_id, entry))
+        # each bookie serves its metrics on a port of its own (prometheusStatsHttpPort)
+        ports = {b.metrics_port for b in cluster.bookies} | {b.port for b in cluster.bookies}
+        assert len(ports) == 4 and 0 not in ports
+        assert victim.metrics_url is not None
+        text = httpx.get(victim.metrics_url, timeout=10).text
+        assert 'bookkeeper_server_ADD_ENTRY_count{success="true"} 1.0' in text
+        assert f'bookie_WRITE_BYTES {float(len(entry))}' in text
+        assert "bookie_SERVER_STATUS 1.0" in text
         os.kill(old_pid, signal.SIGKILL)
         wait_until(lambda: victim.restarts == 1 and victim.running, timeout=15)
         assert victim.process is not None and victim.process.pid != old_pid
