@@ -159,6 +159,25 @@ class RawEtcd:
     def wipe(self) -> None:
         self._post("kv/deleterange", {"key": _b64(b"\0"), "range_end": _b64(b"\0")})
 
+    def revision(self) -> int:
+        """etcd's current revision."""
+        return int(self._post("kv/range", {"key": _b64(b"\0")})["header"]["revision"])
+
+    def range_at(self, first: str, end: str, revision: int) -> dict[str, tuple[bytes, int]]:
+        """Every key in [`first`, `end`) as it was at `revision`: (value, mod revision)."""
+        body = {"key": _b64(first), "range_end": _b64(end), "revision": revision}
+        return {
+            base64.b64decode(kv["key"]).decode(): (
+                base64.b64decode(kv.get("value", "")),
+                int(kv["mod_revision"]),
+            )
+            for kv in self._post("kv/range", body).get("kvs", [])
+        }
+
+    def compact(self, revision: int) -> None:
+        """etcd's compaction: the history before `revision` is gone."""
+        self._post("kv/compaction", {"revision": revision, "physical": True})
+
 
 def _b64(value: str | bytes) -> str:
     raw = value.encode() if isinstance(value, str) else value
