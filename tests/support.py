@@ -174,6 +174,26 @@ class RawEtcd:
             for kv in self._post("kv/range", body).get("kvs", [])
         }
 
+    def history(self, first: str, end: str, start: int, last: int) -> list[tuple[int, str, str]]:
+        """(revision, "put"|"delete", key) of every change in [`first`, `end`) from revision
+        `start` to `last`, from etcd's own watch (its JSON gateway); `last` must be the
+        revision of a change in the range."""
+        body = {
+            "create_request": {"key": _b64(first), "range_end": _b64(end), "start_revision": start}
+        }
+        changes: list[tuple[int, str, str]] = []
+        with httpx.stream("POST", f"{self.base}/watch", json=body, timeout=10) as response:
+            for line in response.iter_lines():
+                for event in json.loads(line).get("result", {}).get("events", []):
+                    kv = event["kv"]
+                    kind = "delete" if event.get("type") == "DELETE" else "put"
+                    changes.append(
+                        (int(kv["mod_revision"]), kind, base64.b64decode(kv["key"]).decode())
+                    )
+                if changes and changes[-1][0] >= last:
+                    return changes
+        raise AssertionError(f"etcd's watch ended before revision {last}")
+
     def compact(self, revision: int) -> None:
         """etcd's compaction: the history before `revision` is gone."""
         self._post("kv/compaction", {"revision": revision, "physical": True})

