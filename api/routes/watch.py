@@ -28,6 +28,7 @@ EXAMPLE_STREAM = (
     operation_id="watchChanges",
     summary="Extension: changes of bookies, policies or clusters as Server-Sent Events",
     response_class=EventStreamResponse,
+    status_code=200,
     responses={
         200: {
             "description": (

@@ -241,6 +241,11 @@ class WatchSession:
             heartbeat_seconds=heartbeat_seconds,
         )
 
+    @property
+    def pending(self) -> int:
+        """Changes (and an end marker) received from etcd, not yet sent to the client."""
+        return self._queue.qsize()
+
     async def _pump(self, stream: WatchStream) -> None:
         try:
             async for event in stream:
