@@ -23,7 +23,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
-from cli.auth import auth_headers
+from cli.auth import auth_headers, tls_key_pair
 from cli.config import ClientConfig
 from cli.errors import AdminError, ConfigError, ConnectError
 
@@ -75,14 +75,31 @@ def reason_of(response: Response) -> str:
 
 
 def tls_verification(config: ClientConfig) -> ssl.SSLContext:
-    """The Java client's defaults: verify the chain, hostname check only when enabled."""
+    """The Java client's defaults: verify the chain, hostname check only when enabled; the
+    client certificate of `AuthenticationTls` (or client.conf's `tlsCertificateFilePath` and
+    `tlsKeyFilePath`) presented when the server asks for one."""
     import ssl
 
-    context = ssl.create_default_context(cafile=config.tls_trust_cert_path)
+    try:
+        context = ssl.create_default_context(cafile=config.tls_trust_cert_path)
+    except OSError as exc:
+        raise ConfigError(
+            f"Failed to load tlsTrustCertsFilePath {config.tls_trust_cert_path}: {exc}"
+        ) from exc
     context.check_hostname = config.tls_enable_hostname_verification
     if config.tls_allow_insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
+    pair = tls_key_pair(config.auth_plugin, config.auth_params)
+    if pair is None and config.tls_cert_file and config.tls_key_file:
+        pair = (config.tls_cert_file, config.tls_key_file)
+    if pair is not None:
+        try:
+            context.load_cert_chain(*pair)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(
+                f"Failed to load the TLS client certificate {pair[0]} and key {pair[1]}: {exc}"
+            ) from exc
     return context
 
 
@@ -266,9 +283,14 @@ class AdminClient:
     def _open(self, host: str, port: int, tls: bool) -> socket.socket:
         import socket
 
+        context = tls_verification(self.config) if tls else None
         sock = socket.create_connection((host, port), timeout=float(self.config.request_timeout))
-        if tls:
-            return tls_verification(self.config).wrap_socket(sock, server_hostname=host)
+        if context is not None:
+            try:
+                return context.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
         return sock
 
     def request(
@@ -307,6 +329,11 @@ class AdminClient:
             raise ConnectError(f"Request to {self.base_url}{url} timed out: {exc}") from exc
         except OSError as exc:
             raise ConnectError(f"{type(exc).__name__}: {exc}") from exc
+        if not raw and tls:
+            raise ConnectError(
+                "The admin service closed the TLS connection without an answer (did it refuse "
+                "the client certificate, or ask for one that was not given?)"
+            )
         response = parse_response(raw, method)
         if response.status_code >= 400:
             raise AdminError(response.status_code, reason_of(response))
