@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
 import io
 import json
 import ssl
@@ -19,8 +20,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cryptography.hazmat.primitives import serialization
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
+from api.authentication import AuthenticationFailed, TlsAuthenticator
 from api.authorization import NEED_AUTHENTICATION, NEED_SUPER_USER
 from api.secrets import mask_text
 from api.settings import TLS_PROVIDER, TOKEN_PROVIDER
@@ -342,3 +347,30 @@ def test_client_conf_carries_the_tls_settings(secured: Secured, tmp_path: Path) 
     conf.write_text(f"webServiceUrl={secured.tls_url}\nauthPlugin={TLS_PLUGIN}\nauthParams={params}\n")
     untrusted = failed(run_cli("bookies", "racks-placement", env=env))
     assert "certificate" in untrusted.lower()
+
+
+def self_signed(*attributes: tuple[x509.ObjectIdentifier, str]) -> str:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(oid, value) for oid, value in attributes])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def test_tls_role_is_the_most_specific_common_name() -> None:
+    provider = TlsAuthenticator()
+    subject = [(NameOID.COUNTRY_NAME, "US"), (NameOID.ORGANIZATION_NAME, "Org")]
+    assert provider.authenticate({}, self_signed(*subject, (NameOID.COMMON_NAME, "ops"))) == "ops"
+    with pytest.raises(AuthenticationFailed):  # no CN
+        provider.authenticate({}, self_signed(*subject))
+    with pytest.raises(AuthenticationFailed):  # no certificate
+        provider.authenticate({"authorization": "Bearer x"}, None)
