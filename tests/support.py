@@ -194,6 +194,14 @@ class RawEtcd:
                     return changes
         raise AssertionError(f"etcd's watch ended before revision {last}")
 
+    def watchers(self) -> int:
+        """How many watches etcd holds (its `etcd_debugging_mvcc_watcher_total` gauge)."""
+        metrics = httpx.get(f"http://{self.endpoint.host}:{self.endpoint.port}/metrics", timeout=10)
+        for line in metrics.text.splitlines():
+            if line.startswith("etcd_debugging_mvcc_watcher_total "):
+                return int(float(line.split()[1]))
+        raise AssertionError("etcd does not export etcd_debugging_mvcc_watcher_total")
+
     def compact(self, revision: int) -> None:
         """etcd's compaction: the history before `revision` is gone."""
         self._post("kv/compaction", {"revision": revision, "physical": True})

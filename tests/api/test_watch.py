@@ -100,6 +100,7 @@ def test_resumes_without_gap_or_duplicate_after_killed_connections(
     server: ServerProcess, clean_store: RawEtcd
 ) -> None:
     raw = clean_store
+    watchers = raw.watchers()
     start = raw.revision() + 1
     storm = threading.Thread(target=write_storm, args=(server, raw, 2, 16))
     seen: list[tuple[int, str, str]] = []
@@ -135,6 +136,8 @@ def test_resumes_without_gap_or_duplicate_after_killed_connections(
                             break
     storm.join()
     assert cuts >= 3
+    # every killed connection let go of its etcd watch
+    wait_until(lambda: raw.watchers() == watchers, timeout=10)
     expected = etcd_history(raw, start, final)
     assert len(expected) >= 2 * 16 * 2
     assert sorted(seen) == expected  # every change, none twice
