@@ -323,3 +323,31 @@ def test_cli_watch_resumes_after_a_cut_and_reports_resync(
     assert resync.code == 1
     assert resync.out.startswith(f"resync compacted revision={raw.revision()} compactRevision=")
     assert "re-read the current state" in resync.err
+
+
+def test_policies_stream_from_now_holds_only_policy_keys(
+    server: ServerProcess, clean_store: RawEtcd
+) -> None:
+    raw = clean_store
+    raw.put("/admin/policies/t0", {"adminRoles": []})  # before the watch: not sent
+    params = {"prefix": "policies"}
+    with (
+        httpx.Client(base_url=server.url, timeout=10) as client,
+        client.stream("GET", "/admin/v2/watch", params=params) as response,
+    ):
+        lines = response.iter_lines()
+        assert next(lines).startswith(": watching policies from revision ")
+        raw.put("/admin/clusters/c1", {"serviceUrl": "http://c1:8080"})  # clusters, not here
+        raw.put("/admin/clusters/c1/namespaceIsolationPolicies", {"p1": {}})
+        raw.put("/admin/local-policies/t1/ns1", {"bookieAffinityGroup": {}})
+        raw.delete("/admin/policies/t0")
+        events = []
+        for event in sse_events(lines):
+            events.append((event.event, json.loads(event.data)["key"]))
+            if len(events) == 3:
+                break
+    assert events == [
+        ("put", "/admin/clusters/c1/namespaceIsolationPolicies"),
+        ("put", "/admin/local-policies/t1/ns1"),
+        ("delete", "/admin/policies/t0"),
+    ]
