@@ -56,6 +56,7 @@ from metastore.store import MetadataStore, WatchEvent, WatchStream
 HEARTBEAT_SECONDS: Final = 15.0
 QUEUE_LIMIT: Final = 10_000
 SEND_TIMEOUT_SECONDS: Final = 60.0
+MAX_REVISION: Final = 2**63 - 2  # etcd's revisions are int64; the next one must be one too
 
 _REGISTRATIONS = paths.BOOKIES_AVAILABLE + "/"
 _ISOLATION_SUFFIX = "/namespaceIsolationPolicies"
@@ -124,7 +125,7 @@ def start_revision(since: str | None, last_event_id: str | None) -> int | None:
 
 def _positive(text: str, name: str) -> int:
     value = text.strip()
-    if not value.isascii() or not value.isdigit() or int(value) < 1:
+    if not value.isascii() or not value.isdigit() or not 1 <= int(value) <= MAX_REVISION:
         raise InvalidInput(f"Invalid {name} '{text}': expected a revision, a whole number >= 1")
     return int(value)
 

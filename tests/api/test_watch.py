@@ -176,18 +176,22 @@ def test_a_compacted_revision_gives_resync(server: ServerProcess, clean_store: R
 
 
 @pytest.mark.parametrize(
-    ("params", "reason"),
+    ("params", "headers", "reason"),
     [
-        ({"prefix": "ledgers"}, "Invalid prefix 'ledgers'"),
-        ({"prefix": "bookies", "since": "0"}, "Invalid since '0'"),
-        ({"prefix": "bookies", "since": "abc"}, "Invalid since 'abc'"),
-        ({}, "Invalid request: query.prefix"),
+        ({"prefix": "ledgers"}, {}, "Invalid prefix 'ledgers'"),
+        ({"prefix": "bookies", "since": "0"}, {}, "Invalid since '0'"),
+        ({"prefix": "bookies", "since": "abc"}, {}, "Invalid since 'abc'"),
+        ({"prefix": "bookies", "since": str(2**63)}, {}, "Invalid since"),
+        ({"prefix": "bookies"}, {"Last-Event-ID": "-1"}, "Invalid Last-Event-ID '-1'"),
+        ({}, {}, "Invalid request: query.prefix"),
     ],
 )
 def test_bad_parameters_answer_400(
-    server: ServerProcess, params: dict[str, str], reason: str
+    server: ServerProcess, params: dict[str, str], headers: dict[str, str], reason: str
 ) -> None:
-    response = httpx.get(f"{server.url}/admin/v2/watch", params=params, timeout=10)
+    response = httpx.get(
+        f"{server.url}/admin/v2/watch", params=params, headers=headers, timeout=10
+    )
     assert response.status_code == 400
     assert response.json()["reason"].startswith(reason)
 
