@@ -25,6 +25,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from api.app import create_server_app
+from api.client_certificates import ClientCertHttpProtocol
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
 from storage.bookie.service import check_bookie_settings
@@ -224,7 +225,7 @@ def tls_config(app: ASGIApp, settings: Settings) -> uvicorn.Config | None:
         app,
         host=settings.bindAddress,
         port=settings.webServicePortTls,
-        http="httptools",
+        http=ClientCertHttpProtocol,
         lifespan="off",
         access_log=settings.accessLogEnabled,
         log_config=None,

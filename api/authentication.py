@@ -1,4 +1,5 @@
-"""Who is asking: Pulsar's token authentication (`AuthenticationProviderToken`).
+"""Who is asking: Pulsar's token authentication (`AuthenticationProviderToken`) and TLS
+client-certificate authentication (`AuthenticationProviderTls`).
 
 A request carries `Authorization: Bearer <jwt>`. The token is checked against the key of
 `tokenSecretKey` (HS256) or `tokenPublicKey` (the algorithm of `tokenPublicAlg`, RS256 by
@@ -8,6 +9,16 @@ or the base64 key itself. The role is the token's `sub` claim (or `tokenAuthClai
 `tokenAudienceClaim` is set the token must carry `tokenAudience` in that claim. An expired
 token (`exp`) is refused. Any failure reads `AuthenticationFailed`; the caller answers 401
 without saying why, and nothing here ever puts the token in a message.
+
+`AuthenticationProviderTls`: the role is the common name (CN) of the certificate the client
+presented on the TLS listener (already checked against `tlsTrustCertsFilePath` in the
+handshake), read from its subject as upstream reads it: the first `CN=` of the RFC 2253 name,
+most specific part first. No certificate, or one without a CN, fails.
+
+With several providers (`authenticationProviders`, in the order given) a request is tried
+with each and the first that accepts it gives the role, as Pulsar's `AuthenticationService`
+does for HTTP; a request naming a method in `X-Pulsar-Auth-Method-Name` (`token`, `tls`) is
+tried with that provider only.
 """
 
 from __future__ import annotations
@@ -23,6 +34,8 @@ from urllib.parse import unquote, urlparse
 
 import jwt
 from cryptography.hazmat.primitives.serialization import load_der_public_key, load_pem_public_key
+
+from api.client_certificates import subject_name
 
 BEARER = "bearer "
 
@@ -150,9 +163,50 @@ class TokenAuthenticator:
         expires = claims.get("exp")
         return role, float(expires) if isinstance(expires, int | float) else math.inf
 
-    def authenticate(self, headers: Mapping[str, str]) -> str:
+    method_name = "token"
+
+    def authenticate(self, headers: Mapping[str, str], client_cert: str | None = None) -> str:
         """The role of the request's bearer token, or `AuthenticationFailed`."""
         value = headers.get("authorization", "")
         if value[: len(BEARER)].lower() != BEARER:
             raise AuthenticationFailed()
         return self.role_of(value[len(BEARER) :].strip())
+
+
+@dataclass(frozen=True)
+class TlsAuthenticator:
+    """`AuthenticationProviderTls`: the role is the client certificate's common name."""
+
+    method_name = "tls"
+
+    def authenticate(self, headers: Mapping[str, str], client_cert: str | None = None) -> str:
+        del headers
+        if client_cert is None:
+            raise AuthenticationFailed()
+        name = subject_name(client_cert)
+        for part in (name or "").split(","):  # upstream's reading of getName() (RFC 2253)
+            key, sep, value = part.partition("=")
+            if sep and key == "CN" and value:
+                return value
+        raise AuthenticationFailed()
+
+
+AUTH_METHOD_HEADER = "x-pulsar-auth-method-name"
+
+
+@dataclass(frozen=True)
+class ProviderChain:
+    """Several providers, tried in order; the first that accepts the request gives the role."""
+
+    providers: tuple[TokenAuthenticator | TlsAuthenticator, ...]
+
+    def authenticate(self, headers: Mapping[str, str], client_cert: str | None = None) -> str:
+        asked = headers.get(AUTH_METHOD_HEADER, "").strip()
+        for provider in self.providers:
+            if asked and provider.method_name != asked:
+                continue
+            try:
+                return provider.authenticate(headers, client_cert)
+            except AuthenticationFailed:
+                continue
+        raise AuthenticationFailed()

@@ -5,7 +5,8 @@ the app-wide dependency `authorize_request` (api/deps.py), the rack-write fast p
 Pulsar's model (`PulsarWebResource`, `PulsarAuthorizationProvider`):
 
 - `authenticationEnabled=false`: everything is allowed, whatever `authorizationEnabled` says.
-- `authenticationEnabled=true`: a request without a valid token is refused, 401
+- `authenticationEnabled=true`: a request without valid credentials (a token, or a client
+  certificate with `AuthenticationProviderTls`) is refused, 401
   `Need to authenticate to perform the request` (Pulsar's `AuthenticationFilter`).
 - and `authorizationEnabled=true`: each operation needs a role. `RULES` maps every route's
   operation id to what it needs; an operation missing from the table needs super-user
@@ -27,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from api.authentication import AuthenticationFailed, TokenAuthenticator
+from api.authentication import AuthenticationFailed, ProviderChain
 from api.errors import Forbidden, NotAuthorized
 
 NEED_AUTHENTICATION: Final = "Need to authenticate to perform the request"
@@ -37,12 +38,13 @@ NEED_SUPER_USER: Final = "This operation requires super-user access"
 @dataclass(frozen=True)
 class Access:
     """What a request asks to do: the route's operation id, its path parameters and query,
-    and its headers (credentials)."""
+    and its credentials: its headers, and the client certificate (PEM) of its TLS connection."""
 
     operation: str
     params: Mapping[str, str]
     headers: Mapping[str, str]
     query: Mapping[str, str] = field(default_factory=dict)
+    client_cert: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,7 @@ RULES: Final[Mapping[str, Need]] = {
     "startStorageBookie": SUPER_USER,
     "stopStorageBookie": SUPER_USER,
     "setStorageBookieReadOnly": SUPER_USER,
+    "watchChanges": SUPER_USER,
     # tenants: super-user, except that a tenant's admin reads its own tenant
     "getTenants": SUPER_USER,
     "getTenantAdmin": TenantOperation("GET_TENANT"),
@@ -184,7 +187,7 @@ class Guard:
     """The security settings in effect: who authenticates, who is a super-user, and how to
     read a tenant's admin roles (`tenant_admins`, empty for a tenant that does not exist)."""
 
-    authenticator: TokenAuthenticator | None = None
+    authenticator: ProviderChain | None = None
     authorization_enabled: bool = False
     super_users: frozenset[str] = frozenset()
     tenant_admins: TenantAdmins = _no_admins
@@ -203,7 +206,7 @@ async def authorize(access: Access, guard: Guard) -> str | None:
     if guard.authenticator is None:
         return None
     try:
-        role = guard.authenticator.authenticate(access.headers)
+        role = guard.authenticator.authenticate(access.headers, access.client_cert)
     except AuthenticationFailed:
         raise NotAuthorized(NEED_AUTHENTICATION) from None
     if not guard.authorization_enabled or role in guard.super_users:

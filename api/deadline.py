@@ -10,6 +10,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from metastore.codec import dump_json
 
+# Streams that last as long as the client listens (they bound their own writes instead).
+UNBOUNDED_PATHS = frozenset({"/admin/v2/watch"})
+
 
 class RequestDeadline:
     def __init__(self, app: ASGIApp, seconds: float) -> None:
@@ -17,7 +20,7 @@ class RequestDeadline:
         self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope.get("path") in UNBOUNDED_PATHS:
             await self.app(scope, receive, send)
             return
         started = False

@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from api.authorization import Access, authorize
+from api.client_certificates import client_certificate
 from api.services.bookkeeper_admin import BookKeeperAdminService
 from api.services.clusters import ClusterService
 from api.services.isolation import IsolationService
@@ -36,7 +37,13 @@ async def authorize_request(request: Request) -> None:
                for name, value in request.scope["headers"]}  # fmt: skip
     route = request.scope.get("route")
     operation = getattr(route, "operation_id", None) or ""
-    access = Access(operation, request.path_params, headers, request.query_params)
+    access = Access(
+        operation,
+        request.path_params,
+        headers,
+        request.query_params,
+        client_certificate(request.scope),
+    )
     request.state.role = await authorize(access, app_state(request).guard)
 
 

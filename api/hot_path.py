@@ -26,6 +26,7 @@ from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
 from api.authorization import Access, authorize
+from api.client_certificates import client_certificate
 from api.deadline import send_response, send_timed_out
 from api.encoded_slash import has_encoded_slash
 from api.errors import KNOWN_ERRORS, InvalidInput, error_status_and_reason
@@ -57,7 +58,12 @@ class RackWriteHotPath:
         racks: RackService = self.app.state.pulsar.services.racks
         try:
             async with asyncio.timeout(self.deadline_seconds):
-                access = Access(UPDATE_OPERATION, {"bookie": bookie}, _headers(scope))
+                access = Access(
+                    UPDATE_OPERATION,
+                    {"bookie": bookie},
+                    _headers(scope),
+                    client_cert=client_certificate(scope),
+                )
                 await authorize(access, self.app.state.pulsar.guard)
                 try:
                     info = parse_rack_write(body)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from api.authentication import TokenAuthenticator
+from api.authentication import ProviderChain, TlsAuthenticator, TokenAuthenticator
 from api.authorization import OPEN, Guard
-from api.settings import Settings
+from api.settings import TOKEN_PROVIDER, Settings
 from metastore import paths
 from metastore.store import MetadataStore
 
@@ -12,14 +12,22 @@ from metastore.store import MetadataStore
 def build_guard(settings: Settings, store: MetadataStore) -> Guard:
     if not settings.authenticationEnabled:
         return OPEN
-    authenticator = TokenAuthenticator.from_settings(
-        secret_key=settings.tokenSecretKey,
-        public_key=settings.tokenPublicKey,
-        public_alg=settings.tokenPublicAlg,
-        role_claim=settings.tokenAuthClaim,
-        audience_claim=settings.tokenAudienceClaim,
-        audience=settings.tokenAudience,
-    )
+    providers: list[TokenAuthenticator | TlsAuthenticator] = []
+    for name in dict.fromkeys(settings.authenticationProviders):  # in order, once each
+        if name == TOKEN_PROVIDER:
+            providers.append(
+                TokenAuthenticator.from_settings(
+                    secret_key=settings.tokenSecretKey,
+                    public_key=settings.tokenPublicKey,
+                    public_alg=settings.tokenPublicAlg,
+                    role_claim=settings.tokenAuthClaim,
+                    audience_claim=settings.tokenAudienceClaim,
+                    audience=settings.tokenAudience,
+                )
+            )
+        else:
+            providers.append(TlsAuthenticator())
+    authenticator = ProviderChain(tuple(providers))
 
     async def tenant_admins(tenant: str) -> frozenset[str]:
         if not tenant or "/" in tenant:

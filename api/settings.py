@@ -19,6 +19,7 @@ from placement.config import parse_broker_conf
 from storage.autorecovery.config import AutoRecoveryConfig, AutoRecoveryConfigError
 
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
+TLS_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"
 
 
 class SettingsError(ValueError):
@@ -107,14 +108,23 @@ class Settings:
             )
 
         if self.authenticationEnabled:
-            unknown = set(self.authenticationProviders) - {TOKEN_PROVIDER}
+            unknown = set(self.authenticationProviders) - {TOKEN_PROVIDER, TLS_PROVIDER}
             if unknown or not self.authenticationProviders:
                 raise SettingsError(
                     f"authenticationEnabled needs authenticationProviders={TOKEN_PROVIDER} "
-                    "(the only provider this service has)"
+                    f"and/or {TLS_PROVIDER} (the providers this service has)"
                 )
-            if not (self.tokenSecretKey or self.tokenPublicKey):
+            if TOKEN_PROVIDER in self.authenticationProviders and not (
+                self.tokenSecretKey or self.tokenPublicKey
+            ):
                 raise SettingsError("the token provider needs tokenSecretKey or tokenPublicKey")
+            if TLS_PROVIDER in self.authenticationProviders and not (
+                self.webServicePortTls and self.tlsTrustCertsFilePath
+            ):
+                raise SettingsError(
+                    "the TLS provider needs webServicePortTls and tlsTrustCertsFilePath (the CA "
+                    "that client certificates are checked against)"
+                )
         if self.webServicePortTls and not (self.tlsCertificateFilePath and self.tlsKeyFilePath):
             raise SettingsError("webServicePortTls needs tlsCertificateFilePath and tlsKeyFilePath")
 

@@ -3,7 +3,10 @@
 `AuthenticationToken` (`authParams`: `token:<jwt>`, `file:///path/to/token`, a JSON object
 with a `token` key, or the bare token) sends `Authorization: Bearer <jwt>`.
 `AuthenticationBasic` (`{"userId":..,"password":..}` or `userId:u,password:p`) sends
-`Authorization: Basic <base64(user:password)>`. No plugin means no header.
+`Authorization: Basic <base64(user:password)>`. `AuthenticationTls` (`authParams`:
+`tlsCertFile:/path/cert.pem,tlsKeyFile:/path/key.pem`, or the same as a JSON object) sends no
+header: the client presents that certificate in the TLS handshake (`tls_key_pair`), so it
+works against an https admin URL only. No plugin means no header.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from cli.errors import ConfigError
 
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 BASIC_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationBasic"
+TLS_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationTls"
 _DISABLED_PLUGINS = {"", "org.apache.pulsar.client.impl.auth.AuthenticationDisabled"}
 
 
@@ -64,6 +68,9 @@ def auth_headers(plugin: str | None, params: str | None) -> dict[str, str]:
     if _plugin_is(plugin, TOKEN_PLUGIN):
         token = token_from_params((params or "").strip())
         return {"Authorization": f"Bearer {token}"}
+    if _plugin_is(plugin, TLS_PLUGIN):
+        tls_key_pair(plugin, params)  # bad parameters fail before anything is sent
+        return {}
     if _plugin_is(plugin, BASIC_PLUGIN):
         values = _key_values(params or "")
         credentials = f"{values.get('userId', '')}:{values.get('password', '')}"
@@ -72,4 +79,25 @@ def auth_headers(plugin: str | None, params: str | None) -> dict[str, str]:
     raise ConfigError(f"Unsupported authentication plugin: {plugin}")
 
 
-__all__ = ["BASIC_PLUGIN", "TOKEN_PLUGIN", "auth_headers", "read_token_file", "token_from_params"]
+def tls_key_pair(plugin: str | None, params: str | None) -> tuple[str, str] | None:
+    """(certificate file, key file) of the `AuthenticationTls` plugin; None for another."""
+    if plugin is None or not _plugin_is(plugin.strip(), TLS_PLUGIN):
+        return None
+    values = _key_values(params or "")
+    cert, key = values.get("tlsCertFile", ""), values.get("tlsKeyFile", "")
+    if not cert or not key:
+        raise ConfigError(
+            "AuthenticationTls needs authParams tlsCertFile:<certificate>,tlsKeyFile:<key>"
+        )
+    return cert, key
+
+
+__all__ = [
+    "BASIC_PLUGIN",
+    "TLS_PLUGIN",
+    "TOKEN_PLUGIN",
+    "auth_headers",
+    "read_token_file",
+    "tls_key_pair",
+    "token_from_params",
+]

@@ -18,12 +18,12 @@ admin URL.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
-from cli.auth import auth_headers
+from cli.auth import auth_headers, tls_key_pair
 from cli.config import ClientConfig
 from cli.errors import AdminError, ConfigError, ConnectError
 
@@ -75,14 +75,31 @@ def reason_of(response: Response) -> str:
 
 
 def tls_verification(config: ClientConfig) -> ssl.SSLContext:
-    """The Java client's defaults: verify the chain, hostname check only when enabled."""
+    """The Java client's defaults: verify the chain, hostname check only when enabled; the
+    client certificate of `AuthenticationTls` (or client.conf's `tlsCertificateFilePath` and
+    `tlsKeyFilePath`) presented when the server asks for one."""
     import ssl
 
-    context = ssl.create_default_context(cafile=config.tls_trust_cert_path)
+    try:
+        context = ssl.create_default_context(cafile=config.tls_trust_cert_path)
+    except OSError as exc:
+        raise ConfigError(
+            f"Failed to load tlsTrustCertsFilePath {config.tls_trust_cert_path}: {exc}"
+        ) from exc
     context.check_hostname = config.tls_enable_hostname_verification
     if config.tls_allow_insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
+    pair = tls_key_pair(config.auth_plugin, config.auth_params)
+    if pair is None and config.tls_cert_file and config.tls_key_file:
+        pair = (config.tls_cert_file, config.tls_key_file)
+    if pair is not None:
+        try:
+            context.load_cert_chain(*pair)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(
+                f"Failed to load the TLS client certificate {pair[0]} and key {pair[1]}: {exc}"
+            ) from exc
     return context
 
 
@@ -130,6 +147,106 @@ def parse_response(raw: bytes, method: str) -> Response:
     return Response(status, reason, body, headers)
 
 
+class StreamResponse:
+    """A response read as it comes: the head, then the body's lines (chunked or not)."""
+
+    def __init__(self, sock: socket.socket, read_timeout: float) -> None:
+        self.sock = sock
+        self.sock.settimeout(read_timeout)
+        self.status_code = 0
+        self.headers: dict[str, str] = {}
+        self._buffer = b""
+        self._chunked = False
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _recv(self) -> bytes:
+        try:
+            data = self.sock.recv(65536)
+        except TimeoutError as exc:
+            raise ConnectError("No data from the admin service within the read timeout") from exc
+        except OSError as exc:
+            raise ConnectError(f"{type(exc).__name__}: {exc}") from exc
+        return data
+
+    def _until(self, marker: bytes) -> bytes | None:
+        """The buffered bytes up to `marker` (consumed with it); None at end of stream."""
+        while marker not in self._buffer:
+            data = self._recv()
+            if not data:
+                return None
+            self._buffer += data
+        found, _, self._buffer = self._buffer.partition(marker)
+        return found
+
+    def _exactly(self, size: int) -> bytes | None:
+        while len(self._buffer) < size:
+            data = self._recv()
+            if not data:
+                return None
+            self._buffer += data
+        found, self._buffer = self._buffer[:size], self._buffer[size:]
+        return found
+
+    def read_head(self) -> None:
+        head = self._until(b"\r\n\r\n")
+        if head is None:
+            raise ConnectError("The admin service closed the connection without an answer")
+        lines = head.decode("latin-1").split("\r\n")
+        status_line = lines[0].split(" ", 2)
+        if len(status_line) < 2 or not status_line[0].startswith("HTTP/"):
+            raise ConnectError(f"Malformed response from the admin service: {lines[0][:80]!r}")
+        try:
+            self.status_code = int(status_line[1])
+        except ValueError as exc:
+            raise ConnectError(f"Malformed response from the admin service: {exc}") from exc
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            self.headers[name.strip().lower()] = value.strip()
+        self._chunked = "chunked" in self.headers.get("transfer-encoding", "").lower()
+
+    def chunks(self) -> Iterator[bytes]:
+        """The body as it arrives; ends when the server ends it (or closes)."""
+        if not self._chunked:
+            if self._buffer:
+                yield self._buffer
+                self._buffer = b""
+            while data := self._recv():
+                yield data
+            return
+        while True:
+            size_line = self._until(b"\r\n")
+            if size_line is None:
+                return
+            try:
+                size = int(size_line.split(b";")[0], 16)
+            except ValueError as exc:
+                raise ConnectError("Malformed chunked body from the admin service") from exc
+            if size == 0:
+                return
+            chunk = self._exactly(size + 2)
+            if chunk is None:
+                return
+            yield chunk[:size]
+
+    def lines(self) -> Iterator[str]:
+        """The body's lines (without their end), as they arrive; a line cut off by the end
+        of the stream is dropped."""
+        pending = b""
+        for chunk in self.chunks():
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for line in complete:
+                yield line.removesuffix(b"\r").decode("utf-8", errors="replace")
+
+    def read_rest(self) -> bytes:
+        try:
+            return b"".join(self.chunks())
+        except ConnectError:
+            return b""
+
+
 def query(params: Params) -> str:
     """`?a=b&...`, booleans as `true`/`false` (as the Java client sends them)."""
     pairs = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items()]
@@ -166,9 +283,14 @@ class AdminClient:
     def _open(self, host: str, port: int, tls: bool) -> socket.socket:
         import socket
 
+        context = tls_verification(self.config) if tls else None
         sock = socket.create_connection((host, port), timeout=float(self.config.request_timeout))
-        if tls:
-            return tls_verification(self.config).wrap_socket(sock, server_hostname=host)
+        if context is not None:
+            try:
+                return context.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
         return sock
 
     def request(
@@ -207,10 +329,52 @@ class AdminClient:
             raise ConnectError(f"Request to {self.base_url}{url} timed out: {exc}") from exc
         except OSError as exc:
             raise ConnectError(f"{type(exc).__name__}: {exc}") from exc
+        if not raw and tls:
+            raise ConnectError(
+                "The admin service closed the TLS connection without an answer (did it refuse "
+                "the client certificate, or ask for one that was not given?)"
+            )
         response = parse_response(raw, method)
         if response.status_code >= 400:
             raise AdminError(response.status_code, reason_of(response))
         return response
+
+    def open_stream(
+        self, url: str, *, params: Params | None = None, read_timeout: float
+    ) -> StreamResponse:
+        """A GET whose body is read as it arrives (`text/event-stream`): the head is parsed
+        here (an error status raises `AdminError`, no answer `ConnectError`), the body is
+        `StreamResponse.lines()`. A read that waits over `read_timeout` seconds raises
+        `ConnectError`."""
+        headers = dict(self.headers)
+        headers["Accept"] = "text/event-stream"
+        prefix, host, port, tls = self._target()
+        default_port = 443 if tls else 80
+        headers["Host"] = host if port == default_port else f"{host}:{port}"
+        headers["Connection"] = "close"
+        target = prefix + url + (query(params) if params else "")
+        head = f"GET {target} HTTP/1.1\r\n" + "".join(
+            f"{name}: {value}\r\n" for name, value in headers.items()
+        )
+        try:
+            sock = self._open(host, port, tls)
+        except OSError as exc:
+            raise ConnectError(f"{type(exc).__name__}: {exc}") from exc
+        stream = StreamResponse(sock, read_timeout)
+        try:
+            sock.sendall(head.encode("latin-1") + b"\r\n")
+            stream.read_head()
+        except BaseException:
+            stream.close()
+            raise
+        if stream.status_code >= 400:
+            body = stream.read_rest()
+            stream.close()
+            raise AdminError(
+                stream.status_code,
+                reason_of(Response(stream.status_code, "", body, stream.headers)),
+            )
+        return stream
 
     def get_json(self, url: str, params: Params | None = None) -> Any:
         response = self.request("GET", url, params=params)
@@ -242,6 +406,7 @@ __all__ = [
     "V2",
     "AdminClient",
     "Response",
+    "StreamResponse",
     "parse_response",
     "path",
     "query",

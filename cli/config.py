@@ -10,8 +10,10 @@ the admin URL is `http://localhost:8080/`, what a Pulsar installation's client.c
 
 Keys are Pulsar's: `webServiceUrl` (falling back to the legacy `serviceUrl` when blank),
 `authPlugin`, `authParams`, `tlsAllowInsecureConnection`, `tlsTrustCertsFilePath`,
-`tlsEnableHostnameVerification`, `webserviceTlsProvider`. A flag given on the command line wins
-over the file.
+`tlsEnableHostnameVerification`, `webserviceTlsProvider`, and `tlsCertificateFilePath` /
+`tlsKeyFilePath` (a client certificate to present, PulsarAdminBuilder's settings of those names;
+the `AuthenticationTls` plugin's own files win). A flag given on the command line wins over the
+file.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class ClientConfig(NamedTuple):
     tls_enable_hostname_verification: bool = False
     tls_provider: str | None = None
     request_timeout: int = DEFAULT_REQUEST_TIMEOUT_SECONDS
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
 
 
 class GlobalFlags(NamedTuple):
@@ -178,6 +182,8 @@ def resolve(flags: GlobalFlags, properties: Mapping[str, str]) -> ClientConfig:
             if flags.request_timeout is not None
             else DEFAULT_REQUEST_TIMEOUT_SECONDS
         ),
+        tls_cert_file=_text(None, properties, "tlsCertificateFilePath"),
+        tls_key_file=_text(None, properties, "tlsKeyFilePath"),
     )
 
 

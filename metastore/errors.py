@@ -83,3 +83,12 @@ class ValueTooLarge(MetastoreError):
             "bytes = 1.5 MiB)"
         )
         self.path = path
+
+
+class Compacted(MetastoreError):
+    """A watch asked for changes from a revision etcd has already compacted away: the history
+    before `compact_revision` is gone, the reader must re-read the current state."""
+
+    def __init__(self, compact_revision: int) -> None:
+        super().__init__(f"revision compacted: history before {compact_revision} is gone")
+        self.compact_revision = compact_revision

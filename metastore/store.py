@@ -19,7 +19,14 @@ import aetcd
 from aetcd import rpc
 
 from metastore.codec import load_json
-from metastore.errors import AlreadyExists, BadVersion, NotFound, Unavailable, ValueTooLarge
+from metastore.errors import (
+    AlreadyExists,
+    BadVersion,
+    Compacted,
+    NotFound,
+    Unavailable,
+    ValueTooLarge,
+)
 from metastore.group_commit import Draft, GroupCommit
 from metastore.guards import Guard, GuardKind
 from metastore.retry import retry_on_conflict
@@ -116,18 +123,31 @@ class WatchEvent:
     value: bytes | None
     revision: int
 
+    @property
+    def deleted(self) -> bool:
+        return self.value is None
+
 
 class WatchStream:
-    """An established etcd watch as `WatchEvent`s (hides the client's event types)."""
+    """An established etcd watch as `WatchEvent`s (hides the client's event types), in
+    revision order, the events of one revision together. The iteration raises `Compacted`
+    when etcd compacted the revisions still to be sent, `Unavailable` when the connection
+    broke."""
 
     def __init__(self, watch: Any) -> None:
         self._watch = watch
 
     async def __aiter__(self) -> AsyncIterator[WatchEvent]:
-        async for event in self._watch:
-            kv = event.kv
-            deleted = event.kind == aetcd.EventKind.DELETE
-            yield WatchEvent(kv.key.decode(), None if deleted else kv.value, kv.mod_revision)
+        try:
+            async for event in self._watch:
+                kv = event.kv
+                deleted = event.kind == aetcd.EventKind.DELETE
+                revision = kv.mod_revision
+                yield WatchEvent(kv.key.decode(), None if deleted else kv.value, revision)
+        except aetcd.RevisionCompactedError as exc:
+            raise Compacted(int(exc.compacted_revision)) from None
+        except aetcd.ClientError as exc:
+            raise Unavailable(f"watch broken: {type(exc).__name__}") from exc
 
     async def cancel(self) -> None:
         with contextlib.suppress(Exception):
@@ -285,10 +305,34 @@ class MetadataStore:
             key, range_end = child_range(path)
         else:
             key, range_end = to_key(path), None
-        watch = await self._call(
-            lambda c: c.watch(key, range_end=range_end, start_revision=start_revision)
-        )
+        return await self._watch(key, range_end, start_revision)
+
+    async def watch_keys(self, first: str, end: str, *, start_revision: int) -> WatchStream:
+        """Changes of every key in [`first`, `end`) (paths compared as UTF-8 bytes) from
+        `start_revision` on, as `watch`. Raises `Compacted` when etcd compacted
+        `start_revision` away (at once, or on the first iteration)."""
+        return await self._watch(to_key(first), to_key(end), start_revision)
+
+    async def _watch(self, key: bytes, range_end: bytes | None, start_revision: int) -> WatchStream:
+        try:
+            watch = await self._call(
+                lambda c: c.watch(key, range_end=range_end, start_revision=start_revision)
+            )
+        except aetcd.RevisionCompactedError as exc:
+            raise Compacted(int(exc.compacted_revision)) from None
+        except aetcd.WatchTimeoutError as exc:
+            raise Unavailable("metadata store unavailable: the watch was not created") from exc
         return WatchStream(watch)
+
+    async def revision(self) -> int:
+        """The store's current revision (that of its latest write)."""
+        result = await self._call(lambda c: c.get_prefix(b"\0", keys_only=True))
+        return int(result.header.revision)
+
+    async def compact(self, revision: int) -> None:
+        """Discard the history before `revision` (etcd's compaction); watches from an older
+        revision then fail with `Compacted`."""
+        await self._call(lambda c: c.compact(revision, physical=True))
 
     # -- writes -----------------------------------------------------------------------------
 

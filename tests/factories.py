@@ -5,11 +5,19 @@ Test files import builders from here, never from each other.
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import random
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from placement import PlacementConfig, PlacementMode, Topology
 from tests.support import RawEtcd, wait_until
@@ -114,3 +122,110 @@ def register_broker(store: RawEtcd, broker_id: str, cpu: float = 0.0, **fields: 
 
 def brokers_seen(admin: httpx.Client, count: int, cluster: str = CLUSTER) -> None:
     wait_until(lambda: len(admin.get(f"/admin/v2/brokers/{cluster}").json()) == count)
+
+
+# -- TLS: a throwaway CA and certificates --------------------------------------------------------
+
+KEY_USAGES = (
+    "digital_signature",
+    "content_commitment",
+    "key_encipherment",
+    "data_encipherment",
+    "key_agreement",
+    "key_cert_sign",
+    "crl_sign",
+    "encipher_only",
+    "decipher_only",
+)
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+    clients: dict[str, tuple[Path, Path]]  # common name -> (certificate, key)
+
+
+def _name(common: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+
+def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> Path:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return path
+
+
+def make_pki(directory: Path, client_names: tuple[str, ...] = ("client",)) -> Pki:
+    """A CA, a server certificate for localhost/127.0.0.1 and client certificates whose common
+    names are `client_names` (the first is `client_cert`)."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name("test-ca"))
+        .issuer_name(_name("test-ca"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                **dict.fromkeys(KEY_USAGES, False)
+                | {"digital_signature": True, "key_cert_sign": True, "crl_sign": True}
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    (directory / "ca.pem").write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+
+    def leaf(common: str, server: bool) -> tuple[Path, Path]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(_name(common))
+            .issuer_name(ca_cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                critical=False,
+            )
+        )
+        if server:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                ),
+                critical=False,
+            )
+        usage = (
+            x509.oid.ExtendedKeyUsageOID.SERVER_AUTH
+            if server
+            else (x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH)
+        )
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        cert = builder.sign(ca_key, hashes.SHA256())
+        cert_path = directory / f"{common}.pem"
+        cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        return cert_path, _write_key(key, directory / f"{common}.key")
+
+    server_cert, server_key = leaf("server", True)
+    clients = {name: leaf(name, False) for name in client_names}
+    first_cert, first_key = clients[client_names[0]]
+    return Pki(directory / "ca.pem", server_cert, server_key, first_cert, first_key, clients)

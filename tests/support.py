@@ -159,6 +159,53 @@ class RawEtcd:
     def wipe(self) -> None:
         self._post("kv/deleterange", {"key": _b64(b"\0"), "range_end": _b64(b"\0")})
 
+    def revision(self) -> int:
+        """etcd's current revision."""
+        return int(self._post("kv/range", {"key": _b64(b"\0")})["header"]["revision"])
+
+    def range_at(self, first: str, end: str, revision: int) -> dict[str, tuple[bytes, int]]:
+        """Every key in [`first`, `end`) as it was at `revision`: (value, mod revision)."""
+        body = {"key": _b64(first), "range_end": _b64(end), "revision": revision}
+        return {
+            base64.b64decode(kv["key"]).decode(): (
+                base64.b64decode(kv.get("value", "")),
+                int(kv["mod_revision"]),
+            )
+            for kv in self._post("kv/range", body).get("kvs", [])
+        }
+
+    def history(self, first: str, end: str, start: int, last: int) -> list[tuple[int, str, str]]:
+        """(revision, "put"|"delete", key) of every change in [`first`, `end`) from revision
+        `start` to `last`, from etcd's own watch (its JSON gateway); `last` must be the
+        revision of a change in the range."""
+        body = {
+            "create_request": {"key": _b64(first), "range_end": _b64(end), "start_revision": start}
+        }
+        changes: list[tuple[int, str, str]] = []
+        with httpx.stream("POST", f"{self.base}/watch", json=body, timeout=10) as response:
+            for line in response.iter_lines():
+                for event in json.loads(line).get("result", {}).get("events", []):
+                    kv = event["kv"]
+                    kind = "delete" if event.get("type") == "DELETE" else "put"
+                    changes.append(
+                        (int(kv["mod_revision"]), kind, base64.b64decode(kv["key"]).decode())
+                    )
+                if changes and changes[-1][0] >= last:
+                    return changes
+        raise AssertionError(f"etcd's watch ended before revision {last}")
+
+    def watchers(self) -> int:
+        """How many watches etcd holds (its `etcd_debugging_mvcc_watcher_total` gauge)."""
+        metrics = httpx.get(f"http://{self.endpoint.host}:{self.endpoint.port}/metrics", timeout=10)
+        for line in metrics.text.splitlines():
+            if line.startswith("etcd_debugging_mvcc_watcher_total "):
+                return int(float(line.split()[1]))
+        raise AssertionError("etcd does not export etcd_debugging_mvcc_watcher_total")
+
+    def compact(self, revision: int) -> None:
+        """etcd's compaction: the history before `revision` is gone."""
+        self._post("kv/compaction", {"revision": revision, "physical": True})
+
 
 def _b64(value: str | bytes) -> str:
     raw = value.encode() if isinstance(value, str) else value

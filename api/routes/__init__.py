@@ -15,6 +15,7 @@ from api.routes import (
     storage_bookies,
     tenants,
     topics,
+    watch,
 )
 
 ROUTERS = [
@@ -32,6 +33,7 @@ ROUTERS = [
     bookkeeper_admin.router,
     storage_audit.router,
     storage_bookies.router,
+    watch.router,
 ]
 
 __all__ = ["ROUTERS"]

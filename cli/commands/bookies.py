@@ -14,6 +14,7 @@ from cli.context import admin
 from cli.errors import CliError, ParameterError
 from cli.framework import Output, command, new_group
 from cli.output import JsonResult, MapResult, jackson_pretty
+from cli.watch import Watcher
 
 app = new_group("bookies", "Operations about bookies rack placement")
 
@@ -145,3 +146,21 @@ def import_racks(
     params = {"dryRun": str(dry_run).lower(), "prune": str(prune).lower()}
     response = admin(ctx).request("PUT", RACKS, params=params, json_body=document)
     return JsonResult(response.json())
+
+
+@command(app, "watch")
+def watch(
+    ctx: typer.Context,
+    since: Annotated[int | None, typer.Option(
+        "--since", min=1, show_default=False,
+        help="First etcd revision to print (a previous watch's last revision + 1). "
+        "Default: changes from now on.")] = None,
+    output: Output = None,
+) -> None:  # fmt: skip
+    """Extension: print every change of the rack map and of the bookie registrations as it
+    happens, one line each: `<revision> put <key> <JSON>` or `<revision> delete <key>`.
+    Reconnects by itself after a dropped connection, from the revision after the last one
+    printed (no change missed or printed twice). Ends with a `resync ...` line and exit
+    status 1 when that is impossible (etcd compacted the revision, or this client fell too
+    far behind): re-read the state, then watch again from the revision it names + 1."""
+    Watcher(admin(ctx), "bookies", since).run()

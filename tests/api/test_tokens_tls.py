@@ -1,6 +1,7 @@
 """`python -m api tokens` end to end, and the server's TLS listener, with the real
 `pulsar-admin` as a client: keys and tokens made by the tool, a server started with
-authentication on and `webServicePortTls`, a throwaway CA made here with `cryptography`.
+authentication on (the token provider, then `AuthenticationProviderTls`: role = the client
+certificate's CN) and `webServicePortTls`, a throwaway CA made here with `cryptography`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import base64
 import contextlib
 import datetime
 import io
-import ipaddress
+import json
 import ssl
 import subprocess
 import sys
@@ -24,28 +25,19 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from api.authorization import NEED_AUTHENTICATION
+from api.authentication import AuthenticationFailed, TlsAuthenticator
+from api.authorization import NEED_AUTHENTICATION, NEED_SUPER_USER
 from api.secrets import mask_text
-from api.settings import TOKEN_PROVIDER
+from api.settings import TLS_PROVIDER, TOKEN_PROVIDER
 from api.tokens import run as run_tokens
 from metastore.embedded import EmbeddedEtcd, free_port
-from tests.cli.conftest import admin_error, failed, ok, run_cli
+from tests.cli.conftest import admin_error, clean_env, failed, ok, run_cli
+from tests.factories import Pki, make_pki
 from tests.support import REPO, RawEtcd, ServerProcess, wait_until
 
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
-KEY_USAGES = (
-    "digital_signature",
-    "content_commitment",
-    "key_encipherment",
-    "data_encipherment",
-    "key_agreement",
-    "key_cert_sign",
-    "crl_sign",
-    "encipher_only",
-    "decipher_only",
-)
-
-
+TLS_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationTls"
+RACK = ["bookies", "set-bookie-rack", "-b", "b1:3181", "-r", "/r1"]
 @dataclass(frozen=True)
 class ToolRun:
     code: int
@@ -68,95 +60,6 @@ def tool_ok(*args: str) -> str:
     return done.out.strip()
 
 
-@dataclass(frozen=True)
-class Pki:
-    ca: Path
-    server_cert: Path
-    server_key: Path
-    client_cert: Path
-    client_key: Path
-
-
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> Path:
-    path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return path
-
-
-def make_pki(directory: Path) -> Pki:
-    """A CA, a server certificate for localhost/127.0.0.1 and a client certificate."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("test-ca"))
-        .issuer_name(_name("test-ca"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                **dict.fromkeys(KEY_USAGES, False)
-                | {"digital_signature": True, "key_cert_sign": True, "crl_sign": True}
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    (directory / "ca.pem").write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-
-    def leaf(common: str, server: bool) -> tuple[Path, Path]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(_name(common))
-            .issuer_name(ca_cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
-                critical=False,
-            )
-        )
-        if server:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName(
-                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-                ),
-                critical=False,
-            )
-        usage = (
-            x509.oid.ExtendedKeyUsageOID.SERVER_AUTH
-            if server
-            else (x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH)
-        )
-        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        cert = builder.sign(ca_key, hashes.SHA256())
-        cert_path = directory / f"{common}.pem"
-        cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        return cert_path, _write_key(key, directory / f"{common}.key")
-
-    server_cert, server_key = leaf("server", True)
-    client_cert, client_key = leaf("client", False)
-    return Pki(directory / "ca.pem", server_cert, server_key, client_cert, client_key)
-
-
 def trusting(pki: Pki) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(pki.ca))
 
@@ -177,12 +80,12 @@ def secured(etcd: EmbeddedEtcd, tmp_path_factory: pytest.TempPathFactory) -> Ite
     secret_file = directory / "secret.key"
     tool_ok("create-secret-key", "--output", str(secret_file))
     admin_token = tool_ok("create", "--subject", "admin", "--secret-key", f"file://{secret_file}")
-    pki = make_pki(directory)
+    pki = make_pki(directory, client_names=("client", "admin", "ops"))
     tls_port = free_port()
     conf = {
         "authenticationEnabled": "true",
         "authorizationEnabled": "true",
-        "authenticationProviders": TOKEN_PROVIDER,
+        "authenticationProviders": f"{TOKEN_PROVIDER},{TLS_PROVIDER}",
         "tokenSecretKey": f"file://{secret_file}",
         "superUserRoles": "admin",
         "initializeClusterMetadata": "false",
@@ -383,3 +286,91 @@ def test_credentials_are_masked_in_log_text() -> None:
     ):
         masked = mask_text(line)
         assert jwt_text not in masked and "******" in masked
+
+
+
+
+def cert_auth(pki: Pki, name: str) -> list[str]:
+    cert, key = pki.clients[name]
+    return ["--auth-plugin", TLS_PLUGIN, "--auth-params", f"tlsCertFile:{cert},tlsKeyFile:{key}"]
+
+
+def test_the_role_is_the_client_certificates_common_name(
+    secured: Secured, raw_etcd: RawEtcd, tmp_path: Path
+) -> None:
+    raw_etcd.wipe()
+    trust = ["--tls-trust-cert-path", str(secured.pki.ca)]
+    tls = ["--admin-url", secured.tls_url, *trust]
+    ok(run_cli(*tls, *cert_auth(secured.pki, "admin"), *RACK))  # CN=admin: a super-user
+    assert raw_etcd.get_json("/bookies") == {"default": {"b1:3181": {"rack": "/r1"}}}
+    got = ok(run_cli(*tls, *cert_auth(secured.pki, "admin"), "bookies", "get-bookie-rack",
+                     "-b", "b1:3181"))  # fmt: skip
+    assert '"rack" : "/r1"' in got
+    # CN=ops is authenticated but not a super-user; no certificate is not authenticated
+    refused = failed(run_cli(*tls, *cert_auth(secured.pki, "ops"), *RACK))
+    assert refused == admin_error(NEED_SUPER_USER)
+    assert failed(run_cli(*tls, *RACK)) == admin_error(NEED_AUTHENTICATION)
+    # over plain HTTP there is no handshake to present the certificate in
+    plain = ["--admin-url", secured.server.url, *cert_auth(secured.pki, "admin")]
+    assert failed(run_cli(*plain, *RACK)) == admin_error(NEED_AUTHENTICATION)
+    # the token provider still works next to it
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        secret = f"file://{secured.secret_file}"
+        assert run_tokens(["create", "--subject", "admin", "--secret-key", secret]) == 0
+    token = ["--auth-plugin", TOKEN_PLUGIN, "--auth-params", f"token:{printed.getvalue().strip()}"]
+    ok(run_cli(*tls, *token, "bookies", "get-bookie-rack", "-b", "b1:3181"))
+    # a certificate from a CA the server does not trust fails the handshake
+    stranger_dir = tmp_path / "stranger"
+    stranger_dir.mkdir()
+    stranger = make_pki(stranger_dir, client_names=("admin",))
+    assert "certificate" in failed(run_cli(*tls, *cert_auth(stranger, "admin"), *RACK)).lower()
+
+
+def test_client_conf_carries_the_tls_settings(secured: Secured, tmp_path: Path) -> None:
+    cert, key = secured.pki.clients["admin"]
+    conf = tmp_path / "client.conf"
+
+    env = clean_env(PULSAR_CLIENT_CONF=str(conf))
+
+    def run(**keys: str) -> str:
+        conf.write_text("".join(f"{k}={v}\n" for k, v in keys.items()))
+        return ok(run_cli("bookies", "racks-placement", env=env))
+
+    params = json.dumps({"tlsCertFile": str(cert), "tlsKeyFile": str(key)})
+    base = {"webServiceUrl": secured.tls_url, "authPlugin": TLS_PLUGIN, "authParams": params}
+    run(**base, tlsTrustCertsFilePath=str(secured.pki.ca), tlsEnableHostnameVerification="true")
+    run(**base, tlsAllowInsecureConnection="true")  # the server's CA not trusted, allowed
+    # PulsarAdminBuilder's tlsCertificateFilePath / tlsKeyFilePath, without the plugin
+    run(webServiceUrl=secured.tls_url, tlsTrustCertsFilePath=str(secured.pki.ca),
+        tlsCertificateFilePath=str(cert), tlsKeyFilePath=str(key))  # fmt: skip
+    conf.write_text(f"webServiceUrl={secured.tls_url}\nauthPlugin={TLS_PLUGIN}\nauthParams={params}\n")
+    untrusted = failed(run_cli("bookies", "racks-placement", env=env))
+    assert "certificate" in untrusted.lower()
+
+
+def self_signed(*attributes: tuple[x509.ObjectIdentifier, str]) -> str:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(oid, value) for oid, value in attributes])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def test_tls_role_is_the_most_specific_common_name() -> None:
+    provider = TlsAuthenticator()
+    subject = [(NameOID.COUNTRY_NAME, "US"), (NameOID.ORGANIZATION_NAME, "Org")]
+    assert provider.authenticate({}, self_signed(*subject, (NameOID.COMMON_NAME, "ops"))) == "ops"
+    with pytest.raises(AuthenticationFailed):  # no CN
+        provider.authenticate({}, self_signed(*subject))
+    with pytest.raises(AuthenticationFailed):  # no certificate
+        provider.authenticate({"authorization": "Bearer x"}, None)
