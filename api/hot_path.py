@@ -27,12 +27,14 @@ from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
 from api.authorization import Access, authorize
+from api.change_history import change_context
 from api.deadline import send_response, send_timed_out
 from api.encoded_slash import has_encoded_slash
 from api.errors import KNOWN_ERRORS, error_status_and_reason
 from api.models import BookieInfo
 from api.request_rules import read_body, replay
 from api.services.racks import RackService, parse_rack_info
+from metastore.change_history import recording
 from metastore.codec import dump_json, load_json
 
 RACK_PATH_PREFIX = "/admin/v2/bookies/racks-info/"
@@ -58,12 +60,14 @@ class RackWriteHotPath:
             await self.app(scope, replay(body, receive), send)
             return
         group, info = write
-        racks: RackService = self.app.state.pulsar.services.racks
+        state = self.app.state.pulsar
+        racks: RackService = state.services.racks
         try:
             async with asyncio.timeout(self.deadline_seconds):
                 access = Access(UPDATE_OPERATION, {"bookie": bookie}, _headers(scope))
-                await authorize(access, self.app.state.pulsar.guard)
-                await racks.set_bookie(bookie, group, info)
+                role = await authorize(access, state.guard)
+                with recording(change_context(scope, role, state.settings)):
+                    await racks.set_bookie(bookie, group, info)
         except TimeoutError:
             await send_timed_out(send, self.deadline_seconds)
             return

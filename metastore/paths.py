@@ -168,3 +168,8 @@ def underreplication_lock(ledger_id: int) -> str:
 
 # Partitioned topic metadata (Pulsar's `/admin/partitioned-topics/{tenant}/{ns}/...`).
 PARTITIONED_TOPICS = "/admin/partitioned-topics"
+
+
+# -- ours (not a Pulsar key): the change history of admin writes (metastore.change_history) --
+
+CHANGE_HISTORY = "/pulsar-isolation/change-history"

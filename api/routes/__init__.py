@@ -4,6 +4,7 @@ from api.routes import (
     bookies,
     bookkeeper_admin,
     brokers,
+    changes,
     clusters,
     lookup,
     namespaces,
@@ -32,6 +33,7 @@ ROUTERS = [
     bookkeeper_admin.router,
     storage_audit.router,
     storage_bookies.router,
+    changes.router,
 ]
 
 __all__ = ["ROUTERS"]

@@ -1,0 +1,158 @@
+"""The change history: who changed which stored document, from what to what, at which revision.
+
+A write made on behalf of an admin request carries a `ChangeContext` (role, client address,
+method, path). `api/` sets it for the request (`recording`); this package never imports
+`api/`. `MetadataStore` reads it when it builds a write transaction and adds one record per
+request to that same transaction, so a change and its record commit or fail together. Group
+commit captures the context of each queued update when it is queued (its writer task runs in
+another task's context) and records each update of a batch with its own before and after.
+
+A record is one etcd key under `paths.CHANGE_HISTORY`:
+
+    /pulsar-isolation/change-history/<time ms, 13 digits>-<process token>-<sequence, 12 digits>
+
+whose value is the JSON `{"time", "role", "clientAddress", "method", "path", "changes": [{"key",
+"before", "after"}]}` (documents as stored, parsed when they are JSON; null before a create and
+after a delete). The record's revision is the transaction's: a value cannot hold the revision
+of the transaction that writes it, so it is read back as the key's `create_revision`. Records of
+one transaction share it and keep their order through the sequence number. The time prefix lets
+retention by age delete one key range.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import os
+import secrets
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from metastore import paths
+from metastore.codec import dump_json, load_json
+
+__all__ = [
+    "ChangeContext",
+    "ChangeLog",
+    "ChangeRecord",
+    "KeyChange",
+    "current_change",
+    "current_change_context",
+    "recording",
+]
+
+
+@dataclass(frozen=True)
+class ChangeContext:
+    """Who asks for a write: the authenticated role (None when authentication is off), the
+    client's address, the request's method and path. Never a credential."""
+
+    role: str | None
+    address: str | None
+    method: str
+    path: str
+
+
+@dataclass(frozen=True)
+class KeyChange:
+    """One key's stored value before and after (None: absent)."""
+
+    key: str
+    before: bytes | None
+    after: bytes | None
+
+
+# Set for a request's task (`recording`, or `.set` where the rest of the task is the request).
+current_change_context: contextvars.ContextVar[ChangeContext | None] = contextvars.ContextVar(
+    "change_context", default=None
+)
+
+
+def current_change() -> ChangeContext | None:
+    """The context writes made now are recorded under (None: not recorded)."""
+    return current_change_context.get()
+
+
+@contextlib.contextmanager
+def recording(context: ChangeContext | None) -> Iterator[None]:
+    """Record the writes made inside the block (and in tasks it starts) under `context`."""
+    token = current_change_context.set(context)
+    try:
+        yield
+    finally:
+        current_change_context.reset(token)
+
+
+def _document(raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return load_json(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class ChangeRecord:
+    """A record read back: its key, the revision of the transaction that wrote it, and the
+    stored JSON."""
+
+    key: str
+    revision: int
+    body: dict[str, Any]
+
+    @property
+    def sequence(self) -> int:
+        """Order among the records of one transaction."""
+        tail = self.key.rsplit("-", 1)[-1]
+        return int(tail) if tail.isdigit() else 0
+
+    def touches(self, prefix: str) -> bool:
+        """The request path or a changed key starts with `prefix`."""
+        if str(self.body.get("path", "")).startswith(prefix):
+            return True
+        return any(str(c.get("key", "")).startswith(prefix) for c in self.body.get("changes", []))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"revision": self.revision, **self.body}
+
+
+class ChangeLog:
+    """Builds record keys and values for this process: a random token tells processes apart,
+    a counter orders the records of one transaction."""
+
+    def __init__(self) -> None:
+        self.token = f"{os.getpid():x}{secrets.token_hex(4)}"
+        self._sequence = itertools.count()
+
+    def record(self, context: ChangeContext, changes: Sequence[KeyChange]) -> tuple[str, bytes]:
+        """The key and value of one record of `changes` made for `context`."""
+        now_ms = int(time.time() * 1000)
+        key = f"{paths.CHANGE_HISTORY}/{now_ms:013d}-{self.token}-{next(self._sequence):012d}"
+        body = {
+            "time": now_ms,
+            "role": context.role,
+            "clientAddress": context.address,
+            "method": context.method,
+            "path": context.path,
+            "changes": [  # a key the write left as it was (e.g. deleting an absent one) is not
+                {"key": c.key, "before": _document(c.before), "after": _document(c.after)}
+                for c in changes
+                if c.before != c.after
+            ],
+        }
+        return key, dump_json(body)
+
+    @staticmethod
+    def decode(key: str, value: bytes, create_revision: int) -> ChangeRecord:
+        body = load_json(value)
+        return ChangeRecord(key, create_revision, body if isinstance(body, dict) else {})
+
+    @staticmethod
+    def age_cutoff_key(max_age_seconds: float, now: float | None = None) -> str:
+        """Records with keys below this one are older than `max_age_seconds`."""
+        cutoff_ms = int(((time.time() if now is None else now) - max_age_seconds) * 1000)
+        return f"{paths.CHANGE_HISTORY}/{max(cutoff_ms, 0):013d}"

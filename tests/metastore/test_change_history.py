@@ -1,0 +1,120 @@
+"""The change history in the store against a real etcd: records written in the write's own
+transaction (every write method), their order, paging by whole transactions, and pruning by
+count and by age (the background pruner of `api.change_history` included)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from api.change_history import HistoryPruner
+from api.settings import Settings
+from metastore import paths
+from metastore.change_history import ChangeContext, ChangeLog, ChangeRecord, recording
+from metastore.embedded import EmbeddedEtcd
+from metastore.errors import BadVersion
+from metastore.guards import Guard
+from metastore.store import MetadataStore
+from tests.support import RawEtcd
+
+CONTEXT = ChangeContext("ops", "10.0.0.1", "POST", "/admin/v2/test")
+BOUND = 30  # seconds: a liveness bound, never a timing claim
+
+
+@pytest.fixture
+async def store(etcd: EmbeddedEtcd, raw_etcd: RawEtcd) -> AsyncIterator[MetadataStore]:
+    raw_etcd.wipe()
+    store = MetadataStore([etcd.endpoint], timeout=5)
+    yield store
+    await store.close()
+
+
+def keys_changed(records: list[ChangeRecord]) -> list[list[tuple[str, Any, Any]]]:
+    return [[(c["key"], c["before"], c["after"]) for c in r.body["changes"]] for r in records]
+
+
+async def test_every_write_method_records_in_its_own_transaction(store: MetadataStore) -> None:
+    await store.put("/unrecorded", b"{}")  # no context: no record
+    with recording(CONTEXT):
+        created = await store.create("/a", b'{"v":1}')
+        await store.put("/a", b'{"v":2}')
+        await store.commit([Guard("/a", created + 1)], {"/a": b'{"v":3}', "/b": b"[]"})
+        await store.update_json("/b", lambda doc: [*doc, 1])
+        await store.put("/t/x", b"1")
+        await store.delete_tree("/t")
+        await store.delete("/a")
+        with pytest.raises(BadVersion):
+            await store.commit([Guard("/b", 1)], {"/b": b"[9]"})  # fails: no record
+    records = await store.read_changes()
+    assert keys_changed(records) == [
+        [("/a", None, {"v": 1})],
+        [("/a", {"v": 1}, {"v": 2})],
+        [("/a", {"v": 2}, {"v": 3}), ("/b", None, [])],
+        [("/b", [], [1])],
+        [("/t/x", None, 1)],
+        [("/t/x", 1, None)],
+        [("/a", {"v": 3}, None)],
+    ]
+    assert records[0].revision == created
+    assert {r.body["role"] for r in records} == {"ops"}
+    assert all(a.revision < b.revision for a, b in itertools.pairwise(records))
+
+
+async def test_group_commit_records_each_update_in_order_in_one_transaction(
+    store: MetadataStore,
+) -> None:
+    async def add(item: int) -> None:
+        context = ChangeContext(None, None, "POST", f"/item/{item}")
+        with recording(context):
+            await store.update_json("/list", lambda doc: [*(doc or []), item])
+
+    await asyncio.wait_for(asyncio.gather(*(add(i) for i in range(20))), BOUND)
+    records = await store.read_changes()
+    assert len(records) == 20
+    assert len({r.revision for r in records}) < 20  # batches shared transactions
+    befores = [r.body["changes"][0]["before"] for r in records]
+    afters = [r.body["changes"][0]["after"] for r in records]
+    assert befores[0] is None and befores[1:] == afters[:-1]
+    assert afters[-1] == await store.get_json("/list")
+    # Paging never splits a transaction: every page ends where a revision ends.
+    since, paged = 0, []
+    while page := await store.read_changes(since, limit=3):
+        paged += page
+        since = page[-1].revision
+    assert [r.key for r in paged] == [r.key for r in records]
+
+
+async def test_prune_by_count_and_by_age(store: MetadataStore) -> None:
+    with recording(CONTEXT):
+        for index in range(10):
+            await store.put(f"/k{index}", b"1")
+    assert await store.prune_changes(max_records=4, max_age_seconds=0) == 6
+    assert [r.body["changes"][0]["key"] for r in await store.read_changes()] == [
+        "/k6", "/k7", "/k8", "/k9"
+    ]
+    assert await store.prune_changes(max_records=0, max_age_seconds=3600) == 0
+    log = ChangeLog()
+    assert log.age_cutoff_key(60, now=1000.0) == f"{paths.CHANGE_HISTORY}/0000000940000"
+    # A cutoff in the future (a negative age) is "everything is older".
+    assert await store.prune_changes(max_records=0, max_age_seconds=-1e9) == 0
+    assert await store.prune_changes(max_records=0, max_age_seconds=1e-9) == 4
+    assert await store.read_changes() == []
+
+
+async def test_the_pruner_keeps_the_history_within_its_limit(store: MetadataStore) -> None:
+    settings = Settings(changeHistoryMaxRecords=3, changeHistoryPruneIntervalSeconds=0.05)
+    pruner = HistoryPruner(store, settings)
+    pruner.start()
+    try:
+        with recording(CONTEXT):
+            for index in range(8):
+                await store.put(f"/p{index}", b"1")
+        async with asyncio.timeout(BOUND):
+            while len(await store.read_changes()) != 3:
+                await asyncio.sleep(0.05)
+    finally:
+        await pruner.stop()
