@@ -38,16 +38,14 @@ EXAMPLE_CHANGE: JsonDict = {
 }
 
 
-class KeyChangeRecord(BaseModel):
+class KeyChange(BaseModel):
     key: str = Field(description="The etcd key (Pulsar metadata path) written")
     before: Any = Field(description="The stored document before; null: the key was created")
     after: Any = Field(description="The stored document after; null: the key was deleted")
 
 
-class ChangeRecordModel(BaseModel):
-    model_config = ConfigDict(
-        title="ChangeRecord", json_schema_extra={"examples": [EXAMPLE_CHANGE]}
-    )
+class ChangeRecord(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_CHANGE]})
 
     revision: int = Field(description="The etcd revision of the write's transaction")
     time: int = Field(description="When the server wrote it, milliseconds since the epoch")
@@ -55,7 +53,7 @@ class ChangeRecordModel(BaseModel):
     clientAddress: str | None = Field(description="The client's IP address")
     method: str
     path: str = Field(description="The request path")
-    changes: list[KeyChangeRecord]
+    changes: list[KeyChange]
 
 
 DESCRIPTION = (
@@ -77,7 +75,8 @@ DESCRIPTION = (
     operation_id="getChanges",
     summary="The change history of admin writes",
     description=DESCRIPTION,
-    response_model=list[ChangeRecordModel],
+    response_model=list[ChangeRecord],
+    responses={200: {"content": {"application/json": {"example": [EXAMPLE_CHANGE]}}}},
 )
 async def get_changes(
     history: ChangeHistoryDep,
