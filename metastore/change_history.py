@@ -13,7 +13,10 @@ A record is one etcd key under `paths.CHANGE_HISTORY`:
 
 whose value is the JSON `{"time", "role", "clientAddress", "method", "path", "changes": [{"key",
 "before", "after"}]}` (documents as stored, parsed when they are JSON; null before a create and
-after a delete). The record's revision is the transaction's: a value cannot hold the revision
+after a delete). When the two documents of a change are together over `FULL_DOCUMENTS_UP_TO`
+bytes and both JSON objects, the change is `"partial": true` and holds only the parts that
+differ (`changed_parts`): a record stays small when one bookie of a large rack map moves.
+The record's revision is the transaction's: a value cannot hold the revision
 of the transaction that writes it, so it is read back as the key's `create_revision`. Records of
 one transaction share it and keep their order through the sequence number. The time prefix lets
 retention by age delete one key range.
@@ -35,10 +38,13 @@ from metastore import paths
 from metastore.codec import dump_json, load_json
 
 __all__ = [
+    "FULL_DOCUMENTS_UP_TO",
     "ChangeContext",
     "ChangeLog",
     "ChangeRecord",
     "KeyChange",
+    "apply_changed_parts",
+    "changed_parts",
     "current_change",
     "current_change_context",
     "recording",
@@ -58,11 +64,14 @@ class ChangeContext:
 
 @dataclass(frozen=True)
 class KeyChange:
-    """One key's stored value before and after (None: absent)."""
+    """One key's stored value before and after (None: absent). `parts`: the parts that
+    changed (`changed_parts`), when the writer found them itself (a large document, see
+    `FULL_DOCUMENTS_UP_TO`); `before` and `after` are then not used."""
 
     key: str
     before: bytes | None
     after: bytes | None
+    parts: tuple[dict[str, Any], dict[str, Any]] | None = None
 
 
 # Set for a request's task (`recording`, or `.set` where the rest of the task is the request).
@@ -86,6 +95,14 @@ def recording(context: ChangeContext | None) -> Iterator[None]:
         current_change_context.reset(token)
 
 
+# A change whose documents together are larger than this is recorded as the parts that changed
+# (`"partial": true`): a rack write to a 1,000-bookie map would otherwise store 110 KB.
+FULL_DOCUMENTS_UP_TO = 16 * 1024
+
+
+_ABSENT: Any = object()
+
+
 def _document(raw: bytes | None) -> Any:
     if raw is None:
         return None
@@ -93,6 +110,56 @@ def _document(raw: bytes | None) -> Any:
         return load_json(raw)
     except ValueError:
         return raw.decode("utf-8", "replace")
+
+
+def changed_parts(before: dict[str, Any], after: dict[str, Any]) -> tuple[Any, Any]:
+    """The parts of two JSON objects that differ: a key whose values differ is kept on both
+    sides (objects on both sides recursively, anything else whole), a removed key only in
+    `before`, an added key only in `after`; a key in neither is unchanged."""
+    removed: dict[str, Any] = {}
+    added: dict[str, Any] = {}
+    # One pass in a comprehension: this runs over every bookie of a large rack map per write.
+    for key in [key for key, old in before.items() if after.get(key, _ABSENT) != old]:
+        old = before[key]
+        if key not in after:
+            removed[key] = old
+            continue
+        new = after[key]
+        if isinstance(old, dict) and isinstance(new, dict):
+            removed[key], added[key] = changed_parts(old, new)
+        else:
+            removed[key], added[key] = old, new
+    for key in after:
+        if key not in before:
+            added[key] = after[key]
+    return removed, added
+
+
+def apply_changed_parts(document: dict[str, Any], removed: dict[str, Any],
+                        added: dict[str, Any]) -> None:  # fmt: skip
+    """Apply the result of `changed_parts(document, new)` to `document`, in place, so that it
+    equals `new` (values are copied from `added`, never shared)."""
+    for key in removed.keys() - added.keys():
+        del document[key]
+    for key, new in added.items():
+        old = removed.get(key)
+        current = document.get(key)
+        if isinstance(old, dict) and isinstance(new, dict) and isinstance(current, dict):
+            apply_changed_parts(current, old, new)
+        else:
+            document[key] = load_json(dump_json(new))
+
+
+def _change_json(change: KeyChange) -> dict[str, Any]:
+    if change.parts is not None:
+        removed, added = change.parts
+        return {"key": change.key, "partial": True, "before": removed, "after": added}
+    before, after = _document(change.before), _document(change.after)
+    size = len(change.before or b"") + len(change.after or b"")
+    if size > FULL_DOCUMENTS_UP_TO and isinstance(before, dict) and isinstance(after, dict):
+        removed, added = changed_parts(before, after)
+        return {"key": change.key, "partial": True, "before": removed, "after": added}
+    return {"key": change.key, "before": before, "after": after}
 
 
 @dataclass(frozen=True)
@@ -138,10 +205,9 @@ class ChangeLog:
             "clientAddress": context.address,
             "method": context.method,
             "path": context.path,
-            "changes": [  # a key the write left as it was (e.g. deleting an absent one) is not
-                {"key": c.key, "before": _document(c.before), "after": _document(c.after)}
-                for c in changes
-                if c.before != c.after
+            # A key the write left as it was (e.g. deleting an absent one) is not listed.
+            "changes": [
+                _change_json(c) for c in changes if c.parts is not None or c.before != c.after
             ],
         }
         return key, dump_json(body)

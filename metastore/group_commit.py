@@ -27,8 +27,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from metastore.change_history import ChangeContext, KeyChange, current_change
-from metastore.codec import dump_json, load_stored
+from metastore.change_history import (
+    FULL_DOCUMENTS_UP_TO,
+    ChangeContext,
+    KeyChange,
+    apply_changed_parts,
+    changed_parts,
+    current_change,
+)
+from metastore.codec import dump_json, load_json, load_stored
 from metastore.errors import BadVersion, InvalidValue
 from metastore.guards import Guard
 from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff
@@ -39,13 +46,15 @@ log = logging.getLogger(__name__)
 PendingUpdate = tuple[
     Callable[["Draft"], None], "asyncio.Future[Versioned | None]", ChangeContext | None
 ]
-Recorded = list[tuple[ChangeContext, KeyChange]]
+Recorded = list[tuple[str, bytes]]  # change records (key, value) of a batch
+
+RecordChange = Callable[[ChangeContext, KeyChange], tuple[str, bytes]]
 
 # A batch whose updates are recorded (metastore.change_history) holds at most this many of
 # them and about this many bytes of records: one transaction carries them all, and etcd
 # refuses one of more than 128 operations or 1.5 MiB (its defaults). The rest go in the next.
 MAX_RECORDED_UPDATES = 100
-MAX_RECORDED_BYTES = 1024 * 1024
+MAX_RECORDED_BYTES = 1024 * 1024 - 64 * 1024  # room for the value itself
 
 
 class KeyStore(Protocol):
@@ -61,10 +70,13 @@ class KeyStore(Protocol):
         """Tell the caches about a committed write (None: a delete)."""
 
     async def swap(
-        self, path: str, guard: Guard, value: bytes | None, changes: Recorded = ...
+        self, path: str, guard: Guard, value: bytes | None, records: Recorded = ...
     ) -> int:
         """Write `value` (None: delete) if `guard` holds: the new revision, else `BadVersion`;
-        `changes`, the records of the batch's updates, go in the same transaction."""
+        `records`, the change records of the batch's updates, go in the same transaction."""
+
+    def change_record(self, context: ChangeContext, change: KeyChange) -> tuple[str, bytes]:
+        """The key and value of the change record of one update."""
 
 
 class Draft:
@@ -256,7 +268,8 @@ class KeyWriter:
         unencodable = False
         if any(context is not None for _, _, context in updates):
             try:
-                taken = apply_recording(draft, start, updates, failures, recorded)
+                taken = apply_recording(draft, start, updates, failures, recorded,
+                                        self.store.change_record)  # fmt: skip
             except Unencodable as exc:
                 taken, unencodable = exc.taken, True
             if taken < len(updates):
@@ -273,7 +286,9 @@ class KeyWriter:
                 value = draft.raw()
                 parsed = draft.parsed_doc
             except Exception:  # e.g. a lone surrogate: find the updates that cannot encode
-                value, changed, recorded = isolate(self.path, start, updates, failures)
+                value, changed, recorded = isolate(
+                    self.path, start, updates, failures, self.store.change_record
+                )
                 parsed = None
                 self.tip = _Tip(value, None)  # the draft's document holds the failed changes
         batch = _Batch(updates, failures, recorded=recorded)
@@ -384,7 +399,11 @@ class KeyWriter:
 
 
 def isolate(
-    path: str, start: bytes | None, updates: list[PendingUpdate], failures: dict[int, Exception]
+    path: str,
+    start: bytes | None,
+    updates: list[PendingUpdate],
+    failures: dict[int, Exception],
+    record: RecordChange,
 ) -> tuple[bytes | None, bool, Recorded]:
     """The batch's result could not be serialised: apply its updates again one at a time from
     `start`, each on the last value that encoded; an update whose result does not encode
@@ -410,7 +429,7 @@ def isolate(
             continue
         if trial.changed:
             if context is not None and encoded != value:
-                recorded.append((context, KeyChange(path, value, encoded)))
+                recorded.append(record(context, KeyChange(path, value, encoded)))
             value, changed = encoded, True
     return value, changed, recorded
 
@@ -429,13 +448,19 @@ def apply_recording(
     updates: list[PendingUpdate],
     failures: dict[int, Exception],
     recorded: Recorded,
+    record: RecordChange,
 ) -> int:
     """`apply_all` for a batch whose updates are recorded: the value after each update is
     the `before` of the next, and each update with a change context that changed the value
     is recorded. Stops after `MAX_RECORDED_UPDATES` updates or `MAX_RECORDED_BYTES` of
     records and returns how many updates it took; `Unencodable` when a value does not
-    encode (the caller isolates the culprit)."""
+    encode (the caller isolates the culprit).
+
+    A document over `FULL_DOCUMENTS_UP_TO` (a large rack map) is not serialised after every
+    update: a private copy of it (`shadow`) is compared with the draft after each update,
+    the parts that differ are the record (`changed_parts`) and are copied into the shadow."""
     before = start
+    shadow = _shadow_of(start)
     size = 0
     for index, (apply, _, context) in enumerate(updates):
         if index >= MAX_RECORDED_UPDATES or size > MAX_RECORDED_BYTES:
@@ -445,15 +470,42 @@ def apply_recording(
         except Exception as exc:
             failures[index] = exc
             continue
+        doc = draft.doc() if shadow is not None else None
+        if shadow is not None and isinstance(doc, dict):
+            removed, added = changed_parts(shadow, doc)
+            if not (removed or added):
+                continue
+            try:
+                apply_changed_parts(shadow, removed, added)
+            except Exception:
+                raise Unencodable(index + 1) from None
+            if context is not None:
+                change = KeyChange(draft.path, None, None, parts=(removed, added))
+                recorded.append(record(context, change))
+                size += len(recorded[-1][1])
+            continue
+        if shadow is not None:  # the document is no longer a large object: record it whole
+            before, shadow = dump_json(shadow), None
         try:
             after = draft.snapshot()
         except Exception:
             raise Unencodable(index + 1) from None
         if context is not None and after != before:
-            recorded.append((context, KeyChange(draft.path, before, after)))
-            size += len(before or b"") + len(after or b"")
+            recorded.append(record(context, KeyChange(draft.path, before, after)))
+            size += len(recorded[-1][1])
         before = after
     return len(updates)
+
+
+def _shadow_of(start: bytes | None) -> dict[str, Any] | None:
+    """A private parsed copy of a large JSON object, None for anything else."""
+    if start is None or len(start) <= FULL_DOCUMENTS_UP_TO:
+        return None
+    try:
+        doc = load_json(start)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def brief(exc: BaseException | None, limit: int = 200) -> str:

@@ -492,17 +492,15 @@ class MetadataStore:
         path: str,
         guard: Guard,
         value: bytes | None,
-        changes: Sequence[tuple[ChangeContext, KeyChange]] = (),
+        records: Sequence[tuple[str, bytes]] = (),
     ) -> int:
         """Write `value` (None: delete) if `guard` holds; the new revision, else `BadVersion`
-        (group commit's write). `changes`: the record of each update of the batch, written in
-        the same transaction (the guard makes their `before` exact)."""
+        (group commit's write). `records`: the change record of each update of the batch,
+        written in the same transaction (the guard makes their `before` exact)."""
         tx = self._client().transactions
         key = to_key(path)
         success = [tx.delete(key) if value is None else tx.put(key, value)]
-        for context, change in changes:
-            record_key, record = self.change_log.record(context, [change])
-            success.append(tx.put(to_key(record_key), record))
+        success += [tx.put(to_key(record_key), record) for record_key, record in records]
         ok, responses = await self._transaction([self._compare(guard)], success)
         if not ok:
             raise BadVersion(path)
@@ -525,6 +523,10 @@ class MetadataStore:
         await self._call(lambda c: c.revoke_lease(lease_id))
 
     # -- change history (metastore.change_history) -----------------------------------------
+
+    def change_record(self, context: ChangeContext, change: KeyChange) -> tuple[str, bytes]:
+        """Group commit's record of one update."""
+        return self.change_log.record(context, [change])
 
     async def _range(self, request: rpc.RangeRequest) -> Any:
         """A range request with the options the client's helpers leave out (limits, sorting

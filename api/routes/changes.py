@@ -26,6 +26,7 @@ EXAMPLE_CHANGE: JsonDict = {
     "changes": [
         {
             "key": "/bookies",
+            "partial": False,
             "before": {"default": {"10.0.0.6:3181": {"rack": "/rack1"}}},
             "after": {
                 "default": {
@@ -40,6 +41,12 @@ EXAMPLE_CHANGE: JsonDict = {
 
 class KeyChange(BaseModel):
     key: str = Field(description="The etcd key (Pulsar metadata path) written")
+    partial: bool = Field(
+        default=False,
+        description="True: `before` and `after` hold only the parts that differ (a document "
+        "over 16 KiB, e.g. a large rack map): a key in both changed, in `before` only was "
+        "removed, in `after` only was added; objects in both are compared key by key",
+    )
     before: Any = Field(description="The stored document before; null: the key was created")
     after: Any = Field(description="The stored document after; null: the key was deleted")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -118,3 +119,53 @@ async def test_the_pruner_keeps_the_history_within_its_limit(store: MetadataStor
                 await asyncio.sleep(0.05)
     finally:
         await pruner.stop()
+
+
+def apply_partial(document: dict[str, Any], before: dict[str, Any],
+                  after: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """Replay a partial change (`changed_parts`) onto the document it was taken from."""
+    result = dict(document)
+    for key in before.keys() - after.keys():
+        del result[key]
+    for key, new in after.items():
+        old = before.get(key)
+        if key in before and isinstance(old, dict) and isinstance(new, dict):
+            result[key] = apply_partial(result[key], old, new)
+        else:
+            result[key] = new
+    return result
+
+
+async def test_a_large_document_is_recorded_as_the_parts_that_changed(
+    store: MetadataStore,
+) -> None:
+    racks = {f"10.0.{i // 250}.{i % 250}:3181": {"rack": f"/r{i % 20}"} for i in range(1000)}
+    await store.put(paths.BOOKIES_RACK_CONFIG, json.dumps({"default": racks}).encode())
+
+    async def move(index: int) -> None:
+        bookie = f"10.0.{index // 250}.{index % 250}:3181"
+
+        def change(doc: dict[str, Any]) -> dict[str, Any]:
+            if index % 3 == 0:
+                del doc["default"][bookie]
+            else:
+                doc["default"][bookie] = {"rack": "/moved"}
+            doc.setdefault("other", {})[f"new-{index}"] = {"rack": "/n"}
+            return doc
+
+        with recording(ChangeContext(None, None, "POST", f"/move/{index}")):
+            await store.update_json(paths.BOOKIES_RACK_CONFIG, change)
+
+    await asyncio.wait_for(asyncio.gather(*(move(i) for i in range(12))), BOUND)
+    records = await store.read_changes()
+    assert len(records) == 12
+    document: dict[str, Any] = {"default": racks}
+    for record in records:
+        change = record.body["changes"][0]
+        assert change["partial"] is True
+        assert len(json.dumps(change)) < 300  # the parts that changed, not 2 x 40 KB
+        document = apply_partial(document, change["before"], change["after"])
+    assert document == await store.get_json(paths.BOOKIES_RACK_CONFIG)
+    first = next(r for r in records if r.body["path"] == "/move/0").body["changes"][0]
+    assert first["before"]["default"] == {"10.0.0.0:3181": {"rack": "/r0"}}
+    assert "10.0.0.0:3181" not in first["after"].get("default", {})

@@ -32,14 +32,14 @@ class CountingStore(MetadataStore):
         self.write_started = asyncio.Event()
 
     async def swap(
-        self, path: str, guard: Guard, value: bytes | None, changes: Sequence[Any] = ()
+        self, path: str, guard: Guard, value: bytes | None, records: Sequence[Any] = ()
     ) -> int:
         self.in_flight += 1
         self.writes += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         self.write_started.set()
         try:
-            return await super().swap(path, guard, value, changes)
+            return await super().swap(path, guard, value, records)
         finally:
             self.in_flight -= 1
 
