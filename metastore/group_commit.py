@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from metastore import paths
 from metastore.change_history import (
     FULL_DOCUMENTS_UP_TO,
     ChangeContext,
@@ -174,7 +175,8 @@ class GroupCommit:
         """Queue `apply` for `path` and wait until the batch holding it is answered."""
         future: asyncio.Future[Versioned | None] = asyncio.get_running_loop().create_future()
         # The writer task runs in the context of whoever started it: take the caller's now.
-        self._queues.setdefault(path, []).append((apply, future, current_change()))
+        context = current_change() if paths.in_change_history(path) else None
+        self._queues.setdefault(path, []).append((apply, future, context))
         writer = self._writers.get(path)
         if writer is not None:
             writer.wake()

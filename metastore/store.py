@@ -257,6 +257,8 @@ class MetadataStore:
         replaced; when only that guard fails (a concurrent writer), it reads and tries again,
         when the caller's own conditions fail, it answers as `_transaction` does."""
         context = current_change()
+        writes = {path: v for path, v in writes.items() if paths.in_change_history(path)}
+        trees = [path for path in trees if paths.in_change_history(path + "/")]
         if context is None or not (writes or trees):
             return await self._transaction(compare, success, failure)
         for attempt in range(MAX_CAS_ATTEMPTS):

@@ -39,26 +39,28 @@ def keys_changed(records: list[ChangeRecord]) -> list[list[tuple[str, Any, Any]]
 
 
 async def test_every_write_method_records_in_its_own_transaction(store: MetadataStore) -> None:
-    await store.put("/unrecorded", b"{}")  # no context: no record
+    await store.put("/admin/x/unrecorded", b"{}")  # no context: no record
     with recording(CONTEXT):
-        created = await store.create("/a", b'{"v":1}')
-        await store.put("/a", b'{"v":2}')
-        await store.commit([Guard("/a", created + 1)], {"/a": b'{"v":3}', "/b": b"[]"})
-        await store.update_json("/b", lambda doc: [*doc, 1])
-        await store.put("/t/x", b"1")
-        await store.delete_tree("/t")
-        await store.delete("/a")
+        await store.put("/ledgers/x", b"{}")  # not an admin document: no record
+        created = await store.create("/admin/x/a", b'{"v":1}')
+        await store.put("/admin/x/a", b'{"v":2}')
+        await store.commit([Guard("/admin/x/a", created + 1)],
+                           {"/admin/x/a": b'{"v":3}', "/admin/x/b": b"[]"})  # fmt: skip
+        await store.update_json("/admin/x/b", lambda doc: [*doc, 1])
+        await store.put("/admin/x/t/x", b"1")
+        await store.delete_tree("/admin/x/t")
+        await store.delete("/admin/x/a")
         with pytest.raises(BadVersion):
-            await store.commit([Guard("/b", 1)], {"/b": b"[9]"})  # fails: no record
+            await store.commit([Guard("/admin/x/b", 1)], {"/admin/x/b": b"[9]"})  # no record
     records = await store.read_changes()
     assert keys_changed(records) == [
-        [("/a", None, {"v": 1})],
-        [("/a", {"v": 1}, {"v": 2})],
-        [("/a", {"v": 2}, {"v": 3}), ("/b", None, [])],
-        [("/b", [], [1])],
-        [("/t/x", None, 1)],
-        [("/t/x", 1, None)],
-        [("/a", {"v": 3}, None)],
+        [("/admin/x/a", None, {"v": 1})],
+        [("/admin/x/a", {"v": 1}, {"v": 2})],
+        [("/admin/x/a", {"v": 2}, {"v": 3}), ("/admin/x/b", None, [])],
+        [("/admin/x/b", [], [1])],
+        [("/admin/x/t/x", None, 1)],
+        [("/admin/x/t/x", 1, None)],
+        [("/admin/x/a", {"v": 3}, None)],
     ]
     assert records[0].revision == created
     assert {r.body["role"] for r in records} == {"ops"}
@@ -71,7 +73,7 @@ async def test_group_commit_records_each_update_in_order_in_one_transaction(
     async def add(item: int) -> None:
         context = ChangeContext(None, None, "POST", f"/item/{item}")
         with recording(context):
-            await store.update_json("/list", lambda doc: [*(doc or []), item])
+            await store.update_json("/admin/x/list", lambda doc: [*(doc or []), item])
 
     await asyncio.wait_for(asyncio.gather(*(add(i) for i in range(20))), BOUND)
     records = await store.read_changes()
@@ -80,7 +82,7 @@ async def test_group_commit_records_each_update_in_order_in_one_transaction(
     befores = [r.body["changes"][0]["before"] for r in records]
     afters = [r.body["changes"][0]["after"] for r in records]
     assert befores[0] is None and befores[1:] == afters[:-1]
-    assert afters[-1] == await store.get_json("/list")
+    assert afters[-1] == await store.get_json("/admin/x/list")
     # Paging never splits a transaction: every page ends where a revision ends.
     since, paged = 0, []
     while page := await store.read_changes(since, limit=3):
@@ -92,10 +94,10 @@ async def test_group_commit_records_each_update_in_order_in_one_transaction(
 async def test_prune_by_count_and_by_age(store: MetadataStore) -> None:
     with recording(CONTEXT):
         for index in range(10):
-            await store.put(f"/k{index}", b"1")
+            await store.put(f"/admin/x/k{index}", b"1")
     assert await store.prune_changes(max_records=4, max_age_seconds=0) == 6
     assert [r.body["changes"][0]["key"] for r in await store.read_changes()] == [
-        "/k6", "/k7", "/k8", "/k9"
+        "/admin/x/k6", "/admin/x/k7", "/admin/x/k8", "/admin/x/k9"
     ]
     assert await store.prune_changes(max_records=0, max_age_seconds=3600) == 0
     log = ChangeLog()
@@ -113,7 +115,7 @@ async def test_the_pruner_keeps_the_history_within_its_limit(store: MetadataStor
     try:
         with recording(CONTEXT):
             for index in range(8):
-                await store.put(f"/p{index}", b"1")
+                await store.put(f"/admin/x/p{index}", b"1")
         async with asyncio.timeout(BOUND):
             while len(await store.read_changes()) != 3:
                 await asyncio.sleep(0.05)
