@@ -6,8 +6,9 @@ Two servers on the same etcd: one with `changeHistoryEnabled=false`, one with th
 (every write recorded in its own transaction). `set-bookie-rack` (the rack-write fast path,
 the benchmark of `bench.api_bench`) is measured on each at 8 and 32 concurrent clients,
 alternating off/on for `--rounds` rounds so that load from other processes on a shared machine
-falls on both. Before every point the rack map is reset, the history emptied and etcd
-compacted. The report gives requests/s and p50/p99 for each and the ratio on/off.
+falls on both. Before every point etcd is left to settle (a server may still be working off
+requests wrk sent), the rack map is reset, the history emptied and etcd compacted. The report
+gives requests/s and p50/p99 for each and the ratio on/off.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import asyncio
 import json
 import statistics
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,21 @@ from metastore import paths
 from metastore.embedded import EmbeddedEtcd
 
 CONCURRENCY = (8, 32)
+
+
+async def settle(etcd: EmbeddedEtcd, quiet: float = 0.5, bound: float = 120.0) -> None:
+    """Wait until etcd's revision stops moving: a server still working off requests that wrk
+    sent before it stopped would otherwise write over the next point's reset rack map."""
+    async with etcd_client(etcd) as client:
+        deadline = time.monotonic() + bound
+        last = -1
+        while time.monotonic() < deadline:
+            revision = (await client.get_prefix(b"/bench/settle/")).header.revision
+            if revision == last:
+                return
+            last = revision
+            await asyncio.sleep(quiet)
+        raise AssertionError("etcd kept changing after the load stopped")
 
 
 async def empty_history(etcd: EmbeddedEtcd) -> None:
@@ -48,6 +65,7 @@ def run(seconds: float, rounds: int, workloads: tuple[int, ...]) -> dict[str, An
                     for _ in range(rounds):
                         for clients in CONCURRENCY:
                             for mode, url in (("off", plain.url), ("on", recorded.url)):
+                                asyncio.run(settle(etcd))
                                 reset_rack_map(plain.url, etcd, bookies)
                                 asyncio.run(empty_history(etcd))
                                 asyncio.run(compact_etcd(etcd))

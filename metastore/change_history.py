@@ -32,6 +32,8 @@ import secrets
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import ne
 from typing import Any
 
 from metastore import paths
@@ -118,21 +120,39 @@ def changed_parts(before: dict[str, Any], after: dict[str, Any]) -> tuple[Any, A
     `before`, an added key only in `after`; a key in neither is unchanged."""
     removed: dict[str, Any] = {}
     added: dict[str, Any] = {}
-    # One pass in a comprehension: this runs over every bookie of a large rack map per write.
-    for key in [key for key, old in before.items() if after.get(key, _ABSENT) != old]:
+    same_keys = len(before) == len(after) and list(before) == list(after)
+    for key in _candidate_keys(before, after, same_keys):
         old = before[key]
         if key not in after:
             removed[key] = old
             continue
         new = after[key]
         if isinstance(old, dict) and isinstance(new, dict):
-            removed[key], added[key] = changed_parts(old, new)
-        else:
+            parts = changed_parts(old, new)
+            if parts[0] or parts[1]:
+                removed[key], added[key] = parts
+        elif old != new:
             removed[key], added[key] = old, new
-    for key in after:
-        if key not in before:
+    if not same_keys:
+        for key in after.keys() - before.keys():
             added[key] = after[key]
     return removed, added
+
+
+SMALL_OBJECT = 32  # keys: compared key by key; larger objects (a rack group) in C first
+
+
+def _candidate_keys(before: dict[str, Any], after: dict[str, Any], same_keys: bool) -> list[str]:
+    """The keys of `before` that may differ in `after`. This runs over every bookie of a
+    large rack map on each recorded write, so in a large object with the same keys in the
+    same order (a value replaced in place) the values are compared pairwise in C, without a
+    Python loop, and only those that differ are looked at."""
+    if len(before) <= SMALL_OBJECT:
+        return list(before)
+    keys = list(before)
+    if same_keys:
+        return list(compress(keys, map(ne, before.values(), after.values())))
+    return [key for key in keys if after.get(key, _ABSENT) != before[key]]
 
 
 def apply_changed_parts(document: dict[str, Any], removed: dict[str, Any],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,7 +16,14 @@ import pytest
 from api.change_history import HistoryPruner
 from api.settings import Settings
 from metastore import paths
-from metastore.change_history import ChangeContext, ChangeLog, ChangeRecord, recording
+from metastore.change_history import (
+    ChangeContext,
+    ChangeLog,
+    ChangeRecord,
+    apply_changed_parts,
+    changed_parts,
+    recording,
+)
 from metastore.embedded import EmbeddedEtcd
 from metastore.errors import BadVersion
 from metastore.guards import Guard
@@ -171,3 +179,37 @@ async def test_a_large_document_is_recorded_as_the_parts_that_changed(
     first = next(r for r in records if r.body["path"] == "/move/0").body["changes"][0]
     assert first["before"]["default"] == {"10.0.0.0:3181": {"rack": "/r0"}}
     assert "10.0.0.0:3181" not in first["after"].get("default", {})
+
+
+def test_changed_parts_rebuild_the_new_document_and_hold_only_what_changed() -> None:
+    rng = random.Random(7)
+    for size in (3, 40, 300):  # small objects key by key, large ones compared in C first
+        before = {
+            "g1": {f"b{i}": {"rack": f"/r{i % 5}", "n": i} for i in range(size)},
+            "g2": {f"c{i}": [i, {"x": i}] for i in range(size)},
+            "flag": True,
+        }
+        for _ in range(20):
+            after = json.loads(json.dumps(before))
+            for _ in range(rng.randrange(1, 4)):
+                group = after[rng.choice(["g1", "g2"])]
+                if not group:
+                    continue
+                key = rng.choice(list(group))
+                action = rng.randrange(4)
+                if action == 0:
+                    del group[key]
+                elif action == 1:
+                    group[f"new{rng.randrange(10**6)}"] = {"rack": "/n"}
+                elif action == 2:
+                    group[key] = {"rack": "/moved"}
+                else:
+                    after["flag"] = not after["flag"]
+            removed, added = changed_parts(before, after)
+            rebuilt = json.loads(json.dumps(before))
+            apply_changed_parts(rebuilt, removed, added)
+            assert rebuilt == after
+            assert len(json.dumps([removed, added])) < 400  # never the unchanged bookies
+            before = after
+    assert changed_parts({"a": 1, "b": {"c": 2}}, {"b": {"c": 2}, "a": 1}) == ({}, {})
+    assert changed_parts({"a": {"x": 1}}, {"a": 5}) == ({"a": {"x": 1}}, {"a": 5})
