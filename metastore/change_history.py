@@ -68,12 +68,14 @@ class ChangeContext:
 class KeyChange:
     """One key's stored value before and after (None: absent). `parts`: the parts that
     changed (`changed_parts`), when the writer found them itself (a large document, see
-    `FULL_DOCUMENTS_UP_TO`); `before` and `after` are then not used."""
+    `FULL_DOCUMENTS_UP_TO`); `documents`: both documents parsed, when the writer holds them
+    so; `before` and `after` are then not used."""
 
     key: str
     before: bytes | None
     after: bytes | None
     parts: tuple[dict[str, Any], dict[str, Any]] | None = None
+    documents: tuple[Any, Any] | None = None  # parsed before and after, instead of the bytes
 
 
 # Set for a request's task (`recording`, or `.set` where the rest of the task is the request).
@@ -174,6 +176,8 @@ def _change_json(change: KeyChange) -> dict[str, Any]:
     if change.parts is not None:
         removed, added = change.parts
         return {"key": change.key, "partial": True, "before": removed, "after": added}
+    if change.documents is not None:
+        return {"key": change.key, "before": change.documents[0], "after": change.documents[1]}
     before, after = _document(change.before), _document(change.after)
     size = len(change.before or b"") + len(change.after or b"")
     if size > FULL_DOCUMENTS_UP_TO and isinstance(before, dict) and isinstance(after, dict):
@@ -227,7 +231,9 @@ class ChangeLog:
             "path": context.path,
             # A key the write left as it was (e.g. deleting an absent one) is not listed.
             "changes": [
-                _change_json(c) for c in changes if c.parts is not None or c.before != c.after
+                _change_json(c)
+                for c in changes
+                if c.parts is not None or c.documents is not None or c.before != c.after
             ],
         }
         return key, dump_json(body)

@@ -458,11 +458,13 @@ def apply_recording(
     records and returns how many updates it took; `Unencodable` when a value does not
     encode (the caller isolates the culprit).
 
-    A document over `FULL_DOCUMENTS_UP_TO` (a large rack map) is not serialised after every
-    update: a private copy of it (`shadow`) is compared with the draft after each update,
-    the parts that differ are the record (`changed_parts`) and are copied into the shadow."""
+    A JSON object is not serialised after every update: a private copy of it (`shadow`) is
+    compared with the draft after each update (`changed_parts`), the record is built from
+    both (the whole documents, or over `FULL_DOCUMENTS_UP_TO` the parts that differ), and the
+    parts that differ are copied into the shadow."""
     before = start
     shadow = _shadow_of(start)
+    whole = start is not None and len(start) <= FULL_DOCUMENTS_UP_TO
     size = 0
     for index, (apply, _, context) in enumerate(updates):
         if index >= MAX_RECORDED_UPDATES or size > MAX_RECORDED_BYTES:
@@ -477,16 +479,22 @@ def apply_recording(
             removed, added = changed_parts(shadow, doc)
             if not (removed or added):
                 continue
+            if context is not None:
+                if whole:  # serialised now, before the shadow moves on
+                    change = KeyChange(draft.path, None, None, documents=(shadow, doc))
+                else:
+                    change = KeyChange(draft.path, None, None, parts=(removed, added))
+                try:
+                    recorded.append(record(context, change))
+                except Exception:
+                    raise Unencodable(index + 1) from None
+                size += len(recorded[-1][1])
             try:
                 apply_changed_parts(shadow, removed, added)
             except Exception:
                 raise Unencodable(index + 1) from None
-            if context is not None:
-                change = KeyChange(draft.path, None, None, parts=(removed, added))
-                recorded.append(record(context, change))
-                size += len(recorded[-1][1])
             continue
-        if shadow is not None:  # the document is no longer a large object: record it whole
+        if shadow is not None:  # no longer a JSON object: record it as stored
             before, shadow = dump_json(shadow), None
         try:
             after = draft.snapshot()
@@ -500,8 +508,8 @@ def apply_recording(
 
 
 def _shadow_of(start: bytes | None) -> dict[str, Any] | None:
-    """A private parsed copy of a large JSON object, None for anything else."""
-    if start is None or len(start) <= FULL_DOCUMENTS_UP_TO:
+    """A private parsed copy of a JSON object, None for anything else."""
+    if start is None:
         return None
     try:
         doc = load_json(start)

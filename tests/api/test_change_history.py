@@ -174,7 +174,7 @@ def test_a_failed_write_records_nothing_and_prefix_filters(
         ("DELETE", "/admin/v2/tenants/kept"),
     ]
     deleted = after[1]["changes"]
-    assert deleted == [{"key": paths.tenant("kept"),
+    assert deleted == [{"key": paths.tenant("kept"), "partial": False,
                         "before": {"adminRoles": [], "allowedClusters": ["test"]},
                         "after": None}]  # fmt: skip
     assert [r["path"] for r in all_changes(url, since, prefix="/admin/policies")] == [
