@@ -88,7 +88,7 @@ DESCRIPTION = (
 async def get_changes(
     history: ChangeHistoryDep,
     since: int = Query(
-        default=0, ge=0, le=2**63 - 1, description="Only changes at revisions after this one"
+        default=0, ge=0, le=2**62, description="Only changes at revisions after this one"
     ),
     prefix: str = Query(
         default="", description="Only changes whose request path or a changed key starts so"
