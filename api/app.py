@@ -21,6 +21,7 @@ from api.hot_path import RackWriteHotPath
 from api.metrics import install_metrics
 from api.openapi_doc import OpenApiApp
 from api.openapi_errors import install_error_responses
+from api.rate_limit import WriteRateLimit
 from api.request_rules import RequestRules, require_json_media_type
 from api.routes import ROUTERS
 from api.secrets import install_log_masking
@@ -40,13 +41,21 @@ DESCRIPTION = (
 
 def create_server_app(settings: Settings, bookies: LocalBookies | None = None) -> ASGIApp:
     """What `python -m api` serves: the request rules (`api.request_rules`) in front of
-    everything, then the `set-bookie-rack` fast path, then the app. `bookies`: the local
+    everything, then the per-client write rate limit (`api.rate_limit`, when enabled), then the
+    `set-bookie-rack` fast path, then the app. `bookies`: the local
     bookies this process supervises (`--bookies N`), controlled through
     `/admin/v2/storage/bookies`."""
     install_log_masking()
     app = create_app(settings, bookies)
     limit = settings.httpMaxRequestSize if settings.httpMaxRequestSize > 0 else 2**62
-    return RequestRules(RackWriteHotPath(app, deadline_seconds=request_timeout(settings)), limit)
+    served: ASGIApp = RackWriteHotPath(app, deadline_seconds=request_timeout(settings))
+    if settings.httpWriteRequestsPerClientLimitEnabled:
+        served = WriteRateLimit(
+            served,
+            settings.httpWriteRequestsPerClientMaxPerSecond,
+            lambda: getattr(app.state, "pulsar", None),
+        )
+    return RequestRules(served, limit)
 
 
 def request_timeout(settings: Settings) -> float:

@@ -105,6 +105,7 @@ RULES: Final[Mapping[str, Need]] = {
     "getAllBookies": SUPER_USER,
     "importBookiesRackInfo": SUPER_USER,
     "lintBookies": SUPER_USER,
+    "getChanges": SUPER_USER,
     "getRuntimeConfiguration": SUPER_USER,
     "getActiveBrokers": SUPER_USER,
     "getClusters": SUPER_USER,

@@ -10,8 +10,10 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from api.authorization import Access, authorize
+from api.change_history import change_context
 from api.client_certificates import client_certificate
 from api.services.bookkeeper_admin import BookKeeperAdminService
+from api.services.changes import ChangeHistoryService
 from api.services.clusters import ClusterService
 from api.services.isolation import IsolationService
 from api.services.lint import LintService
@@ -27,6 +29,7 @@ from api.services.tenants import TenantService
 from api.services.topics import TopicService
 from api.settings import Settings
 from api.state import AppState
+from metastore.change_history import current_change_context
 from metastore.store import MetadataStore
 
 
@@ -44,7 +47,11 @@ async def authorize_request(request: Request) -> None:
         request.query_params,
         client_certificate(request.scope),
     )
-    request.state.role = await authorize(access, app_state(request).guard)
+    state = app_state(request)
+    request.state.role = role = await authorize(access, state.guard)
+    context = change_context(request.scope, role, state.settings)
+    if context is not None:  # the route runs in this task: its writes are recorded under it
+        current_change_context.set(context)
 
 
 def app_state(request: Request) -> AppState:
@@ -139,3 +146,10 @@ async def get_storage_bookies(request: Request) -> StorageBookieService:
 
 
 StorageBookiesDep = Annotated[StorageBookieService, Depends(get_storage_bookies)]
+
+
+async def get_change_history(request: Request) -> ChangeHistoryService:
+    return ChangeHistoryService(app_state(request).store)
+
+
+ChangeHistoryDep = Annotated[ChangeHistoryService, Depends(get_change_history)]

@@ -26,12 +26,14 @@ from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
 from api.authorization import Access, authorize
+from api.change_history import change_context
 from api.client_certificates import client_certificate
 from api.deadline import send_response, send_timed_out
 from api.encoded_slash import has_encoded_slash
 from api.errors import KNOWN_ERRORS, InvalidInput, error_status_and_reason
 from api.request_rules import read_body, replay
 from api.services.racks import RackService, parse_rack_write
+from metastore.change_history import recording
 from metastore.codec import dump_json
 
 RACK_PATH_PREFIX = "/admin/v2/bookies/racks-info/"
@@ -55,7 +57,8 @@ class RackWriteHotPath:
         if not body or _content_type(scope) != JSON_CONTENT_TYPE:
             await self.app(scope, replay(body, receive), send)
             return
-        racks: RackService = self.app.state.pulsar.services.racks
+        state = self.app.state.pulsar
+        racks: RackService = state.services.racks
         try:
             async with asyncio.timeout(self.deadline_seconds):
                 access = Access(
@@ -64,13 +67,14 @@ class RackWriteHotPath:
                     _headers(scope),
                     client_cert=client_certificate(scope),
                 )
-                await authorize(access, self.app.state.pulsar.guard)
+                role = await authorize(access, state.guard)
                 try:
                     info = parse_rack_write(body)
                 except InvalidInput:
                     await self.app(scope, replay(body, receive), send)
                     return
-                await racks.set_bookie(bookie, _group(scope), info)
+                with recording(change_context(scope, role, state.settings)):
+                    await racks.set_bookie(bookie, _group(scope), info)
         except TimeoutError:
             await send_timed_out(send, self.deadline_seconds)
             return

@@ -101,6 +101,7 @@ STATUSES_BY_OPERATION: dict[str, tuple[int, ...]] = {
     "examineMessage": (404, 405, 412),
     "bookkeeperGetLedgerMetadata": (404,),
     "getStorageBookies": (),
+    "getChanges": (),
     "startStorageBookie": (404, 409, 412),
     "stopStorageBookie": (404, 409, 412),
     "setStorageBookieReadOnly": (404, 409, 412),

@@ -92,6 +92,19 @@ class Settings:
     # Largest request body accepted (413 above it); <= 0: no limit, as Pulsar's -1. The
     # default admits a 10,000-bookie rack map (~1 MB) and stays near etcd's 1.5 MiB limit.
     httpMaxRequestSize: int = 2 * 1024 * 1024
+    # Ours: the change history of admin writes (README "Change history"). Records beyond
+    # changeHistoryMaxRecords (<= 0: no limit) or older than changeHistoryMaxAgeSeconds
+    # (<= 0: no limit) are pruned every changeHistoryPruneIntervalSeconds, in the background.
+    changeHistoryEnabled: bool = True
+    changeHistoryMaxRecords: int = 10000
+    changeHistoryMaxAgeSeconds: int = 0
+    changeHistoryPruneIntervalSeconds: float = 10.0
+    # Ours: a per-client limit of write requests (PUT, POST, DELETE, PATCH), by role when
+    # authenticated, else by address; 429 with Retry-After above it. Pulsar's
+    # httpRequestsLimitEnabled / httpRequestsMaxPerSecond limit all requests of all clients
+    # together; see README "Write rate limit per client".
+    httpWriteRequestsPerClientLimitEnabled: bool = False
+    httpWriteRequestsPerClientMaxPerSecond: float = 100.0
 
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -125,6 +138,10 @@ class Settings:
                     "the TLS provider needs webServicePortTls and tlsTrustCertsFilePath (the CA "
                     "that client certificates are checked against)"
                 )
+        if self.httpWriteRequestsPerClientMaxPerSecond <= 0:
+            raise SettingsError("httpWriteRequestsPerClientMaxPerSecond must be positive")
+        if self.changeHistoryPruneIntervalSeconds <= 0:
+            raise SettingsError("changeHistoryPruneIntervalSeconds must be positive")
         if self.webServicePortTls and not (self.tlsCertificateFilePath and self.tlsKeyFilePath):
             raise SettingsError("webServicePortTls needs tlsCertificateFilePath and tlsKeyFilePath")
 

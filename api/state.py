@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from api.authorization import Guard
+from api.change_history import HistoryPruner
 from api.security import build_guard
 from api.services.clusters import ClusterService
 from api.services.isolation import IsolationService
@@ -89,6 +90,7 @@ class AppState:
     managed_ledgers: ManagedLedgerFactory
     versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
     guard: Guard  # who may do what (api.authorization)
+    history_pruner: HistoryPruner  # the change history's retention (api.change_history)
     autorecovery: AutoRecovery | None = None  # with autoRecoveryDaemonEnabled
 
     @classmethod
@@ -140,6 +142,7 @@ class AppState:
             managed_ledgers=managed_ledgers,
             versioned_keys=versioned_keys,
             guard=build_guard(settings, store),
+            history_pruner=HistoryPruner(store, settings),
             autorecovery=autorecovery(settings, store, ledgers),
         )
 
@@ -149,11 +152,13 @@ class AppState:
     async def start(self) -> None:
         for watch in self.watches():
             await watch.start()
+        self.history_pruner.start()
         if self.autorecovery is not None:
             self.autorecovery.start()
 
     async def stop(self) -> None:
         await self.services.storage_audits.stop()
+        await self.history_pruner.stop()
         if self.autorecovery is not None:
             await self.autorecovery.stop()
             await self.autorecovery.keys.close()

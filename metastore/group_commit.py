@@ -27,7 +27,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from metastore.codec import dump_json, load_stored
+from metastore import paths
+from metastore.change_history import (
+    FULL_DOCUMENTS_UP_TO,
+    ChangeContext,
+    KeyChange,
+    apply_changed_parts,
+    changed_parts,
+    current_change,
+)
+from metastore.codec import dump_json, load_json, load_stored
 from metastore.errors import BadVersion, InvalidValue
 from metastore.guards import Guard
 from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff
@@ -35,7 +44,18 @@ from metastore.versioned import NOT_CACHED, NotCached, Versioned
 
 log = logging.getLogger(__name__)
 
-PendingUpdate = tuple[Callable[["Draft"], None], "asyncio.Future[Versioned | None]"]
+PendingUpdate = tuple[
+    Callable[["Draft"], None], "asyncio.Future[Versioned | None]", ChangeContext | None
+]
+Recorded = list[tuple[str, bytes]]  # change records (key, value) of a batch
+
+RecordChange = Callable[[ChangeContext, KeyChange], tuple[str, bytes]]
+
+# A batch whose updates are recorded (metastore.change_history) holds at most this many of
+# them and about this many bytes of records: one transaction carries them all, and etcd
+# refuses one of more than 128 operations or 1.5 MiB (its defaults). The rest go in the next.
+MAX_RECORDED_UPDATES = 100
+MAX_RECORDED_BYTES = 1024 * 1024 - 64 * 1024  # room for the value itself
 
 
 class KeyStore(Protocol):
@@ -50,8 +70,14 @@ class KeyStore(Protocol):
     def write_through(self, path: str, value: bytes | None, revision: int) -> None:
         """Tell the caches about a committed write (None: a delete)."""
 
-    async def swap(self, path: str, guard: Guard, value: bytes | None) -> int:
-        """Write `value` (None: delete) if `guard` holds: the new revision, else `BadVersion`."""
+    async def swap(
+        self, path: str, guard: Guard, value: bytes | None, records: Recorded = ...
+    ) -> int:
+        """Write `value` (None: delete) if `guard` holds: the new revision, else `BadVersion`;
+        `records`, the change records of the batch's updates, go in the same transaction."""
+
+    def change_record(self, context: ChangeContext, change: KeyChange) -> tuple[str, bytes]:
+        """The key and value of the change record of one update."""
 
 
 class Draft:
@@ -86,6 +112,16 @@ class Draft:
         """The document in parsed form after the batch, if the batch worked on it."""
         return self._doc if self._parsed or self._finalize is not None else None
 
+    def snapshot(self) -> bytes | None:
+        """The value as `raw()` would give it now, leaving the draft in its current form (a
+        recorded batch takes one after each update)."""
+        if not self._parsed:
+            return self._raw
+        doc = self._doc
+        if doc is not None and self._finalize is not None:
+            doc = self._finalize(doc)
+        return None if doc is None else dump_json(doc)
+
     def set_raw(self, value: bytes | None) -> None:
         self._raw, self._parsed, self.changed = value, False, True
 
@@ -100,6 +136,7 @@ class _Batch:
     failures: dict[int, Exception]
     value: bytes | None = None
     write: asyncio.Task[int] | None = None  # None: the batch changed nothing
+    recorded: Recorded = field(default_factory=list)
 
     def done(self) -> bool:
         return self.write is None or self.write.done()
@@ -137,7 +174,9 @@ class GroupCommit:
     async def submit(self, path: str, apply: Callable[[Draft], None]) -> Versioned | None:
         """Queue `apply` for `path` and wait until the batch holding it is answered."""
         future: asyncio.Future[Versioned | None] = asyncio.get_running_loop().create_future()
-        self._queues.setdefault(path, []).append((apply, future))
+        # The writer task runs in the context of whoever started it: take the caller's now.
+        context = current_change() if paths.in_change_history(path) else None
+        self._queues.setdefault(path, []).append((apply, future, context))
         writer = self._writers.get(path)
         if writer is not None:
             writer.wake()
@@ -226,18 +265,35 @@ class KeyWriter:
         draft, guard = await self._start()
         assert self.tip is not None
         start = self.tip.value
-        failures = apply_all(draft, [apply for apply, _ in updates])
+        recorded: Recorded = []
+        failures: dict[int, Exception] = {}
+        unencodable = False
+        if any(context is not None for _, _, context in updates):
+            try:
+                taken = apply_recording(draft, start, updates, failures, recorded,
+                                        self.store.change_record)  # fmt: skip
+            except Unencodable as exc:
+                taken, unencodable = exc.taken, True
+            if taken < len(updates):
+                self.owner.requeue(self.path, updates[taken:])
+                updates = updates[:taken]
+        else:
+            failures = apply_all(draft, [apply for apply, _, _ in updates])
         value: bytes | None = None
         changed = draft.changed
         if changed:
             try:
+                if unencodable:
+                    raise Unencodable(len(updates))
                 value = draft.raw()
                 parsed = draft.parsed_doc
             except Exception:  # e.g. a lone surrogate: find the updates that cannot encode
-                value, changed = isolate(self.path, start, updates, failures)
+                value, changed, recorded = isolate(
+                    self.path, start, updates, failures, self.store.change_record
+                )
                 parsed = None
                 self.tip = _Tip(value, None)  # the draft's document holds the failed changes
-        batch = _Batch(updates, failures)
+        batch = _Batch(updates, failures, recorded=recorded)
         if not changed:
             if not self.in_flight:  # nothing to wait for: the key is as it was read
                 resolve(batch, self.committed)
@@ -245,7 +301,9 @@ class KeyWriter:
             self.in_flight.append(batch)
             return
         batch.value = value
-        batch.write = asyncio.create_task(self.store.swap(self.path, guard, value))
+        batch.write = asyncio.create_task(
+            self.store.swap(self.path, guard, value, batch.recorded)
+        )
         self.tip = _Tip(value, parsed)
         self.in_flight.append(batch)
 
@@ -343,14 +401,20 @@ class KeyWriter:
 
 
 def isolate(
-    path: str, start: bytes | None, updates: list[PendingUpdate], failures: dict[int, Exception]
-) -> tuple[bytes | None, bool]:
+    path: str,
+    start: bytes | None,
+    updates: list[PendingUpdate],
+    failures: dict[int, Exception],
+    record: RecordChange,
+) -> tuple[bytes | None, bool, Recorded]:
     """The batch's result could not be serialised: apply its updates again one at a time from
     `start`, each on the last value that encoded; an update whose result does not encode
     joins `failures` (InvalidValue) and leaves the value as it was. Costs a parse and a dump
-    per update, only when a batch fails to encode."""
+    per update, only when a batch fails to encode. Returns the value, whether it changed and
+    the records of the updates that carry a change context."""
     value, changed = start, False
-    for index, (apply, _) in enumerate(updates):
+    recorded: Recorded = []
+    for index, (apply, _, context) in enumerate(updates):
         if index in failures:
             continue
         trial = Draft(path, value)
@@ -366,8 +430,92 @@ def isolate(
             log.warning("update of %s refused: %s", path, brief(exc))
             continue
         if trial.changed:
+            if context is not None and encoded != value:
+                recorded.append(record(context, KeyChange(path, value, encoded)))
             value, changed = encoded, True
-    return value, changed
+    return value, changed, recorded
+
+
+class Unencodable(Exception):
+    """A recorded batch's value stopped encoding after `taken` updates."""
+
+    def __init__(self, taken: int) -> None:
+        super().__init__(f"unencodable after {taken} updates")
+        self.taken = taken
+
+
+def apply_recording(
+    draft: Draft,
+    start: bytes | None,
+    updates: list[PendingUpdate],
+    failures: dict[int, Exception],
+    recorded: Recorded,
+    record: RecordChange,
+) -> int:
+    """`apply_all` for a batch whose updates are recorded: the value after each update is
+    the `before` of the next, and each update with a change context that changed the value
+    is recorded. Stops after `MAX_RECORDED_UPDATES` updates or `MAX_RECORDED_BYTES` of
+    records and returns how many updates it took; `Unencodable` when a value does not
+    encode (the caller isolates the culprit).
+
+    A JSON object is not serialised after every update: a private copy of it (`shadow`) is
+    compared with the draft after each update (`changed_parts`), the record is built from
+    both (the whole documents, or over `FULL_DOCUMENTS_UP_TO` the parts that differ), and the
+    parts that differ are copied into the shadow."""
+    before = start
+    shadow = _shadow_of(start)
+    whole = start is not None and len(start) <= FULL_DOCUMENTS_UP_TO
+    size = 0
+    for index, (apply, _, context) in enumerate(updates):
+        if index >= MAX_RECORDED_UPDATES or size > MAX_RECORDED_BYTES:
+            return index
+        try:
+            apply(draft)
+        except Exception as exc:
+            failures[index] = exc
+            continue
+        doc = draft.doc() if shadow is not None else None
+        if shadow is not None and isinstance(doc, dict):
+            removed, added = changed_parts(shadow, doc)
+            if not (removed or added):
+                continue
+            if context is not None:
+                if whole:  # serialised now, before the shadow moves on
+                    change = KeyChange(draft.path, None, None, documents=(shadow, doc))
+                else:
+                    change = KeyChange(draft.path, None, None, parts=(removed, added))
+                try:
+                    recorded.append(record(context, change))
+                except Exception:
+                    raise Unencodable(index + 1) from None
+                size += len(recorded[-1][1])
+            try:
+                apply_changed_parts(shadow, removed, added)
+            except Exception:
+                raise Unencodable(index + 1) from None
+            continue
+        if shadow is not None:  # no longer a JSON object: record it as stored
+            before, shadow = dump_json(shadow), None
+        try:
+            after = draft.snapshot()
+        except Exception:
+            raise Unencodable(index + 1) from None
+        if context is not None and after != before:
+            recorded.append(record(context, KeyChange(draft.path, before, after)))
+            size += len(recorded[-1][1])
+        before = after
+    return len(updates)
+
+
+def _shadow_of(start: bytes | None) -> dict[str, Any] | None:
+    """A private parsed copy of a JSON object, None for anything else."""
+    if start is None:
+        return None
+    try:
+        doc = load_json(start)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def brief(exc: BaseException | None, limit: int = 200) -> str:
@@ -378,7 +526,7 @@ def brief(exc: BaseException | None, limit: int = 200) -> str:
 
 
 def resolve(batch: _Batch, state: Versioned | None) -> None:
-    for index, (_, future) in enumerate(batch.updates):
+    for index, (_, future, _) in enumerate(batch.updates):
         if future.done():
             continue
         if index in batch.failures:
@@ -388,7 +536,7 @@ def resolve(batch: _Batch, state: Versioned | None) -> None:
 
 
 def fail(updates: list[PendingUpdate], exc: BaseException) -> None:
-    for _, future in updates:
+    for _, future, _ in updates:
         if not future.done():
             future.set_exception(exc)
 

@@ -182,3 +182,14 @@ BOOKIE_GC_STATE = "/bookie-gc/state"
 def bookie_gc_state(bookie_id: str) -> str:
     """A bookie's `{"is_in_force_gc": "true"|"false"}`."""
     return join(BOOKIE_GC_STATE, bookie_id)
+
+
+# -- ours (not a Pulsar key): the change history of admin writes (metastore.change_history) --
+
+CHANGE_HISTORY = "/pulsar-isolation/change-history"
+
+
+def in_change_history(path: str) -> bool:
+    """Whether writes of `path` are recorded: the admin documents (the rack map and everything
+    under `/admin/`), not the storage engine's ledgers, topics, registrations or ownership."""
+    return path == BOOKIES_RACK_CONFIG or path.startswith("/admin/")

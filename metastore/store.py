@@ -18,6 +18,14 @@ from typing import Any, Protocol, TypeVar
 import aetcd
 from aetcd import rpc
 
+from metastore import paths
+from metastore.change_history import (
+    ChangeContext,
+    ChangeLog,
+    ChangeRecord,
+    KeyChange,
+    current_change,
+)
 from metastore.codec import load_json
 from metastore.errors import (
     AlreadyExists,
@@ -29,7 +37,7 @@ from metastore.errors import (
 )
 from metastore.group_commit import Draft, GroupCommit
 from metastore.guards import Guard, GuardKind
-from metastore.retry import retry_on_conflict
+from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff, retry_on_conflict
 from metastore.versioned import NOT_CACHED, NotCached, Versioned
 
 __all__ = [
@@ -51,6 +59,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+PRUNE_BATCH = 100  # deletes per transaction (etcd's --max-txn-ops defaults to 128)
 
 T = TypeVar("T")
 
@@ -95,6 +105,18 @@ def parse_metadata_store_url(url: str) -> list[Endpoint]:
             raise ValueError(f"invalid etcd endpoint {item!r} in metadata store URL {url!r}")
         endpoints.append(Endpoint(host.strip("[]"), int(port)))
     return endpoints
+
+
+def _whole_transactions(records: list[ChangeRecord], limit: int) -> list[ChangeRecord]:
+    """The first `limit` records, less the last transaction's when the cut would split it
+    (kept when it is the only one)."""
+    if len(records) <= limit:
+        return records
+    cut = records[:limit]
+    if records[limit].revision == cut[-1].revision:
+        whole = [r for r in cut if r.revision != cut[-1].revision]
+        return whole or [r for r in records if r.revision == cut[-1].revision]
+    return cut
 
 
 def to_key(path: str) -> bytes:
@@ -188,6 +210,7 @@ class MetadataStore:
         self._etcd: aetcd.Client | None = None
         self._caches: list[KeyCache] = []
         self._group_commit = GroupCommit(self, pipeline_depth)
+        self.change_log = ChangeLog()
 
     @property
     def pipeline_depth(self) -> int:
@@ -238,6 +261,67 @@ class MetadataStore:
             lambda c: c.transaction(compare=compare, success=success, failure=failure or [])
         )
         return bool(ok), list(responses)
+
+    async def _recorded_transaction(
+        self,
+        compare: list[Any],
+        success: list[Any],
+        failure: list[Any] | None = None,
+        *,
+        writes: Mapping[str, bytes | None],
+        trees: Sequence[str] = (),
+    ) -> tuple[bool, list[Any]]:
+        """`_transaction` that, when a change context is current, adds the change record to
+        the same transaction. `writes`: the keys the transaction puts (their new value) or
+        deletes (None); `trees`: roots it deletes with everything under them. The values
+        before are read first and guarded, so the record holds exactly what the transaction
+        replaced; when only that guard fails (a concurrent writer), it reads and tries again,
+        when the caller's own conditions fail, it answers as `_transaction` does."""
+        context = current_change()
+        writes = {path: v for path, v in writes.items() if paths.in_change_history(path)}
+        trees = [path for path in trees if paths.in_change_history(path + "/")]
+        if context is None or not (writes or trees):
+            return await self._transaction(compare, success, failure)
+        for attempt in range(MAX_CAS_ATTEMPTS):
+            changes, guards = await self._before(writes, trees)
+            key, value = self.change_log.record(context, changes)
+            tx = self._client().transactions
+            ok, responses = await self._transaction(
+                compare + guards, [*success, tx.put(to_key(key), value)], failure
+            )
+            if ok:
+                return ok, responses
+            ok, responses = await self._transaction(compare, [], failure)
+            if not ok:
+                return ok, responses
+            await conflict_backoff(attempt)
+        raise BadVersion(", ".join([*writes, *trees]))
+
+    async def _before(
+        self, writes: Mapping[str, bytes | None], trees: Sequence[str]
+    ) -> tuple[list[KeyChange], list[Any]]:
+        """The changes `writes` and `trees` make to what etcd holds now, and the compares that
+        hold while it still holds that."""
+        tx = self._client().transactions
+        reads = [tx.get(to_key(path)) for path in writes]
+        for path in trees:
+            start, end = child_range(path)
+            reads.append(tx.get(start, range_end=end))
+        _, responses = await self._transaction([], reads)
+        changes: list[KeyChange] = []
+        guards: list[Any] = []
+        for (path, after), found in zip(writes.items(), responses, strict=False):
+            revision = int(found[0][1].mod_revision) if found else 0
+            guards.append(tx.mod(to_key(path)) == revision)
+            changes.append(KeyChange(path, found[0][0] if found else None, after))
+        for path, children in zip(trees, responses[len(writes) :], strict=True):
+            top = 0  # every child is at most this old; a key written since is newer
+            for value, meta in children:
+                changes.append(KeyChange(meta.key.decode(), value, None))
+                top = max(top, int(meta.mod_revision))
+            start, end = child_range(path)
+            guards.append(tx.mod(start, range_end=end) < top + 1)
+        return changes, guards
 
     def _compare(self, guard: Guard) -> Any:
         tx = self._client().transactions
@@ -340,8 +424,14 @@ class MetadataStore:
         """Write `value`; with `expected_revision`, only if the key is still at that revision
         (0 means: only if the key does not exist). Returns the new revision."""
         if expected_revision is None:
-            result = await self._call(lambda c: c.put(to_key(path), value))
-            return int(result.header.revision)
+            if current_change() is None:
+                result = await self._call(lambda c: c.put(to_key(path), value))
+                return int(result.header.revision)
+            tx = self._client().transactions
+            _, responses = await self._recorded_transaction(
+                [], [tx.put(to_key(path), value)], writes={path: value}
+            )
+            return int(responses[0].response_put.header.revision)
         try:
             return await self.commit([Guard(path, expected_revision)], {path: value})
         except BadVersion:
@@ -370,8 +460,9 @@ class MetadataStore:
         if requires is not None:
             compare.append(tx.version(to_key(requires)) > 0)
             failure.append(tx.get(to_key(requires)))
-        ok, responses = await self._transaction(compare, [tx.put(key, value, lease=lease)],
-                                                failure)  # fmt: skip
+        ok, responses = await self._recorded_transaction(
+            compare, [tx.put(key, value, lease=lease)], failure, writes={path: value}
+        )
         if ok:
             return True, Versioned(value, int(responses[0].response_put.header.revision))
         if requires is not None and not responses[1]:
@@ -390,7 +481,9 @@ class MetadataStore:
         compare = [tx.version(key) > 0]
         if expected_revision is not None:
             compare.append(tx.mod(key) == expected_revision)
-        ok, responses = await self._transaction(compare, [tx.delete(key)])
+        ok, responses = await self._recorded_transaction(
+            compare, [tx.delete(key)], writes={path: None}
+        )
         if not ok:
             if expected_revision is not None and await self.exists(path):
                 raise BadVersion(path)
@@ -405,7 +498,9 @@ class MetadataStore:
         """Delete every key under `path + "/"` (not `path` itself); the revision after it."""
         start, end = child_range(path)
         tx = self._client().transactions
-        _, responses = await self._transaction([], [tx.delete(start, range_end=end)])
+        _, responses = await self._recorded_transaction(
+            [], [tx.delete(start, range_end=end)], writes={}, trees=[path]
+        )
         return int(responses[0].response_delete_range.header.revision)
 
     async def commit(
@@ -426,7 +521,11 @@ class MetadataStore:
         for path in delete_trees:
             start, end = child_range(path)
             success += [tx.delete(to_key(path)), tx.delete(start, range_end=end)]
-        ok, responses = await self._transaction(compare, success)
+        writes: dict[str, bytes | None] = dict(puts or {})
+        writes.update((path, None) for path in [*deletes, *delete_trees])
+        ok, responses = await self._recorded_transaction(
+            compare, success, writes=writes, trees=delete_trees
+        )
         if not ok:
             raise BadVersion(", ".join(guard.path for guard in guards))
         if not responses:
@@ -435,12 +534,25 @@ class MetadataStore:
         kind = first.WhichOneof("response")
         return int(getattr(first, kind).header.revision)
 
-    async def swap(self, path: str, guard: Guard, value: bytes | None) -> int:
+    async def swap(
+        self,
+        path: str,
+        guard: Guard,
+        value: bytes | None,
+        records: Sequence[tuple[str, bytes]] = (),
+    ) -> int:
         """Write `value` (None: delete) if `guard` holds; the new revision, else `BadVersion`
-        (group commit's write)."""
-        if value is None:
-            return await self.commit([guard], deletes=[path])
-        return await self.commit([guard], {path: value})
+        (group commit's write). `records`: the change record of each update of the batch,
+        written in the same transaction (the guard makes their `before` exact)."""
+        tx = self._client().transactions
+        key = to_key(path)
+        success = [tx.delete(key) if value is None else tx.put(key, value)]
+        success += [tx.put(to_key(record_key), record) for record_key, record in records]
+        ok, responses = await self._transaction([self._compare(guard)], success)
+        if not ok:
+            raise BadVersion(path)
+        first = responses[0]
+        return int(getattr(first, first.WhichOneof("response")).header.revision)
 
     async def put_ephemeral(self, path: str, value: bytes, lease_id: int) -> None:
         """Write a key attached to a lease: it vanishes when the lease expires."""
@@ -515,6 +627,92 @@ class MetadataStore:
             compare.append(tx.version(key) == version)
         ok, responses = await self._transaction(compare, [tx.delete(key)], [tx.get(key)])
         return ok, (not ok and bool(responses and responses[0]))
+
+    # -- change history (metastore.change_history) -----------------------------------------
+
+    def change_record(self, context: ChangeContext, change: KeyChange) -> tuple[str, bytes]:
+        """Group commit's record of one update."""
+        return self.change_log.record(context, [change])
+
+    async def _range(self, request: rpc.RangeRequest) -> Any:
+        """A range request with the options the client's helpers leave out (limits, sorting
+        and filters by revision)."""
+        return await self._call(
+            lambda c: c.kvstub.Range(request, timeout=self.timeout, metadata=c.metadata)
+        )
+
+    def _history_request(self, **options: Any) -> rpc.RangeRequest:
+        start, end = child_range(paths.CHANGE_HISTORY)
+        return rpc.RangeRequest(key=start, range_end=end, **options)
+
+    async def read_changes(
+        self, since: int = 0, limit: int = 1000, prefix: str = ""
+    ) -> list[ChangeRecord]:
+        """Up to `limit` change records of transactions after revision `since`, touching
+        `prefix` (see `ChangeRecord.touches`), ordered by revision and, within one
+        transaction, as written. A transaction's records are never split between pages
+        (unless one transaction alone holds more than `limit`)."""
+        found: list[ChangeRecord] = []
+        page = max(limit, 100)
+        while len(found) < limit:
+            response = await self._range(self._history_request(
+                min_create_revision=since + 1, limit=page,
+                sort_order=rpc.RangeRequest.ASCEND, sort_target=rpc.RangeRequest.CREATE,
+            ))  # fmt: skip
+            records = self._decode_changes(response.kvs)
+            if not records:
+                break
+            last = records[-1].revision
+            if response.more:
+                whole = [r for r in records if r.revision < last]
+                if not whole:  # one transaction fills the page: read all of it
+                    whole = await self._changes_at(last)
+                records = whole
+            records.sort(key=lambda r: (r.revision, r.sequence))
+            for record in records:
+                if not prefix or record.touches(prefix):
+                    found.append(record)
+            since = records[-1].revision
+            if not response.more:
+                break
+        return _whole_transactions(found, limit)
+
+    async def _changes_at(self, revision: int) -> list[ChangeRecord]:
+        response = await self._range(self._history_request(
+            min_create_revision=revision, max_create_revision=revision
+        ))  # fmt: skip
+        return self._decode_changes(response.kvs)
+
+    def _decode_changes(self, kvs: Any) -> list[ChangeRecord]:
+        return [
+            self.change_log.decode(kv.key.decode(), kv.value, int(kv.create_revision))
+            for kv in kvs
+        ]
+
+    async def prune_changes(self, max_records: int, max_age_seconds: float) -> int:
+        """Delete the oldest change records beyond `max_records` (<= 0: no limit) and those
+        older than `max_age_seconds` (<= 0: no limit); how many were deleted."""
+        deleted = 0
+        tx = self._client().transactions
+        if max_age_seconds > 0:
+            start, _ = child_range(paths.CHANGE_HISTORY)
+            cutoff = to_key(self.change_log.age_cutoff_key(max_age_seconds))
+            _, responses = await self._transaction([], [tx.delete(start, range_end=cutoff)])
+            deleted += int(responses[0].response_delete_range.deleted)
+        if max_records > 0:
+            counted = await self._range(self._history_request(count_only=True))
+            excess = int(counted.count) - max_records
+            if excess > 0:
+                oldest = await self._range(self._history_request(
+                    limit=excess, keys_only=True,
+                    sort_order=rpc.RangeRequest.ASCEND, sort_target=rpc.RangeRequest.CREATE,
+                ))  # fmt: skip
+                keys = [kv.key for kv in oldest.kvs]
+                for at in range(0, len(keys), PRUNE_BATCH):
+                    ops = [tx.delete(key) for key in keys[at : at + PRUNE_BATCH]]
+                    await self._transaction([], ops)
+                deleted += len(keys)
+        return deleted
 
     # -- read-modify-write --------------------------------------------------------------------
 

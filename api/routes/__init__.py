@@ -4,6 +4,7 @@ from api.routes import (
     bookies,
     bookkeeper_admin,
     brokers,
+    changes,
     clusters,
     lookup,
     namespaces,
@@ -34,6 +35,7 @@ ROUTERS = [
     storage_audit.router,
     storage_bookies.router,
     watch.router,
+    changes.router,
 ]
 
 __all__ = ["ROUTERS"]

@@ -3,6 +3,7 @@
 from cli.commands import (
     bookies,
     brokers,
+    changes,
     clusters,
     namespaces,
     ns_isolation_policy,
@@ -18,6 +19,7 @@ GROUPS = [
     namespaces.app,
     bookies.app,
     storage.app,
+    changes.app,
 ]
 
 __all__ = ["GROUPS"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -31,13 +31,15 @@ class CountingStore(MetadataStore):
         self.writes = 0
         self.write_started = asyncio.Event()
 
-    async def swap(self, path: str, guard: Guard, value: bytes | None) -> int:
+    async def swap(
+        self, path: str, guard: Guard, value: bytes | None, records: Sequence[Any] = ()
+    ) -> int:
         self.in_flight += 1
         self.writes += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         self.write_started.set()
         try:
-            return await super().swap(path, guard, value)
+            return await super().swap(path, guard, value, records)
         finally:
             self.in_flight -= 1
 
