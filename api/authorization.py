@@ -131,6 +131,8 @@ RULES: Final[Mapping[str, Need]] = {
     "startStorageBookie": SUPER_USER,
     "stopStorageBookie": SUPER_USER,
     "setStorageBookieReadOnly": SUPER_USER,
+    "decommissionStorageBookie": SUPER_USER,
+    "getStorageBookieDecommission": SUPER_USER,
     # tenants: super-user, except that a tenant's admin reads its own tenant
     "getTenants": SUPER_USER,
     "getTenantAdmin": TenantOperation("GET_TENANT"),

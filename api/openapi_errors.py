@@ -104,6 +104,8 @@ STATUSES_BY_OPERATION: dict[str, tuple[int, ...]] = {
     "startStorageBookie": (404, 409, 412),
     "stopStorageBookie": (404, 409, 412),
     "setStorageBookieReadOnly": (404, 409, 412),
+    "decommissionStorageBookie": (404, 409, 412),
+    "getStorageBookieDecommission": (404,),
 }
 
 

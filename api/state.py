@@ -106,8 +106,9 @@ class AppState:
                                       config)
         managed_ledgers = build_managed_ledger_factory(store, ledgers)
         versioned_keys = VersionedKeys.of(store)
+        racks = RackService(store, settings, topology.racks)
         services = Services(
-            racks=RackService(store, settings, topology.racks),
+            racks=racks,
             rack_import=RackImportService(store, settings),
             tenants=TenantService(store, settings),
             namespaces=namespaces,
@@ -118,7 +119,10 @@ class AppState:
             lint=LintService(store, topology),
             lookup=LookupService(store, settings, broker_watch, ownership_watch),
             topics=TopicService(store, settings, config, managed_ledgers),
-            storage_bookies=StorageBookieService(store, versioned_keys, config, local_bookies),
+            storage_bookies=StorageBookieService(
+                store, versioned_keys, config, local_bookies, client=ledgers, racks=racks,
+                recovery=settings.autorecovery,
+                node_id=f"{settings.advertisedAddress}:{settings.webServicePort}"),
         )
         return cls(
             settings=settings,
@@ -145,8 +149,10 @@ class AppState:
             await watch.start()
         if self.autorecovery is not None:
             self.autorecovery.start()
+        await self.services.storage_bookies.resume_decommissions()
 
     async def stop(self) -> None:
+        await self.services.storage_bookies.close()
         if self.autorecovery is not None:
             await self.autorecovery.stop()
             await self.autorecovery.keys.close()

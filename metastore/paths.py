@@ -168,3 +168,12 @@ def underreplication_lock(ledger_id: int) -> str:
 
 # Partitioned topic metadata (Pulsar's `/admin/partitioned-topics/{tenant}/{ns}/...`).
 PARTITIONED_TOPICS = "/admin/partitioned-topics"
+
+
+# Extension: decommissions of bookies in progress or done (`storage.autorecovery.decommission`),
+# JSON documents outside Pulsar's and BookKeeper's trees.
+STORAGE_DECOMMISSIONS = "/storage/decommission"
+
+
+def storage_decommission(bookie_id: str) -> str:
+    return f"{STORAGE_DECOMMISSIONS}/{bookie_id}"
