@@ -214,9 +214,14 @@ def test_strict_group_without_spare_reports_the_reason_and_resumes_after_restart
                                         (2, 2, 2), 2))
     victim = share[0]
     with httpx.Client(base_url=service.server.url, timeout=30) as http:
-        started = http.delete(f"{BOOKIES}/{victim}")
-        assert started.status_code == 202, started.text
-        assert started.json()["state"] == "RUNNING"
+        # BookKeeper's own HTTP path starts it (bare text answers, as upstream)
+        upstream = "/api/v1/autorecovery/decommission"
+        missing = http.put(upstream, json={"bookie": victim})
+        assert (missing.status_code, missing.text) == (404, "Request body not contains "
+                                                             "bookie_src.")
+        started = http.put(upstream, json={"bookie_src": victim})
+        assert started.status_code == 200, started.text
+        assert started.text == f"Success send decommission Bookie command {victim}"
         again = http.delete(f"{BOOKIES}/{victim}")
         assert again.status_code == 409 and "already being" in again.json()["reason"]
 
