@@ -106,6 +106,7 @@ STATUSES_BY_OPERATION: dict[str, tuple[int, ...]] = {
     "setStorageBookieReadOnly": (404, 409, 412),
     "decommissionStorageBookie": (404, 409, 412),
     "getStorageBookieDecommission": (404,),
+    "repairStorageAudit": (404, 409),
 }
 
 

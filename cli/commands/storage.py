@@ -143,9 +143,7 @@ def decommission_status(ctx: typer.Context, bookie: Annotated[str, positional("b
 
 def progress_line(status: dict[str, Any]) -> str:
     """`[######......] 40% AUDIT: judging fragments (1200 ledgers read)`."""
-    share = min(max(float(status.get("progress") or 0.0), 0.0), 1.0)
-    filled = int(share * _BAR)
-    return (f"[{'#' * filled}{'.' * (_BAR - filled)}] {share * 100:3.0f}% "
+    return (f"{bar(float(status.get('progress') or 0.0))} "
             f"{status.get('state')}: {status.get('stage')} "
             f"({status.get('ledgersRead', 0)} ledgers read)")
 
@@ -196,6 +194,46 @@ def audit_report(ctx: typer.Context, audit_id: Annotated[str, positional("audit-
                  output: Output = None) -> TextResult:
     """The HTML report of a finished audit (redirect it to a file and open it in a browser)."""
     return TextResult(admin(ctx).get_text(AUDITS + path(audit_id) + "/report"))
+
+
+def repair_line(repair: dict[str, Any]) -> str:
+    """`[######......] 40% RUNNING: 4/10 moves (3 applied, 1 skipped, 0 failed)`."""
+    moves = int(repair.get("moves") or 0)
+    applied = int(repair.get("applied") or 0)
+    skipped, failed = len(repair.get("skipped") or []), len(repair.get("failed") or [])
+    done = applied + skipped + failed
+    share = 1.0 if repair.get("state") == "DONE" else (done / moves if moves else 0.0)
+    return (f"{bar(share)} {repair.get('state')}: {done}/{moves} moves ({applied} applied, "
+            f"{skipped} skipped, {failed} failed)")
+
+
+@command(app, "audit-repair")
+def audit_repair(
+    ctx: typer.Context,
+    audit_id: Annotated[str, positional("audit-id")],
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for the repair to finish, with "
+                                                      "a progress bar on stderr; exit 1 if "
+                                                      "a move failed")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait at most with "
+                                                             "--wait")] = 3600.0,
+    output: Output = None,
+) -> JsonResult:  # fmt: skip
+    """Extension: hand a finished audit's repair plan to the replication workers (each move
+    re-checked against the live cluster and the ledger's recorded policy; stale ones skipped
+    with a reason). Prints the repair's counts, or with --wait its final state."""
+    client = admin(ctx)
+    url = AUDITS + path(audit_id)
+    repair = client.request("POST", url + "/repair").json()
+    if not wait:
+        return JsonResult(repair)
+    repair = wait_for(lambda: client.get_json(url).get("repair") or {}, repair, repair_line,
+                      lambda r: r.get("state") == "DONE", timeout,
+                      f"Repair of audit {audit_id}")
+    if repair.get("failed"):
+        reasons = "; ".join(f"ledger {f['ledgerId']} segment {f['segment']}: {f['reason']}"
+                            for f in repair["failed"])
+        raise CliError(f"Repair of audit {audit_id}: moves failed: {reasons}")
+    return JsonResult(repair)
 
 
 AUTORECOVERY = "/api/v1/autorecovery"

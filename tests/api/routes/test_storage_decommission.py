@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import socket
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,16 +21,11 @@ import pytest
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import decode_ledger_metadata
-from metastore.store import MetadataStore, parse_metadata_store_url
-from metastore.topology import read_cluster_view
-from placement import AffinityGroups, PlacementConfig, Topology
+from placement import AffinityGroups
 from storage.bookie.client import BookieClient
 from storage.bookie.errors import NoLedger
-from storage.engine import build_ledger_client
-from storage.ledger import BookiePool, LedgerClient, LedgerSpec
-from storage.ledger.metadata import managed_ledger_custom_metadata
-from storage.ledger.recovery import recover
 from tests.cli.conftest import run_cli
+from tests.factories import delete_ledgers, ledger_client, read_all, write_ledgers
 from tests.support import RawEtcd, ServerProcess, wait_until
 
 BOOKIES = "/admin/v2/storage/bookies"
@@ -86,58 +79,6 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         etcd.stop()
 
 
-@asynccontextmanager
-async def ledger_client(service: Service) -> AsyncIterator[LedgerClient]:
-    store = MetadataStore(parse_metadata_store_url(service.etcd.url))
-    config = PlacementConfig()
-
-    async def topology() -> Topology:
-        return (await read_cluster_view(store, config)).topology
-
-    client = build_ledger_client(store, BookiePool(BookieClient.connect), topology, config,
-                                 random.Random(3))
-    try:
-        yield client
-    finally:
-        await client.close()
-        await store.close()
-
-
-async def write_ledgers(service: Service, groups: AffinityGroups, sizes: tuple[int, int, int],
-                        count: int, *, leave_open: int = 0) -> dict[int, list[bytes]]:
-    """`count` closed ledgers (and `leave_open` more left OPEN, writer gone) of 12 entries."""
-    written: dict[int, list[bytes]] = {}
-    rng = random.Random(count)
-    async with ledger_client(service) as client:
-        for i in range(count + leave_open):
-            handle = await client.create(LedgerSpec(*sizes, managed_ledger_custom_metadata(
-                f"t/ns/persistent/d{i}", groups), groups))
-            data = [rng.randbytes(rng.randint(1, 200)) for _ in range(12)]
-            for payload in data:
-                await handle.add(payload)
-            if i < count:
-                await handle.close()
-            written[handle.ledger_id] = data
-    return written
-
-
-async def delete_ledgers(service: Service, ledger_ids: list[int]) -> None:
-    async with ledger_client(service) as client:
-        for ledger_id in ledger_ids:
-            await client.delete(ledger_id)
-
-
-async def read_all(service: Service, ledgers: dict[int, list[bytes]]) -> dict[int, list[bytes]]:
-    async with ledger_client(service) as client:
-        out = {}
-        for ledger_id, data in ledgers.items():
-            if not (await client.read_metadata(ledger_id)).is_closed:
-                await recover(client, ledger_id)
-            reader = await client.open(ledger_id)
-            out[ledger_id] = [(await reader.read(i)).payload for i in range(len(data))]
-        return out
-
-
 def listening(bookie_id: str) -> bool:
     host, _, port = bookie_id.rpartition(":")
     with socket.socket() as sock:
@@ -159,7 +100,7 @@ def test_decommission_moves_everything_inside_the_group_then_removes_the_bookie(
     assert len(ids) == 4
     service.set_groups({"dc": ids})
     groups = AffinityGroups(("dc",), strict=True)
-    written = asyncio.run(write_ledgers(service, groups, (2, 2, 2), 6, leave_open=1))
+    written = asyncio.run(write_ledgers(service.etcd.url, groups, (2, 2, 2), 6, leave_open=1))
     holding = {lid for lid, ens in service.ensembles().items() if lid in written}
     counts = {b: sum(1 for lid in holding if any(b in e for e in service.ensembles()[lid]))
               for b in ids}
@@ -180,7 +121,7 @@ def test_decommission_moves_everything_inside_the_group_then_removes_the_bookie(
     assert final["ledgersRemaining"] == 0
     assert "100%" in done.err and "ledgers moved" in done.err
     async def closed() -> bool:
-        async with ledger_client(service) as client:
+        async with ledger_client(service.etcd.url) as client:
             return (await client.read_metadata(opened)).is_closed
 
     assert asyncio.run(closed())
@@ -190,7 +131,7 @@ def test_decommission_moves_everything_inside_the_group_then_removes_the_bookie(
         for ensemble in ensembles[ledger_id]:
             assert victim not in ensemble
             assert set(ensemble) <= set(ids) - {victim}
-    assert asyncio.run(read_all(service, written)) == written
+    assert asyncio.run(read_all(service.etcd.url, written)) == written
     # removed: not running, not registered, no rack entry, not listed, data kept aside
     assert not listening(victim)
     assert service.raw.get(paths.bookie_available(victim)) is None
@@ -205,12 +146,12 @@ def test_decommission_moves_everything_inside_the_group_then_removes_the_bookie(
 def test_strict_group_without_spare_reports_the_reason_and_resumes_after_restart(
     service: Service,
 ) -> None:
-    asyncio.run(delete_ledgers(service, list(service.ensembles())))  # the earlier test's
+    asyncio.run(delete_ledgers(service.etcd.url, list(service.ensembles())))  # the earlier test's
     ids = service.ids()
     assert len(ids) >= 3
     share, spare = ids[:2], ids[2]
     service.set_groups({"share": share, "other": [spare, *ids[3:]]})
-    written = asyncio.run(write_ledgers(service, AffinityGroups(("share",), strict=True),
+    written = asyncio.run(write_ledgers(service.etcd.url, AffinityGroups(("share",), strict=True),
                                         (2, 2, 2), 2))
     victim = share[0]
     with httpx.Client(base_url=service.server.url, timeout=30) as http:
@@ -268,4 +209,4 @@ def test_strict_group_without_spare_reports_the_reason_and_resumes_after_restart
     for ledger_id in written:
         for ensemble in service.ensembles()[ledger_id]:
             assert victim not in ensemble and set(ensemble) <= {share[1], spare}
-    assert asyncio.run(read_all(service, written)) == written
+    assert asyncio.run(read_all(service.etcd.url, written)) == written
