@@ -38,6 +38,7 @@ BARE_STRING_OPERATIONS = {"getNamespaceAntiAffinityGroup"}
 BOOKKEEPER_ADMIN_OPERATIONS = {
     "bookkeeperGetLedgerMetadata", "bookkeeperListLedgers", "bookkeeperListBookies",
     "bookkeeperListUnderReplicatedLedgers", "bookkeeperTriggerAudit", "bookkeeperWhoIsAuditor",
+    "bookkeeperDecommissionBookie",
 }  # fmt: skip
 
 
