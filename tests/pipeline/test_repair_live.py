@@ -79,6 +79,7 @@ def reaudit(url: str, out: Path) -> dict[int, set[int]]:
     return found
 
 
+@pytest.mark.slow
 def test_repair_plan_applied_leaves_only_what_it_could_not_fix(
     service: tuple[ServerProcess, EmbeddedEtcd, Path], spark: Any,
 ) -> None:
