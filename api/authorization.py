@@ -137,6 +137,9 @@ RULES: Final[Mapping[str, Need]] = {
     "stopStorageBookie": SUPER_USER,
     "setStorageBookieReadOnly": SUPER_USER,
     "watchChanges": SUPER_USER,
+    "decommissionStorageBookie": SUPER_USER,
+    "bookkeeperDecommissionBookie": SUPER_USER,
+    "getStorageBookieDecommission": SUPER_USER,
     # tenants: super-user, except that a tenant's admin reads its own tenant
     "getTenants": SUPER_USER,
     "getTenantAdmin": TenantOperation("GET_TENANT"),

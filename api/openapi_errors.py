@@ -105,6 +105,9 @@ STATUSES_BY_OPERATION: dict[str, tuple[int, ...]] = {
     "startStorageBookie": (404, 409, 412),
     "stopStorageBookie": (404, 409, 412),
     "setStorageBookieReadOnly": (404, 409, 412),
+    "decommissionStorageBookie": (404, 409, 412),
+    "getStorageBookieDecommission": (404,),
+    "repairStorageAudit": (404, 409),
 }
 
 

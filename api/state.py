@@ -31,7 +31,8 @@ from metastore.store import MetadataStore
 from metastore.topology import TopologySnapshot
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
-from storage.autorecovery import AutoRecovery
+from storage.autorecovery import AutoRecovery, ReplicationWorker, UnderReplication
+from storage.autorecovery.plan_repair import PlannedMove, RepairProgress, apply_plan
 from storage.bookie.client import BookieClient
 from storage.cluster import LocalBookies
 from storage.engine import build_ledger_client, build_managed_ledger_factory
@@ -54,6 +55,20 @@ def autorecovery(settings: Settings, store: MetadataStore,
         return None
     node = f"{settings.advertisedAddress}:{settings.webServicePort}"
     return AutoRecovery(VersionedKeys.of(store), ledgers, config, node)
+
+
+def storage_audit_service(settings: Settings, ledgers: LedgerClient,
+                          keys: VersionedKeys) -> StorageAuditService:
+    """The background audits, whose repair plans a replication worker of this service applies
+    (`storage.autorecovery.plan_repair`)."""
+    node = f"{settings.advertisedAddress}:{settings.webServicePort}/repair"
+    worker = ReplicationWorker(ledgers, UnderReplication(keys), settings.autorecovery, node)
+
+    async def repairer(moves: list[PlannedMove], progress: RepairProgress) -> RepairProgress:
+        return await apply_plan(worker, keys, moves, progress)
+
+    return StorageAuditService(settings.metadataStoreUrl, settings.runtime_configuration(),
+                               Path(settings.dataDir), repairer=repairer)
 
 
 @dataclass(frozen=True)
@@ -111,8 +126,9 @@ class AppState:
                                       config)
         managed_ledgers = build_managed_ledger_factory(store, ledgers)
         versioned_keys = VersionedKeys.of(store)
+        racks = RackService(store, settings, topology.racks)
         services = Services(
-            racks=RackService(store, settings, topology.racks),
+            racks=racks,
             rack_import=RackImportService(store, settings),
             tenants=TenantService(store, settings),
             namespaces=namespaces,
@@ -123,10 +139,11 @@ class AppState:
             lint=LintService(store, topology),
             lookup=LookupService(store, settings, broker_watch, ownership_watch),
             topics=TopicService(store, settings, config, managed_ledgers),
-            storage_bookies=StorageBookieService(store, versioned_keys, config, local_bookies),
-            storage_audits=StorageAuditService(settings.metadataStoreUrl,
-                                               settings.runtime_configuration(),
-                                               Path(settings.dataDir)),
+            storage_bookies=StorageBookieService(
+                store, versioned_keys, config, local_bookies, client=ledgers, racks=racks,
+                recovery=settings.autorecovery,
+                node_id=f"{settings.advertisedAddress}:{settings.webServicePort}"),
+            storage_audits=storage_audit_service(settings, ledgers, versioned_keys),
         )
         return cls(
             settings=settings,
@@ -155,10 +172,12 @@ class AppState:
         self.history_pruner.start()
         if self.autorecovery is not None:
             self.autorecovery.start()
+        await self.services.storage_bookies.resume_decommissions()
 
     async def stop(self) -> None:
         await self.services.storage_audits.stop()
         await self.history_pruner.stop()
+        await self.services.storage_bookies.close()
         if self.autorecovery is not None:
             await self.autorecovery.stop()
             await self.autorecovery.keys.close()

@@ -193,3 +193,12 @@ def in_change_history(path: str) -> bool:
     """Whether writes of `path` are recorded: the admin documents (the rack map and everything
     under `/admin/`), not the storage engine's ledgers, topics, registrations or ownership."""
     return path == BOOKIES_RACK_CONFIG or path.startswith("/admin/")
+
+
+# Extension: decommissions of bookies in progress or done (`storage.autorecovery.decommission`),
+# JSON documents outside Pulsar's and BookKeeper's trees.
+STORAGE_DECOMMISSIONS = "/storage/decommission"
+
+
+def storage_decommission(bookie_id: str) -> str:
+    return f"{STORAGE_DECOMMISSIONS}/{bookie_id}"

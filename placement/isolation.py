@@ -290,12 +290,26 @@ class IsolatedPolicy:
         self, topology: Topology, request: EnsembleRequest, config: PlacementConfig,
         rng: random.Random, ensemble: Sequence[str], exclude: Collection[str] = frozenset(),
     ) -> Placement:
-        """BP-54 repair inside the allowed bookies; members outside them are replaced."""
+        """BP-54 repair inside the allowed bookies: each member outside them (another
+        group's bookie, an ungrouped one under strict) is replaced first, inside them, even
+        when the rack rule holds with it; then the mode's repair makes the window rule hold.
+        Empty ensemble and FAIL (as BookKeeper) when the allowed bookies cannot."""
         request.validate()
         view = allowed_view(topology, self.groups, request.ensemble_size, config)
-        outside = {b for b in ensemble if b in view.filtered}
-        result = self.inner.replace_to_adhere(view, request, config, rng, ensemble,
-                                              set(exclude) | outside)
+        outside = [b for b in ensemble if b in view.filtered]
+        current = tuple(ensemble)
+        taken = set(exclude) | set(ensemble)
+        for bookie in outside:
+            try:
+                placed = self.inner.replace_bookie(view, request, config, rng, current, bookie,
+                                                   taken)
+            except NotEnoughBookies as exc:
+                why = _rethrow(exc, topology, self.groups, view, 1)
+                return Placement((), Adherence.FAIL, (f"no replacement for {bookie}: {why}",))
+            current = placed.ensemble
+            taken |= set(current)
+        result = self.inner.replace_to_adhere(view, request, config, rng, current,
+                                              set(exclude) | set(outside))
         if not result.ensemble:
             return result
         return _graded(topology, self.groups, result, request, config, view)

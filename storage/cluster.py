@@ -235,6 +235,32 @@ class LocalBookies:
             bookie.process.send_signal(signal.SIGUSR1)
             return True
 
+    def remove(self, bookie_id: str, timeout: float = 20.0) -> bool:
+        """Decommissioned: stop the bookie cleanly (SIGTERM: it deregisters and checkpoints),
+        forget it, and rename its data directory to `bookie-<port>.decommissioned` so a
+        restart of the service does not bring it back (`ports_for` skips it). False: not
+        one of ours."""
+        with self._lock:
+            bookie = self.find(bookie_id)
+            if bookie is None:
+                return False
+            self.bookies.remove(bookie)
+            process = bookie.process
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            if bookie.data_dir.exists():
+                target = bookie.data_dir.with_name(f"{bookie.data_dir.name}.decommissioned")
+                if target.exists():
+                    target = target.with_name(f"{target.name}-{int(time.time())}")
+                bookie.data_dir.rename(target)
+            log.warning("removed decommissioned bookie %s", bookie_id)
+            return True
+
     def _check(self, bookie: LocalBookie) -> None:
         if self._stopping.is_set() or bookie.running or bookie.stopped:
             return

@@ -8,7 +8,8 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from placement import PlacementConfig, PlacementMode, Topology
+from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.topology import read_cluster_view
+from placement import AffinityGroups, PlacementConfig, PlacementMode, Topology
+from storage.bookie.client import BookieClient
+from storage.engine import build_ledger_client
+from storage.ledger import BookiePool, LedgerClient, LedgerSpec
+from storage.ledger.metadata import managed_ledger_custom_metadata
+from storage.ledger.recovery import recover
 from tests.support import RawEtcd, wait_until
 
 # -- placement ----------------------------------------------------------------------------------
@@ -229,3 +237,58 @@ def make_pki(directory: Path, client_names: tuple[str, ...] = ("client",)) -> Pk
     clients = {name: leaf(name, False) for name in client_names}
     first_cert, first_key = clients[client_names[0]]
     return Pki(directory / "ca.pem", server_cert, server_key, first_cert, first_key, clients)
+
+
+# -- ledgers on a live cluster (real bookies, real etcd) ---------------------------------------
+
+
+@asynccontextmanager
+async def ledger_client(url: str) -> AsyncIterator[LedgerClient]:
+    store = MetadataStore(parse_metadata_store_url(url))
+    config = PlacementConfig()
+
+    async def topology() -> Topology:
+        return (await read_cluster_view(store, config)).topology
+
+    client = build_ledger_client(store, BookiePool(BookieClient.connect), topology, config,
+                                 random.Random(3))
+    try:
+        yield client
+    finally:
+        await client.close()
+        await store.close()
+
+
+async def write_ledgers(url: str, groups: AffinityGroups, sizes: tuple[int, int, int],
+                        count: int, *, leave_open: int = 0) -> dict[int, list[bytes]]:
+    """`count` closed ledgers (and `leave_open` more left OPEN, writer gone) of 12 entries."""
+    written: dict[int, list[bytes]] = {}
+    rng = random.Random(count)
+    async with ledger_client(url) as client:
+        for i in range(count + leave_open):
+            handle = await client.create(LedgerSpec(*sizes, managed_ledger_custom_metadata(
+                f"t/ns/persistent/d{i}", groups), groups))
+            data = [rng.randbytes(rng.randint(1, 200)) for _ in range(12)]
+            for payload in data:
+                await handle.add(payload)
+            if i < count:
+                await handle.close()
+            written[handle.ledger_id] = data
+    return written
+
+
+async def delete_ledgers(url: str, ledger_ids: list[int]) -> None:
+    async with ledger_client(url) as client:
+        for ledger_id in ledger_ids:
+            await client.delete(ledger_id)
+
+
+async def read_all(url: str, ledgers: dict[int, list[bytes]]) -> dict[int, list[bytes]]:
+    async with ledger_client(url) as client:
+        out = {}
+        for ledger_id, data in ledgers.items():
+            if not (await client.read_metadata(ledger_id)).is_closed:
+                await recover(client, ledger_id)
+            reader = await client.open(ledger_id)
+            out[ledger_id] = [(await reader.read(i)).payload for i in range(len(data))]
+        return out

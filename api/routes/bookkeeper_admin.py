@@ -14,11 +14,13 @@ Pulsar admin paths); the answers copy upstream's, quirks included (see
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from api.deps import BookKeeperAdminDep
+from api.deps import BookKeeperAdminDep, StorageBookiesDep
+from api.errors import ServiceError
 from api.services.bookkeeper_admin import (
     INTERNAL_ERROR,
     NOT_GC_METHOD,
@@ -258,6 +260,61 @@ async def _not_put() -> Response:
 
 for _suffix in ("", "/"):
     router.add_api_route("/autorecovery/trigger_audit" + _suffix, _not_put,
+                         methods=["GET", "POST", "DELETE"], include_in_schema=False)
+
+
+DECOMMISSION_FAILED = "Exception when send decommission command."
+
+
+@router.put(
+    "/autorecovery/decommission",
+    operation_id="bookkeeperDecommissionBookie",
+    summary="BookKeeper: decommission a bookie in the background",
+    responses={
+        200: _text("`Success send decommission Bookie command <host:port>`",
+                   "Success send decommission Bookie command 127.0.0.1:3181"),
+        404: _text("No body, no `bookie_src`, a bad `host:port`, or the decommission refused "
+                   "(unknown bookie, one running, a bookie of another machine still "
+                   f"registered): `{DECOMMISSION_FAILED}<reason>`", DECOMMISSION_FAILED),
+    },
+    response_class=Response,
+    openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"type": "object", "properties": {"bookie_src": {"type": "string"}},
+                   "required": ["bookie_src"]},
+        "example": {"bookie_src": "127.0.0.1:3181"}}}}},
+)
+@router.put("/autorecovery/decommission/", include_in_schema=False, response_class=Response)
+async def decommission_bookie(request: Request, service: StorageBookiesDep) -> Response:
+    """BookKeeper's `PUT /api/v1/autorecovery/decommission` with `{"bookie_src": "host:port"}`
+    (`DecommissionService`): starts the same decommission as
+    `DELETE /admin/v2/storage/bookies/{bookie}` and answers 200 at once; progress at
+    `GET /admin/v2/storage/bookies/{bookie}/decommission`. Upstream's answers otherwise: 404
+    `Null request body for DecommissionService.`, `Request body not contains bookie_src.`, and
+    `Exception when send decommission command.<message>`, which here also carries why the
+    decommission was refused (upstream logs that from its background job)."""
+    body = await request.body()
+    if not body.strip():
+        return _answer(AdminAnswer(404, "Null request body for DecommissionService."))
+    try:
+        config = json.loads(body)
+    except ValueError as exc:
+        return _answer(AdminAnswer(404, f"{DECOMMISSION_FAILED}{exc}"))
+    source = config.get("bookie_src") if isinstance(config, dict) else None
+    if source is None:
+        return _answer(AdminAnswer(404, "Request body not contains bookie_src."))
+    host, _, port = str(source).partition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        return _answer(AdminAnswer(404, f"{DECOMMISSION_FAILED}bad bookie_src {source!r}"))
+    bookie = f"{host}:{int(port)}"
+    try:
+        await service.decommission(bookie)
+    except ServiceError as exc:
+        return _answer(AdminAnswer(404, f"{DECOMMISSION_FAILED}{exc.reason}"))
+    return _answer(AdminAnswer(200, f"Success send decommission Bookie command {bookie}"))
+
+
+for _suffix in ("", "/"):
+    router.add_api_route("/autorecovery/decommission" + _suffix, _not_put,
                          methods=["GET", "POST", "DELETE"], include_in_schema=False)
 
 

@@ -3,8 +3,9 @@
 `POST /admin/v2/storage/audit` starts `python -m pipeline.snapshot` and then
 `python -m pipeline.audit` as child processes (Spark never runs in the server) and returns the
 audit's id; `GET .../{id}` gives its state, progress and summary, `GET .../{id}/report` its
-HTML report. `POST .../{id}/repair` answers 501 until the replication workers take a plan.
-Pulsar has none of these; they are tagged `extensions`.
+HTML report. `POST .../{id}/repair` hands the audit's repair plan to the replication workers;
+its progress is the `repair` field of `GET .../{id}`. Pulsar has none of these; they are tagged
+`extensions`.
 """
 
 from __future__ import annotations
@@ -12,21 +13,48 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
 from api.deps import app_state
-from api.errors import error_response
 from api.params import AuditId
 from api.services.storage_audit import AuditJob, StorageAuditService
+from storage.autorecovery.plan_repair import RepairProgress
 
 router = APIRouter(prefix="/admin/v2/storage", tags=["extensions"])
 
-REPAIR_REASON = (
-    "Applying a repair plan needs the replication workers, which do not take plans yet; the "
-    "plan is in the audit's output (repair_plan.parquet) and its report"
-)
+EXAMPLE_REPAIR: JsonDict = {
+    "state": "DONE", "moves": 3, "applied": 2,
+    "skipped": [{"ledgerId": 12, "segment": 0, "position": 1, "bookieOut": "127.0.0.1:3182",
+                 "bookieIn": "127.0.0.1:3184",
+                 "reason": "position 1 holds 127.0.0.1:3185, not 127.0.0.1:3182"}],
+    "failed": [], "unfixableFragments": 1, "startedAt": 1763913700000,
+    "finishedAt": 1763913702000,
+}
+
+
+class RepairStatus(BaseModel):
+    """Progress of applying an audit's repair plan."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_REPAIR]})
+
+    state: str = Field(description="RUNNING or DONE")
+    moves: int = Field(description="Moves in the plan (ledger, segment, position, bookie out, "
+                                   "bookie in)")
+    applied: int = Field(description="Moves copied, verified and swapped in")
+    skipped: list[dict[str, Any]] = Field(
+        description="Moves that no longer apply to the live cluster, each with its reason")
+    failed: list[dict[str, Any]] = Field(
+        description="Moves that could not run after retries, each with its reason")
+    unfixableFragments: int = Field(
+        description="Fragments the plan itself said it cannot fix (unfixable.parquet)")
+    startedAt: int = Field(description="Start time, ms since the epoch")
+    finishedAt: int | None = Field(description="End time, ms since the epoch; null: running")
+
+    @classmethod
+    def of(cls, progress: RepairProgress) -> RepairStatus:
+        return cls(**progress.to_json())
 EXAMPLE_STATUS: JsonDict = {
     "id": "3f2a9c41d07e",
     "state": "DONE",
@@ -55,13 +83,16 @@ class AuditStatus(BaseModel):
     summary: dict[str, Any] | None = Field(
         description="The audit's summary.json once DONE (counts, violations by kind and "
         "namespace, skew, the plan's figures); null before")
+    repair: RepairStatus | None = Field(
+        default=None, description="The repair of this audit's plan once started; null before")
 
     @classmethod
     def of(cls, job: AuditJob) -> AuditStatus:
         return cls(id=job.id, state=job.state, stage=job.stage, progress=job.progress(),
                    ledgersRead=job.ledgers_read, startedAt=int(job.started * 1000),
                    finishedAt=None if job.finished is None else int(job.finished * 1000),
-                   error=job.error, summary=job.summary)
+                   error=job.error, summary=job.summary,
+                   repair=None if job.repair is None else RepairStatus.of(job.repair))
 
 
 def get_audits(request: Request) -> StorageAuditService:
@@ -128,15 +159,23 @@ async def get_audit_report(auditId: AuditId, audits: AuditsDep) -> HTMLResponse:
 @router.post(
     "/audit/{auditId}/repair",
     operation_id="repairStorageAudit",
-    summary="Hand the audit's repair plan to the replication workers (not yet: 501)",
+    summary="Hand the audit's repair plan to the replication workers",
     description=(
-        "Answers 501 with a reason until the replication workers can take a plan; the plan "
-        "itself is in the audit's output and report. 404 for an unknown audit."
+        "Starts applying the DONE audit's repair plan (`repair_plan.parquet`: ledger, segment, "
+        "position, bookie out, bookie in) in the background and answers 202 with its counts. "
+        "Each move is checked again before copying: the segment must still hold the bookie "
+        "out at that position, the bookie in must be writable, allowed by the ledger's "
+        "recorded placement policy (strict groups never left) and not already in the "
+        "segment, and the move must add no violation; a move that no longer applies is "
+        "skipped with its reason. The entries are copied with the replication worker's "
+        "verified copy and the segment swapped by compare-and-swap. Progress: the `repair` "
+        "field of `GET /admin/v2/storage/audit/{auditId}`. Fragments the plan cannot fix "
+        "(`unfixable.parquet`, with reasons) are left as they are."
     ),
-    status_code=501,
-    responses={501: {"description": "Not implemented yet, with the reason"},
-               404: {"description": "No audit with this id"}},
+    status_code=202,
+    response_model=RepairStatus,
+    responses={404: {"description": "No audit with this id"},
+               409: {"description": "The audit is not DONE, or its repair is running"}},
 )
-async def repair_audit(auditId: AuditId, audits: AuditsDep) -> JSONResponse:
-    audits.get(auditId)
-    return error_response(501, REPAIR_REASON)
+async def repair_audit(auditId: AuditId, audits: AuditsDep) -> RepairStatus:
+    return RepairStatus.of(audits.repair(auditId))

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import StorageBookiesDep
 from api.params import StorageBookieId
+from storage.autorecovery.decommission import DecommissionState
 
 router = APIRouter(prefix="/admin/v2/storage/bookies", tags=["extensions"])
 
@@ -45,6 +46,45 @@ class StorageBookie(BaseModel):
     diskCapacity: int | None = Field(
         description="Size of the file system of its data directory (supervised only, else null)"
     )
+
+
+EXAMPLE_DECOMMISSION: dict[str, Any] = {
+    "bookie": "127.0.0.1:3181",
+    "state": "BLOCKED",
+    "stage": "1 ledger(s) cannot move; retrying every 2s",
+    "startedAt": 1763913600000,
+    "finishedAt": None,
+    "ledgersTotal": 12,
+    "ledgersMoved": 11,
+    "ledgersRemaining": 1,
+    "stuck": {"7": "strict group 'share' has no other writable bookie: Not enough bookies: "
+                   "writable bookies in groups 'share' (strict) has 0, need 1"},
+}
+
+
+class DecommissionStatus(BaseModel):
+    """A bookie's decommission: where it stands and, per ledger that cannot move, why."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_DECOMMISSION]})
+
+    bookie: str = Field(description="Bookie id, `host:port`")
+    state: str = Field(description="`RUNNING`; `BLOCKED`: a pass moved nothing while ledgers "
+                                   "remain (retried); `DONE`: nothing on it, bookie removed")
+    stage: str = Field(description="What it is doing now")
+    startedAt: int = Field(description="Start time, ms since the epoch")
+    finishedAt: int | None = Field(description="End time (ms since the epoch); null: not DONE")
+    ledgersTotal: int = Field(description="Ledgers that listed the bookie (moved + remaining)")
+    ledgersMoved: int = Field(description="Ledgers moved off the bookie")
+    ledgersRemaining: int = Field(description="Ledgers whose ensembles still list the bookie")
+    stuck: dict[str, str] = Field(description="Ledger id -> why it cannot move now")
+
+    @classmethod
+    def of(cls, state: DecommissionState) -> DecommissionStatus:
+        return cls(bookie=state.bookie, state=state.state, stage=state.stage,
+                   startedAt=state.startedAt, finishedAt=state.finishedAt,
+                   ledgersTotal=state.ledgersTotal, ledgersMoved=state.ledgersMoved,
+                   ledgersRemaining=state.ledgersRemaining,
+                   stuck={str(k): v for k, v in sorted(state.stuck.items())})
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -123,3 +163,55 @@ async def set_storage_bookie_readonly(
     next disk check). Answers once the registration moved (or after 15 s)."""
     await service.readonly(bookie)
     return Response(status_code=204)
+
+
+@router.delete(
+    "/{bookie}",
+    operation_id="decommissionStorageBookie",
+    summary="Decommissions a bookie: moves every ledger fragment off it, then removes it",
+    status_code=202,
+    response_model=DecommissionStatus,
+    responses={
+        202: {"content": {"application/json": {"example": {
+            **EXAMPLE_DECOMMISSION, "state": "RUNNING", "stage": "making the bookie read-only",
+            "ledgersTotal": 0, "ledgersMoved": 0, "ledgersRemaining": 0, "stuck": {}}}}},
+        404: _error(NOT_FOUND),
+        409: _error("A decommission of this bookie is running"),
+        412: _error("The bookie is not run by this service and still registered: shut it "
+                    "down first"),
+    },
+)
+async def decommission_storage_bookie(
+    bookie: StorageBookieId, service: StorageBookiesDep
+) -> DecommissionStatus:
+    """BookKeeper's `decommissionbookie` as a background job. A bookie this service runs is
+    made read-only first (nothing new lands on it, it still serves reads); each ledger that
+    lists it gets its fragments copied to bookies the ledger's recorded placement policy
+    accepts (strict groups never left; copies verified; metadata by compare-and-swap); then
+    the bookie is stopped, its data directory renamed `bookie-<port>.decommissioned`, its
+    registration and its rack-map entry (`/bookies`) removed. An open ledger is left to its
+    writer for `openLedgerRereplicationGracePeriod` ms, then recovered and closed. A ledger
+    that cannot move (e.g. its strict group has no other writable bookie) is retried and its
+    reason shown by `GET .../{bookie}/decommission`. The state is kept in etcd
+    (`/storage/decommission/{bookie}`): a restarted service resumes it. A bookie of another
+    machine must be shut down first (412 while registered), as upstream requires."""
+    return DecommissionStatus.of(await service.decommission(bookie))
+
+
+@router.get(
+    "/{bookie}/decommission",
+    operation_id="getStorageBookieDecommission",
+    summary="Progress of a bookie's decommission, with the reason for each ledger stuck",
+    response_model=DecommissionStatus,
+    responses={
+        200: {"content": {"application/json": {"example": EXAMPLE_DECOMMISSION}}},
+        404: _error("No decommission of this bookie was ever started"),
+    },
+)
+async def get_storage_bookie_decommission(
+    bookie: StorageBookieId, service: StorageBookiesDep
+) -> DecommissionStatus:
+    """State (RUNNING, BLOCKED, DONE), ledgers total, moved and remaining, and for each ledger
+    that cannot move now its reason. Read from etcd, so it answers after a restart and after
+    the bookie is gone."""
+    return DecommissionStatus.of(await service.decommission_status(bookie))

@@ -5,8 +5,14 @@ A job lives in `<dataDir>/audits/<id>/`: `broker.conf` (the placement keys in ef
 the snapshot), `snapshot/` (the five Parquet tables), `audit/` (the audit's outputs, its
 `summary.json` and `report.html`), `snapshot.log` and `audit.log` (the children's stderr).
 Progress comes from the children's stderr lines: the snapshot's `N ledgers read` and the
-audit's stage lines. One audit runs at a time; the jobs of this process are listed in memory
-(their directories stay on disk).
+audit's stage lines. One audit runs at a time; the jobs of this process are listed in memory,
+and a finished audit of an earlier run (its directory with `audit/summary.json`) is found on
+disk by its id.
+
+Repair (`POST .../{id}/repair`): the DONE audit's `repair_plan.parquet` is handed to the
+replication workers' plan path (`storage.autorecovery.plan_repair`), which re-checks each move
+against the live metadata, topology and the ledger's recorded policy before copying; progress
+(moves applied, skipped with a reason, failed with a reason) is the job's `repair`.
 """
 
 from __future__ import annotations
@@ -17,12 +23,15 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from api.errors import Conflict, NotFound
+from storage.autorecovery.plan_repair import PlannedMove, RepairProgress
+
+Repairer = Callable[[list[PlannedMove], RepairProgress], Coroutine[Any, Any, RepairProgress]]
 
 LEDGERS_READ = re.compile(r"snapshot: (\d+) ledgers read")
 AUDIT_STAGE = re.compile(r"^\[audit\s+[\d.]+s\] (.*)$")
@@ -45,6 +54,8 @@ class AuditJob:
     error: str | None = None
     summary: dict[str, Any] | None = None
     task: asyncio.Task[None] | None = None
+    repair: RepairProgress | None = None
+    repair_task: asyncio.Task[RepairProgress] | None = None
 
     @property
     def running(self) -> bool:
@@ -65,8 +76,10 @@ class AuditJob:
 
 class StorageAuditService:
     def __init__(self, store_url: str, broker_conf: Mapping[str, str], root: Path, *,
-                 master: str | None = None, python: str = sys.executable) -> None:
+                 master: str | None = None, python: str = sys.executable,
+                 repairer: Repairer | None = None) -> None:
         self.store_url = store_url
+        self.repairer = repairer
         self.broker_conf = dict(broker_conf)
         self.root = root
         self.master = master
@@ -86,10 +99,46 @@ class StorageAuditService:
         return job
 
     def get(self, audit_id: str) -> AuditJob:
-        job = self.jobs.get(audit_id)
+        job = self.jobs.get(audit_id) or self._on_disk(audit_id)
         if job is None:
             raise NotFound(f"Audit {audit_id} not found")
         return job
+
+    def _on_disk(self, audit_id: str) -> AuditJob | None:
+        """A finished audit of an earlier run, from its directory."""
+        if not audit_id.isalnum():
+            return None
+        directory = self.root / "audits" / audit_id
+        summary = directory / "audit" / "summary.json"
+        if not summary.is_file():
+            return None
+        job = AuditJob(audit_id, directory, state="DONE", stage="done",
+                       started=directory.stat().st_mtime, finished=summary.stat().st_mtime,
+                       summary=json.loads(summary.read_text()))
+        self.jobs[audit_id] = job
+        return job
+
+    def repair(self, audit_id: str) -> RepairProgress:
+        """Hand the DONE audit's plan to the replication workers: `Conflict` before DONE or
+        while its repair runs."""
+        job = self.get(audit_id)
+        if job.state != "DONE":
+            raise Conflict(f"Audit {audit_id} has no repair plan yet (state {job.state})")
+        if job.repair is not None and job.repair.state == "RUNNING":
+            raise Conflict(f"The repair of audit {audit_id} is already running")
+        if self.repairer is None:
+            raise Conflict("This service has no replication worker to repair with")
+        import pyarrow.parquet as pq  # here: the server loads pyarrow only for a repair
+
+        out = job.directory / "audit"
+        rows = pq.read_table(out / "repair_plan.parquet").to_pylist()
+        unfixable = pq.read_metadata(out / "unfixable.parquet").num_rows
+        moves = [PlannedMove(int(r["ledger_id"]), int(r["segment"]), int(r["position"]),
+                             str(r["bookie_out"]), str(r["bookie_in"])) for r in rows]
+        job.repair = RepairProgress(moves=len(moves), unfixable=unfixable)
+        job.repair_task = asyncio.get_running_loop().create_task(
+            self.repairer(moves, job.repair))
+        return job.repair
 
     def report(self, audit_id: str) -> Path:
         job = self.get(audit_id)
@@ -99,8 +148,9 @@ class StorageAuditService:
 
     async def stop(self) -> None:
         for job in self.jobs.values():
-            if job.task is not None and not job.task.done():
-                job.task.cancel()
+            for task in (job.task, job.repair_task):
+                if task is not None and not task.done():
+                    task.cancel()
 
     async def _run(self, job: AuditJob) -> None:
         conf = job.directory / "broker.conf"

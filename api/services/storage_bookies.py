@@ -16,6 +16,14 @@ Control works on supervised bookies only:
   check honours (`storage.bookie.registration`), checked at once on SIGUSR1; then wait
   (bounded) for the registration to move under `readonly/`. It stays read-only (across
   restarts too) until the flag file is removed.
+
+Decommission (`storage.autorecovery.decommission`): a supervised bookie is made read-only,
+its ledgers' fragments move to bookies their recorded policy accepts, then it is removed:
+its process stopped cleanly (SIGTERM), its data directory renamed
+`bookie-<port>.decommissioned` (a restart does not bring it back), its registration deleted
+and its entry in the rack map (`/bookies`) removed, as the bookie no longer exists. A bookie
+this service does not run must be shut down first (as upstream's decommission demands):
+412 while it is still registered. Its state lives in etcd and resumes after a restart.
 """
 
 from __future__ import annotations
@@ -29,16 +37,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from api.errors import Conflict, NotFound, PreconditionFailed
+from api.services.racks import RackService
 from metastore import paths
 from metastore.documents import Registrations
 from metastore.errors import MetastoreError
+from metastore.errors import NotFound as NoSuchKey
 from metastore.ledgers import LedgerMetadataStore
 from metastore.readers import read_registered_bookies
 from metastore.store import MetadataStore
 from metastore.topology import read_cluster_view
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig
+from storage.autorecovery import AutoRecoveryConfig, ReplicationWorker, UnderReplication
+from storage.autorecovery.decommission import Decommissions, DecommissionState
 from storage.cluster import LocalBookies
+from storage.ledger import LedgerClient
 
 WRITABLE = "writable"
 READ_ONLY = "read-only"
@@ -83,11 +96,21 @@ class StorageBookieService:
         keys: VersionedKeys,
         config: PlacementConfig,
         local: LocalBookies | None,
+        *,
+        client: LedgerClient,
+        racks: RackService,
+        recovery: AutoRecoveryConfig,
+        node_id: str,
     ) -> None:
         self.store = store
         self.ledgers = LedgerMetadataStore(keys)
         self.config = config
         self.local = local
+        self.racks = racks
+        worker = ReplicationWorker(client, UnderReplication(keys), recovery,
+                                   f"{node_id}/decommission")
+        self.decommissions = Decommissions(keys, worker, make_read_only=self._make_read_only,
+                                           remove=self._remove)
 
     async def list(self) -> list[BookieStatus]:
         view = await read_cluster_view(self.store, self.config)
@@ -161,6 +184,58 @@ class StorageBookieService:
         if not await asyncio.to_thread(local.force_readonly, bookie_id):
             raise Conflict(f"Bookie {bookie_id} is not running")
         await self._wait(lambda r: bookie_id in r.read_only and bookie_id not in r.writable)
+
+    # -- decommission -------------------------------------------------------------------------
+
+    async def decommission(self, bookie_id: str) -> DecommissionState:
+        """Start moving everything off the bookie, then remove it: 404 unknown, 412 a bookie
+        of another machine still registered, 409 while one runs; after DONE the bookie is
+        gone (404 unless a ledger lists it)."""
+        if self.decommissions.running(bookie_id):
+            raise Conflict(f"Bookie {bookie_id} is already being decommissioned")
+        supervised = self.local is not None and self.local.find(bookie_id) is not None
+        if not supervised:
+            registered = await read_registered_bookies(self.store)
+            view = await read_cluster_view(self.store, self.config)
+            known = bookie_id in registered.all or any(
+                bookie_id in members for members in view.rack_map.values())
+            if bookie_id in registered.all:
+                raise PreconditionFailed(
+                    f"Bookie {bookie_id} is not supervised by this service: shut it down "
+                    "first, then decommission it")
+            if not known and bookie_id not in await self._ledger_counts():
+                raise NotFound(f"Bookie {bookie_id} does not exist")
+        return await self.decommissions.start(bookie_id)
+
+    async def decommission_status(self, bookie_id: str) -> DecommissionState:
+        state = await self.decommissions.get(bookie_id)
+        if state is None:
+            raise NotFound(f"Bookie {bookie_id} has no decommission")
+        return state
+
+    async def resume_decommissions(self) -> None:
+        await self.decommissions.resume()
+
+    async def close(self) -> None:
+        await self.decommissions.stop()
+
+    async def _make_read_only(self, bookie_id: str) -> None:
+        local = self.local.find(bookie_id) if self.local else None
+        if self.local is None or local is None or not local.running:
+            return  # not ours, or down: its data moves from the other replicas
+        await asyncio.to_thread(self.local.force_readonly, bookie_id)
+        await self._wait(lambda r: bookie_id not in r.writable)
+
+    async def _remove(self, bookie_id: str) -> None:
+        if self.local is not None:
+            await asyncio.to_thread(self.local.remove, bookie_id)
+        for path in (paths.bookie_available(bookie_id), paths.bookie_readonly(bookie_id)):
+            with contextlib.suppress(MetastoreError):
+                lease = await self.store.lease_of(path)
+                if lease is not None:
+                    await self.store.revoke_lease(lease)
+        with contextlib.suppress(NotFound, NoSuchKey):
+            await self.racks.delete_bookie(bookie_id)
 
     async def _wait(self, done: Callable[[Registrations], bool]) -> None:
         """Until the registrations satisfy `done` (bounded: the bookie may be slow to come)."""

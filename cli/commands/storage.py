@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -66,11 +67,83 @@ AUDITS = f"{V2}/storage/audit"
 _BAR = 30
 
 
+def bar(share: float) -> str:
+    share = min(max(share, 0.0), 1.0)
+    filled = int(share * _BAR)
+    return f"[{'#' * filled}{'.' * (_BAR - filled)}] {share * 100:3.0f}%"
+
+
+def wait_for(fetch: Callable[[], dict[str, Any]], status: dict[str, Any],
+             line: Callable[[dict[str, Any]], str], finished: Callable[[dict[str, Any]], bool],
+             timeout: float, what: str) -> dict[str, Any]:
+    """Poll until `finished`, a progress line on stderr (rewritten in place on a terminal)."""
+    tty = sys.stderr.isatty()
+    deadline = time.monotonic() + timeout
+    last = ""
+    while not finished(status):
+        shown = line(status)
+        if shown != last:
+            sys.stderr.write(f"\r{shown}" if tty else shown + "\n")
+            sys.stderr.flush()
+            last = shown
+        if time.monotonic() > deadline:
+            raise CliError(f"{what} still {status.get('state')} after {timeout:g}s")
+        time.sleep(0.5)
+        status = fetch()
+    sys.stderr.write(("\r" if tty else "") + line(status) + "\n")
+    return status
+
+
+def decommission_line(status: dict[str, Any]) -> str:
+    """`[######......] 40% RUNNING: moving ledgers (4/10 ledgers moved, 1 stuck)`."""
+    total = int(status.get("ledgersTotal") or 0)
+    moved = int(status.get("ledgersMoved") or 0)
+    share = 1.0 if status.get("state") == "DONE" else (moved / total if total else 0.0)
+    stuck = len(status.get("stuck") or {})
+    return (f"{bar(share)} {status.get('state')}: {status.get('stage')} "
+            f"({moved}/{total} ledgers moved, {stuck} stuck)")
+
+
+@command(app, "decommission")
+def decommission(
+    ctx: typer.Context,
+    bookie: Annotated[str, positional("bookie-id")],
+    wait: Annotated[bool, typer.Option("--wait", help="Wait until the bookie is removed, "
+                                                      "with a progress bar on stderr; exit "
+                                                      "1 if ledgers cannot move")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait at most with "
+                                                             "--wait")] = 3600.0,
+    output: Output = None,
+) -> JsonResult:  # fmt: skip
+    """Extension: decommission a bookie (BookKeeper's `decommissionbookie`): read-only, every
+    ledger fragment copied to bookies its recorded policy accepts, then removed. Prints the
+    decommission's state, or with --wait its final state (exit 1 when BLOCKED: some ledger
+    cannot move, each with its reason)."""
+    client = admin(ctx)
+    status = client.request("DELETE", BOOKIES + path(bookie)).json()
+    if not wait:
+        return JsonResult(status)
+    progress = BOOKIES + path(bookie) + "/decommission"
+    status = wait_for(lambda: client.get_json(progress), status, decommission_line,
+                      lambda s: s.get("state") in ("DONE", "BLOCKED"), timeout,
+                      f"Decommission of {bookie}")
+    if status["state"] == "BLOCKED":
+        reasons = "; ".join(f"ledger {k}: {v}" for k, v in (status.get("stuck") or {}).items())
+        raise CliError(f"Decommission of {bookie} is blocked: {reasons}")
+    return JsonResult(status)
+
+
+@command(app, "decommission-status")
+def decommission_status(ctx: typer.Context, bookie: Annotated[str, positional("bookie-id")],
+                        output: Output = None) -> JsonResult:
+    """Extension: progress of a bookie's decommission, with the reason for each ledger that
+    cannot move."""
+    return JsonResult(admin(ctx).get_json(BOOKIES + path(bookie) + "/decommission"))
+
+
 def progress_line(status: dict[str, Any]) -> str:
     """`[######......] 40% AUDIT: judging fragments (1200 ledgers read)`."""
-    share = min(max(float(status.get("progress") or 0.0), 0.0), 1.0)
-    filled = int(share * _BAR)
-    return (f"[{'#' * filled}{'.' * (_BAR - filled)}] {share * 100:3.0f}% "
+    return (f"{bar(float(status.get('progress') or 0.0))} "
             f"{status.get('state')}: {status.get('stage')} "
             f"({status.get('ledgersRead', 0)} ledgers read)")
 
@@ -121,6 +194,46 @@ def audit_report(ctx: typer.Context, audit_id: Annotated[str, positional("audit-
                  output: Output = None) -> TextResult:
     """The HTML report of a finished audit (redirect it to a file and open it in a browser)."""
     return TextResult(admin(ctx).get_text(AUDITS + path(audit_id) + "/report"))
+
+
+def repair_line(repair: dict[str, Any]) -> str:
+    """`[######......] 40% RUNNING: 4/10 moves (3 applied, 1 skipped, 0 failed)`."""
+    moves = int(repair.get("moves") or 0)
+    applied = int(repair.get("applied") or 0)
+    skipped, failed = len(repair.get("skipped") or []), len(repair.get("failed") or [])
+    done = applied + skipped + failed
+    share = 1.0 if repair.get("state") == "DONE" else (done / moves if moves else 0.0)
+    return (f"{bar(share)} {repair.get('state')}: {done}/{moves} moves ({applied} applied, "
+            f"{skipped} skipped, {failed} failed)")
+
+
+@command(app, "audit-repair")
+def audit_repair(
+    ctx: typer.Context,
+    audit_id: Annotated[str, positional("audit-id")],
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for the repair to finish, with "
+                                                      "a progress bar on stderr; exit 1 if "
+                                                      "a move failed")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait at most with "
+                                                             "--wait")] = 3600.0,
+    output: Output = None,
+) -> JsonResult:  # fmt: skip
+    """Extension: hand a finished audit's repair plan to the replication workers (each move
+    re-checked against the live cluster and the ledger's recorded policy; stale ones skipped
+    with a reason). Prints the repair's counts, or with --wait its final state."""
+    client = admin(ctx)
+    url = AUDITS + path(audit_id)
+    repair = client.request("POST", url + "/repair").json()
+    if not wait:
+        return JsonResult(repair)
+    repair = wait_for(lambda: client.get_json(url).get("repair") or {}, repair, repair_line,
+                      lambda r: r.get("state") == "DONE", timeout,
+                      f"Repair of audit {audit_id}")
+    if repair.get("failed"):
+        reasons = "; ".join(f"ledger {f['ledgerId']} segment {f['segment']}: {f['reason']}"
+                            for f in repair["failed"])
+        raise CliError(f"Repair of audit {audit_id}: moves failed: {reasons}")
+    return JsonResult(repair)
 
 
 AUTORECOVERY = "/api/v1/autorecovery"

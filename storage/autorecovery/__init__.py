@@ -7,7 +7,7 @@ from storage.autorecovery.config import AutoRecoveryConfig, AutoRecoveryConfigEr
 from storage.autorecovery.marks import AUDITOR_LEADER, Mark, UnderReplication
 from storage.autorecovery.registry import registered_bookies
 from storage.autorecovery.service import AutoRecovery
-from storage.autorecovery.worker import Deferred, ReplicationWorker
+from storage.autorecovery.worker import Deferred, ReplicationWorker, Stale, Waiting
 
 __all__ = [
     "AUDITOR_LEADER",
@@ -19,7 +19,9 @@ __all__ = [
     "Deferred",
     "Mark",
     "ReplicationWorker",
+    "Stale",
     "UnderReplication",
+    "Waiting",
     "ledger_adheres",
     "registered_bookies",
     "segment_adheres",

@@ -31,14 +31,15 @@ import logging
 import time
 from dataclasses import replace
 
-from placement import NotEnoughBookies, Topology, write_set
+from placement import NotEnoughBookies, PlacementConfig, Topology, write_set
+from placement.violations import check_fragment, kind_names, member_violations
 from storage.autorecovery.auditor import segment_adheres
 from storage.autorecovery.config import AutoRecoveryConfig
 from storage.autorecovery.marks import Mark, UnderReplication
 from storage.autorecovery.registry import registered_bookies
 from storage.bookie.errors import BookieError
 from storage.ledger.client import LedgerClient
-from storage.ledger.ensemble import adhering_ensemble, replacements
+from storage.ledger.ensemble import adhering_ensemble, recorded_affinity, replacements
 from storage.ledger.errors import LedgerError, NoSuchLedger
 from storage.ledger.handle import ReadableLedger, master_key
 from storage.ledger.metadata import LedgerMetadata, LedgerState
@@ -54,6 +55,10 @@ class Deferred(Exception):
         super().__init__(why)
         self.seconds = seconds
         self.why = why
+
+
+class Waiting(Deferred):
+    """Not now, for a reason that passes by itself (a writer's grace period, a lock)."""
 
 
 class ReplicationWorker:
@@ -273,3 +278,130 @@ class ReplicationWorker:
             return replace(current, ensembles={**current.ensembles, start: tuple(ensemble)})
 
         return await self.client.update_metadata(ledger_id, change)
+
+    # -- entry points for decommission and audit plans (outside the marks loop) ---------------
+
+    async def move_off(self, ledger_id: int, bookie: str, lease: int, *,
+                       since_ms: int) -> int:
+        """Copy every segment of the ledger that lists `bookie` to a bookie the ledger's
+        recorded policy accepts (`replace_bookie`, never outside strict groups), then swap
+        it in by CAS: the segments moved. An OPEN ledger whose last segment lists the bookie
+        is left to its writer for `openLedgerRereplicationGracePeriod` ms after `since_ms`
+        (epoch ms), then recovered and closed. Raises `Deferred` with the reason."""
+        if not await self.marks.lock(ledger_id, lease, self.worker_id):
+            raise Waiting(self.tick, "locked by a replication worker")
+        try:
+            return await self._move_off(ledger_id, bookie, since_ms)
+        finally:
+            await self.marks.unlock(ledger_id)
+
+    async def _move_off(self, ledger_id: int, bookie: str, since_ms: int) -> int:
+        cfg = self.config
+        try:
+            md = await self.client.read_metadata(ledger_id)
+        except NoSuchLedger:
+            return 0
+        if not md.is_closed and bookie in md.current_ensemble:
+            waited = int(time.time() * 1000) - since_ms
+            grace = cfg.openLedgerRereplicationGracePeriod
+            if md.state is LedgerState.OPEN and waited < grace:
+                raise Waiting((grace - waited) / 1000,
+                              f"open ledger: waiting {grace} ms for its writer to change "
+                              "ensemble")
+            try:
+                md = await recover(self.client, ledger_id)
+            except LedgerError as exc:
+                raise Deferred(cfg.rwRereplicateBackoffMs / 1000,
+                               f"recovery failed: {exc}") from exc
+        available = await registered_bookies(self.keys)
+        topology = await self.client.topology()
+        moved = 0
+        starts = sorted(md.ensembles)
+        for k, start in enumerate(starts):
+            ensemble = md.ensembles[start]
+            if bookie not in ensemble or (not md.is_closed and k == len(starts) - 1):
+                continue
+            end = starts[k + 1] - 1 if k + 1 < len(starts) else md.last_entry_id
+            index = ensemble.index(bookie)
+            try:
+                chosen = replacements(topology, md, self.client.config, self.client.rng,
+                                      ensemble, [bookie],
+                                      exclude=(set(ensemble) - available) | {bookie})
+            except NotEnoughBookies as exc:
+                raise Deferred(cfg.rwRereplicateBackoffMs / 1000,
+                               no_target_reason(md, topology, exc)) from exc
+            new = chosen[index]
+            await self._copy(md, start, end, index, new)
+            md = await self._swap(ledger_id, start, {index: (bookie, new)})
+            moved += 1
+        return moved
+
+    async def apply_move(self, ledger_id: int, segment: int, position: int, bookie_out: str,
+                         bookie_in: str, lease: int) -> None:
+        """One move of an audit's repair plan: copy segment number `segment` (0-based, in
+        entry order) at `position` from `bookie_out` to `bookie_in` and swap it in. Checked
+        first against the live metadata, topology and the ledger's recorded policy; a move
+        that no longer applies raises `Stale` (skipped, with the reason), one that cannot
+        run now `Deferred`."""
+        if not await self.marks.lock(ledger_id, lease, self.worker_id):
+            raise Waiting(self.tick, "locked by a replication worker")
+        try:
+            try:
+                md = await self.client.read_metadata(ledger_id)
+            except NoSuchLedger:
+                raise Stale("the ledger was deleted") from None
+            topology = await self.client.topology()
+            start, end = check_move(md, topology, self.client.config, segment, position,
+                                    bookie_out, bookie_in)
+            await self._copy(md, start, end, position, bookie_in)
+            await self._swap(ledger_id, start, {position: (bookie_out, bookie_in)})
+        finally:
+            await self.marks.unlock(ledger_id)
+
+
+class Stale(Exception):
+    """A planned move that no longer applies: skipped, `str()` says why."""
+
+
+def check_move(md: LedgerMetadata, topology: Topology, config: PlacementConfig, segment: int,
+               position: int, bookie_out: str, bookie_in: str) -> tuple[int, int]:
+    """The segment's first and last entry when the move still applies, else `Stale`."""
+    starts = sorted(md.ensembles)
+    if not 0 <= segment < len(starts):
+        raise Stale(f"the ledger has no segment {segment} any more")
+    if not md.is_closed and segment == len(starts) - 1:
+        raise Stale("the segment is the open ledger's last one: its writer owns it")
+    start = starts[segment]
+    ensemble = md.ensembles[start]
+    if not 0 <= position < len(ensemble) or ensemble[position] != bookie_out:
+        found = ensemble[position] if 0 <= position < len(ensemble) else None
+        raise Stale(f"position {position} holds {found}, not {bookie_out}")
+    if bookie_in in ensemble:
+        raise Stale(f"{bookie_in} is already in the segment")
+    affinity = recorded_affinity(md)
+    refused = member_violations(topology, bookie_in, config, affinity=affinity)
+    if not topology.is_known(bookie_in) or refused:
+        why = "; ".join(kind_names(int(refused))) if refused else "not writable"
+        raise Stale(f"{bookie_in} is not accepted by the ledger's recorded policy now: {why}")
+    after = tuple(bookie_in if i == position else b for i, b in enumerate(ensemble))
+    w, a = md.write_quorum_size, md.ack_quorum_size
+    before_v = check_fragment(topology, ensemble, w, a, config, affinity=affinity).violations
+    after_v = check_fragment(topology, after, w, a, config, affinity=affinity).violations
+    if after_v & ~before_v:
+        raise Stale("the move would add violations: "
+                    + ", ".join(kind_names(int(after_v & ~before_v))))
+    end = starts[segment + 1] - 1 if segment + 1 < len(starts) else md.last_entry_id
+    return start, end
+
+
+def no_target_reason(md: LedgerMetadata, topology: Topology, exc: NotEnoughBookies) -> str:
+    """Why no bookie can take the copy, led by the recorded groups (e.g. "strict group
+    'share' has no other writable bookie")."""
+    groups = recorded_affinity(md)
+    if groups is None or groups.disables_isolation:
+        return f"the cluster has no other writable bookie the placement policy accepts: {exc}"
+    names = ", ".join(f"'{g}'" for g in (*groups.primary, *groups.secondary))
+    plural = "s" if len(groups.primary) + len(groups.secondary) > 1 else ""
+    kind = "strict group" if groups.strict else "group"
+    verb = "have" if plural else "has"
+    return f"{kind}{plural} {names} {verb} no other writable bookie: {exc}"

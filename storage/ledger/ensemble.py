@@ -21,15 +21,11 @@ from placement import (
     replace_bookie,
     replace_to_adhere,
 )
-from placement.violations import Violation, member_violations
 from storage.ledger.metadata import (
     PLACEMENT_POLICY_CONFIG,
     LedgerMetadata,
     parse_placement_policy_config,
 )
-
-# members a segment may not keep under its recorded groups
-NOT_ALLOWED = Violation.FOREIGN_GROUP | Violation.UNGROUPED_UNDER_STRICT
 
 
 def recorded_affinity(metadata: LedgerMetadata) -> AffinityGroups | None:
@@ -84,21 +80,9 @@ def adhering_ensemble(
     exclude: Collection[str] = frozenset(),
 ) -> tuple[str, ...]:
     """An ensemble that adheres to the recorded policy with the fewest changes (BP-54's
-    `replaceToAdherePlacementPolicy`); empty when the policy cannot build one.
-
-    `placement.replace_to_adhere` repairs the rack/region/zone rule but keeps a member the
-    recorded groups do not allow when the rack rule already holds; such members (another
-    group's bookie, an ungrouped one under strict) are then replaced one by one through
-    `replace_bookie`, which stays inside the groups (NotEnoughBookies when it cannot)."""
-    affinity = recorded_affinity(metadata)
+    `replaceToAdherePlacementPolicy`, which also replaces members the recorded groups do not
+    allow); empty when the policy cannot build one."""
     placed = replace_to_adhere(topology, request_of(metadata), config, rng,
-                               ensemble=tuple(ensemble), exclude=exclude, affinity=affinity)
-    repaired = tuple(placed.ensemble)
-    if not repaired:
-        return ()
-    outside = [b for b in repaired
-               if member_violations(topology, b, config, affinity=affinity) & NOT_ALLOWED]
-    if not outside:
-        return repaired
-    chosen = replacements(topology, metadata, config, rng, repaired, outside, exclude=exclude)
-    return tuple(chosen.get(i, b) for i, b in enumerate(repaired))
+                               ensemble=tuple(ensemble), exclude=exclude,
+                               affinity=recorded_affinity(metadata))
+    return tuple(placed.ensemble)

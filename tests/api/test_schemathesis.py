@@ -39,6 +39,7 @@ BOOKKEEPER_ADMIN_OPERATIONS = {
     "bookkeeperGetLedgerMetadata", "bookkeeperListLedgers", "bookkeeperListBookies",
     "bookkeeperListUnderReplicatedLedgers", "bookkeeperTriggerAudit", "bookkeeperWhoIsAuditor",
     "bookkeeperTriggerGc", "bookkeeperGetGcState",
+    "bookkeeperDecommissionBookie",
 }  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from placement import (
     explain,
     new_ensemble,
     replace_bookie,
+    replace_to_adhere,
 )
 from tests.factories import rngs
 
@@ -207,3 +208,30 @@ def test_explain_lists_ensemble_and_exclusions() -> None:
     assert len(ex.placement.bookies) + len(ex.excluded) == 15
     assert ex.placement.adherence is Adherence.MEETS_STRICT
     assert ex.groups is not None and ex.groups.strict is True
+
+
+def test_replace_to_adhere_replaces_a_foreign_member_even_when_racks_hold() -> None:
+    """A member of another group (or ungrouped under strict) leaves, inside the groups,
+    although the ensemble spans enough racks with it; the others stay."""
+    t = seed_topology()
+    g = AffinityGroups(("share",), strict=True)
+    cfg = PlacementConfig()
+    for foreign in (b(1), b(11)):  # another group's bookie, an ungrouped one
+        ens = (b(6), b(7), foreign)
+        for rng in rngs(50):
+            p = replace_to_adhere(t, REQ, cfg, rng, ensemble=ens, affinity=g)
+            assert p.ensemble[:2] == ens[:2] and p.ensemble[2] in SHARE - {b(6), b(7)}
+            assert p.adherence is not Adherence.FAIL
+
+
+def test_replace_to_adhere_without_an_allowed_spare_gives_no_ensemble() -> None:
+    t = seed_topology([1, 6, 7, 8])  # share: bk6-8 writable only
+    g = AffinityGroups(("share",), strict=True)
+    p = replace_to_adhere(t, REQ, PlacementConfig(), random.Random(0),
+                          ensemble=(b(6), b(7), b(1)), affinity=g)
+    assert p.ensemble == (b(6), b(7), b(8))
+    t = seed_topology([1, 6, 7])
+    p = replace_to_adhere(t, REQ, PlacementConfig(), random.Random(0),
+                          ensemble=(b(6), b(7), b(1)), affinity=g)
+    assert p.ensemble == () and p.adherence is Adherence.FAIL
+    assert "'share'" in p.reasons[0]
