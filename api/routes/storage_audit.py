@@ -55,6 +55,8 @@ class RepairStatus(BaseModel):
     @classmethod
     def of(cls, progress: RepairProgress) -> RepairStatus:
         return cls(**progress.to_json())
+
+
 EXAMPLE_STATUS: JsonDict = {
     "id": "3f2a9c41d07e",
     "state": "DONE",
