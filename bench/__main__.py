@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from bench import api_bench, audit_bench, bookie_bench, cli_bench, ledger_bench, placement_bench
+from bench import (
+    api_bench,
+    audit_bench,
+    bookie_bench,
+    cli_bench,
+    ledger_bench,
+    placement_bench,
+    repair_bench,
+)
 
 
 def main() -> None:
@@ -20,6 +28,9 @@ def main() -> None:
     print()
     print("## Ledgers and REST produce (E=3/Qw=3/Qa=2 on three bookie processes)")
     print(ledger_bench.run(seconds=3.0))
+    print()
+    print("## Repair (one of six bookies lost, 1 GiB stored, producers running)")
+    print(repair_bench.report(repair_bench.run(size_mib=1024)))
     print()
     print("## Placement audit (Spark local[2] vs plain Python, 1M synthetic ledgers)")
     audit_bench.main([])
