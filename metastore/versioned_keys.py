@@ -183,7 +183,12 @@ class VersionedKeys:
         return reply is not None and int(reply.TTL) > 0
 
     async def revoke_lease(self, lease_id: int) -> None:
-        await self._call(lambda c: c.revoke_lease(lease_id))
+        """End the lease now; one that already expired is ended too (no error)."""
+        try:
+            await self._call(lambda c: c.revoke_lease(lease_id))
+        except aetcd.exceptions.ClientError as exc:
+            if "lease not found" not in str(exc):
+                raise
 
     # -- connection -------------------------------------------------------------------------
 
