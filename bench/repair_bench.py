@@ -17,6 +17,7 @@ holds `--size-mib` MiB of entries (each stored three times), and closed. Then:
    (the copy itself), the bytes the worker copied, and the producer's p50/p99 over the repair.
 
     .venv/bin/python -m bench.repair_bench [--size-mib 1024] [--seconds 5] [--lease-ttl 2]
+                                           [--batch 10]
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class Outcome:
     repair_p50_ms: float
     repair_p99_ms: float
     repair_rate: float
+    batch: int
 
     @property
     def copy_mib_s(self) -> float:
@@ -163,7 +165,7 @@ async def fill(client: LedgerClient, size_mib: int) -> list[int]:
 
 
 async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
-                  workdir: Path, size_mib: int, seconds: float) -> Outcome:
+                  workdir: Path, size_mib: int, seconds: float, batch: int) -> Outcome:
     config = PlacementConfig()
     store = MetadataStore(parse_metadata_store_url(etcd_url))
 
@@ -199,7 +201,8 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
         base_elapsed = seconds
 
         recovery = AutoRecovery(keys, client, AutoRecoveryConfig(
-            autoRecoveryDaemonEnabled=True, lostBookieRecoveryDelay=0), "bench:0", tick=0.1)
+            autoRecoveryDaemonEnabled=True, lostBookieRecoveryDelay=0,
+            rereplicationEntryBatchSize=batch), "bench:0", tick=0.1)
         recovery.start()
         marks = UnderReplication(keys)
         killed = time.perf_counter()
@@ -240,7 +243,7 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
             base_rate=base_count / base_elapsed,
             repair_p50_ms=percentile(during, 50) * 1e3,
             repair_p99_ms=percentile(during, 99) * 1e3,
-            repair_rate=during_count / (done - killed),
+            repair_rate=during_count / (done - killed), batch=batch,
         )
     finally:
         if producer_task is not None:
@@ -254,7 +257,8 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
         await store.close()
 
 
-def run(size_mib: int = 1024, seconds: float = 5.0, lease_ttl: int = 2) -> Outcome:
+def run(size_mib: int = 1024, seconds: float = 5.0, lease_ttl: int = 2,
+        batch: int = 10) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="repair-bench-", dir=REPO) as tmp:
         workdir = Path(tmp)
         etcd = EmbeddedEtcd(workdir / "etcd")
@@ -276,7 +280,7 @@ def run(size_mib: int = 1024, seconds: float = 5.0, lease_ttl: int = 2) -> Outco
             for address in processes:
                 asyncio.run(_wait_ready(address))
             asyncio.run(_put_racks(etcd.url, {"default": racks}))
-            return uvloop.run(measure(etcd.url, processes, workdir, size_mib, seconds))
+            return uvloop.run(measure(etcd.url, processes, workdir, size_mib, seconds, batch))
         finally:
             for process in processes.values():
                 process.terminate()
@@ -297,7 +301,10 @@ def report(o: Outcome) -> str:
     return "\n".join([
         f"Machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the end",
         "",
-        "| stored (x3) | ledgers | lost bookie's share | restore from kill | copy from first mark "
+        f"rereplicationEntryBatchSize {o.batch}",
+        "",
+        "| written (stored x3) | ledgers | lost bookie's share | restore from kill "
+        "| copy from first mark "
         "| copied | copy rate | raw read+write | copy / raw |",
         "|---|---|---|---|---|---|---|---|---|",
         f"| {o.size_mib} MiB | {o.ledgers} | {o.victim_share_mib:.0f} MiB in "
@@ -321,8 +328,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="the producer's baseline phase")
     parser.add_argument("--lease-ttl", type=int, default=2,
                         help="the bookies' registration lease: how soon a loss is seen")
+    parser.add_argument("--batch", type=int, default=10,
+                        help="rereplicationEntryBatchSize (upstream default 10)")
     args = parser.parse_args(argv)
-    print(report(run(args.size_mib, args.seconds, args.lease_ttl)))
+    print(report(run(args.size_mib, args.seconds, args.lease_ttl, args.batch)))
 
 
 if __name__ == "__main__":
