@@ -86,16 +86,23 @@ class World:
 
     def choose(self) -> tuple[str, str | None]:
         """The next fault: only those the limits allow, drawn from the seed."""
-        members = sorted(self.group.allowed)
-        running = [b for b in members if b not in self.stopped]
+        members = [b.bookie_id for b in self.group.members]  # in start order: a replay
+        running = [b for b in members if b not in self.stopped]  # picks the same ones
         options: list[tuple[str, str | None]] = [("kill-service", None), ("pause-etcd", None)]
         if not self.stopped:
             options += [("stop", b) for b in running]
-        options += [("start", b) for b in sorted(self.stopped)]
+        options += [("start", b) for b in members if b in self.stopped]
         if not self.readonly:
             options += [("readonly", b) for b in running]
-        options += [("writable", b) for b in sorted(self.readonly) if b not in self.stopped]
+        options += [("writable", b) for b in members
+                    if b in self.readonly and b not in self.stopped]
         return options[self.rng.randrange(len(options))]
+
+    def describe(self, action: str, bookie: str | None) -> str:
+        if bookie is None:
+            return action
+        index = [b.bookie_id for b in self.group.members].index(bookie)
+        return f"{action} bookie#{index} ({bookie})"
 
 
 class Producer:
@@ -216,6 +223,9 @@ async def check_closed(world: World, md: LedgerMetadata, reader: ReadableLedger)
     assert md.last_entry_id >= top, \
         f"L{ledger_id} closed at {md.last_entry_id}, below LAC/acknowledged {top}"
     entries = tuple([(await reader.read(e)).payload for e in range(md.last_entry_id + 1)])
+    pushed = world.produced.pushed.get(ledger_id, {})
+    for entry_id, payload in enumerate(entries):  # recovered tails included: only our bytes
+        assert payload == pushed.get(entry_id), f"closed L{ledger_id} E{entry_id} not pushed"
     image = ClosedImage(md.last_entry_id, md.length, tuple(sorted(md.custom_metadata.items())),
                         tuple(sorted(md.ensembles)), entries)
     first = world.closed.setdefault(ledger_id, image)
@@ -240,7 +250,7 @@ async def run_schedule(seed: int, steps: int, workdir: Path) -> None:
                 await producer.burst(BURST, timeout=10)
                 for _ in range(steps):
                     action, bookie = world.choose()
-                    world.steps.append(f"{action} {bookie or ''}".strip())
+                    world.steps.append(world.describe(action, bookie))
                     await apply(world, producer, action, bookie)
                     await producer.burst(BURST, timeout=10)
                     await check_invariants(world, running)
