@@ -10,6 +10,7 @@ from bench import (
     gc_bench,
     ledger_bench,
     placement_bench,
+    repair_bench,
 )
 
 
@@ -31,6 +32,9 @@ def main() -> None:
     print()
     print("## Ledgers and REST produce (E=3/Qw=3/Qa=2 on three bookie processes)")
     print(ledger_bench.run(seconds=3.0))
+    print()
+    print("## Repair (one of six bookies lost, 1 GiB stored, producers running)")
+    print(repair_bench.report(repair_bench.run(size_mib=1024)))
     print()
     print("## Placement audit (Spark local[2] vs plain Python, 1M synthetic ledgers)")
     audit_bench.main([])

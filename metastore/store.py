@@ -568,8 +568,13 @@ class MetadataStore:
         return reply is not None and int(reply.TTL) > 0
 
     async def revoke_lease(self, lease_id: int) -> None:
-        """End the lease now: every key on it is deleted."""
-        await self._call(lambda c: c.revoke_lease(lease_id))
+        """End the lease now: every key on it is deleted. A lease that already expired is
+        ended too (no error)."""
+        try:
+            await self._call(lambda c: c.revoke_lease(lease_id))
+        except aetcd.ClientError as exc:
+            if "lease not found" not in str(exc):
+                raise
 
     # -- etcd versions (Pulsar's metadata-store versions: `metastore.versioned_keys`) --------
 

@@ -40,6 +40,24 @@ async def test_ids_count_up_from_one_and_leave_no_sequence_keys(
     assert await LedgerIdGenerator(keys).generate() == 4
 
 
+async def test_close_after_the_lease_expired_unused(keys: VersionedKeys,
+                                                    raw_etcd: RawEtcd) -> None:
+    """A client idle for longer than the session TTL closes without an error (it raised
+    etcd's "requested lease not found" when revoking the expired lease)."""
+    generator = LedgerIdGenerator(keys, session_ttl=1)
+    await generator.generate()
+    lease = await keys.grant_lease(1)  # granted after the generator's: expires after it
+    await keys.create("/lease-probe", b"", lease=lease)
+    for _ in range(100):  # etcd expires a 1 s lease within a few seconds
+        if raw_etcd.get("/lease-probe") is None:
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("the lease did not expire")
+    await generator.close()
+    await keys.revoke_lease(lease)  # again, directly: still no error
+
+
 async def test_sequence_key_taken_by_someone_else_is_not_handed_out(
     keys: VersionedKeys,
 ) -> None:
