@@ -105,6 +105,7 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     store_errors.MetadataFormatError: 500,
     store_errors.InvalidValue: 400,
     store_errors.ValueTooLarge: 413,
+    store_errors.Compacted: 500,  # the watch stream answers it with `event: resync`
     store_errors.MetastoreError: 500,
     placement_errors.NotEnoughBookies: 412,
     placement_errors.InvalidPlacementRequest: 400,
