@@ -253,6 +253,10 @@ class MetadataStore:
             if "too large" in str(exc):
                 raise ValueTooLarge() from exc
             raise
+        except aetcd.ClientError as exc:  # gRPC's own limit: a request twice etcd's (a record)
+            if "larger than max" in str(exc):
+                raise ValueTooLarge() from exc
+            raise
 
     async def _transaction(
         self, compare: list[Any], success: list[Any], failure: list[Any] | None = None
