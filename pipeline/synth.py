@@ -30,6 +30,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -134,10 +135,13 @@ def policy_kind(ns: int) -> int:
 
 
 def policies_table(spec: SynthSpec) -> pa.Table:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for ns in range(spec.namespaces):
         kind, g = policy_kind(ns), int(primary_group(np.array([ns], np.int32), spec.groups)[0])
-        if kind == 0:
+        if kind == 0:  # no groups of its own: the broker defaults apply
+            rows.append({"namespace": namespace_name(ns), "primary_groups": None,
+                         "secondary_groups": None, "strict": None, "ensemble_size": None,
+                         "write_quorum": None, "ack_quorum": None})
             continue
         secondary = [f"group-{(g + 1) % spec.groups}"] if kind == 2 and spec.groups > 1 else []
         rows.append({"namespace": namespace_name(ns), "primary_groups": [f"group-{g}"],
