@@ -3,15 +3,21 @@
 Stages (each printed with its elapsed time on stderr):
 
 1. check the snapshot's tables (Parquet footers) and build the `Cluster` from the small
-   tables on the driver; broadcast its int-encoded form (`BatchTopology`, `PolicyTable`);
-2. join fragments to their ledgers (Qw, Qa, namespace -> policy index through a broadcast
-   join) and judge every fragment with `placement.batch.check_batch` inside `mapInArrow`
-   (numpy over int-encoded ensembles; no per-row Python anywhere);
-3. per-ledger findings (Spark aggregation); ledgers, replicas and bytes per bookie, rack,
-   region and group from a second `mapInArrow` that pre-aggregates each partition with
-   numpy (a ledger's fragments share a partition after the join, so its distinct counts
-   add up), per namespace from the ledgers table, violations per namespace and kind;
-4. the repair plan for the violating fragments only (`pipeline.plan`, on the driver);
+   tables on the driver; broadcast it (its int-encoded form `BatchTopology`, `PolicyTable`
+   for the check, the whole of it for the repair plan); ledgers and bytes per namespace
+   from the `ledgers` table (one small aggregation, which also names the namespaces);
+2. judge every fragment with `placement.batch.check_batch` inside `mapInArrow` (numpy over
+   int-encoded ensembles; no per-row Python anywhere). When `fragments` carries its
+   ledger's columns (`schema.LEDGER_COLUMNS`, written by synth and snapshot) the files
+   are read whole, one task each, and nothing is shuffled; otherwise fragments are joined
+   to `ledgers` and repartitioned by ledger id. Either way a ledger's fragments share a
+   partition. The judged fragments are cached once and written as `fragment_verdicts/`;
+3. ledgers, replicas and bytes per bookie, rack, region, group and namespace from a second
+   `mapInArrow` over the cache that pre-aggregates each partition with numpy (a ledger's
+   fragments share a partition, so its distinct counts add up); per-ledger findings and
+   violations per namespace and kind from the violating fragments only;
+4. the repair plan for the violating fragments only (`pipeline.plan`), in the executors
+   (a third `mapInArrow`), its rows brought to the driver as Arrow;
 5. Parquet tables, summary.json and report.html under `--out`.
 
 Outputs: fragment_verdicts/ and ledger_findings/ (Spark part files); aggregates.parquet,
@@ -27,113 +33,43 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from pipeline.cluster import Cluster, build_cluster
-from pipeline.io import padded, spark_session
-from pipeline.plan import plan_fragment
+from pipeline.io import spark_session
+from pipeline.partitions import (
+    FINDINGS,
+    NS_KINDS,
+    PARTIAL,
+    PLANNED,
+    VERDICTS,
+    ByPartition,
+    Judge,
+    audit_partition,
+)
 from pipeline.report import render_report
-from pipeline.schema import TABLES, SnapshotError, check_snapshot, read_table
-from placement.batch import BatchTopology, PolicyTable, check_batch
-from placement.config import PlacementConfig, PlacementMode
+from pipeline.schema import (
+    FRAGMENTS_DENORMALISED,
+    TABLES,
+    SnapshotError,
+    check_snapshot,
+    denormalised,
+    read_table,
+)
+from placement.config import PlacementMode
 from placement.violations import Violation, kind_names
 
-CHECKED = pa.schema([
-    ("ledger_id", pa.int64()), ("segment", pa.int32()), ("first_entry_id", pa.int64()),
-    ("last_entry_id", pa.int64()), ("ns_index", pa.int32()), ("policy", pa.int32()),
-    ("write_quorum", pa.int32()), ("ack_quorum", pa.int32()),
-    ("ensemble", pa.list_(pa.int32())), ("bytes", pa.float64()),
-    ("adherence", pa.int32()), ("violations", pa.int32()),
-])
-PARTIAL = pa.schema([("dim", pa.string()), ("key", pa.int32()), ("ledgers", pa.int64()),
-                     ("replicas", pa.int64()), ("violating_replicas", pa.int64()),
-                     ("bytes", pa.float64())])
-JOINED = CHECKED.names[:9]  # the columns check_partition passes through
 DIMS = ("bookie", "rack", "region", "group")
 KINDS = [v for v in Violation if v]
-Tables = tuple[BatchTopology, PolicyTable, PlacementConfig]
 Progress = Callable[[str], None]
-
-
-def check_partition(batches: Iterator[pa.RecordBatch], tables: Tables
-                    ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: the batch check on each Arrow batch of joined fragments."""
-    topology, policies, config = tables
-    for b in batches:
-        ens = padded(b.column("ensemble"))
-        qw = b.column("write_quorum").to_numpy(zero_copy_only=False)
-        verdict, kinds = check_batch(topology, policies, config, ens, qw,
-                                     b.column("ack_quorum").to_numpy(zero_copy_only=False),
-                                     b.column("policy").to_numpy(zero_copy_only=False))
-        first = b.column("first_entry_id").to_numpy(zero_copy_only=False)
-        last = b.column("last_entry_id").to_numpy(zero_copy_only=False)
-        entries = b.column("ledger_last_entry_id").to_numpy(zero_copy_only=False) + 1
-        length = b.column("length").to_numpy(zero_copy_only=False).astype(np.float64)
-        nbytes = np.where(entries > 0, length * (last - first + 1) / np.maximum(entries, 1), 0.0)
-        yield pa.RecordBatch.from_arrays(
-            [b.column(c) for c in JOINED]
-            + [pa.array(nbytes), pa.array(verdict.astype(np.int32)), pa.array(kinds)],
-            schema=CHECKED)
-
-
-def aggregate_partition(batches: Iterator[pa.RecordBatch], topology: BatchTopology
-                        ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: per-partition ledgers/replicas/bytes per bookie, rack, region, group.
-
-    Stored bytes of a fragment spread over its E members as bytes x Qw / E each. The
-    `namespace` rows (key: ns_index) count fragments, not replicas, and stored bytes.
-    """
-    ledgers, bookies, shares, bad = [], [], [], []
-    per_ns: list[tuple[np.ndarray, ...]] = []
-    for b in batches:
-        ens = padded(b.column("ensemble"))
-        valid = ens >= 0
-        size = np.maximum(valid.sum(axis=1), 1)
-        qw = b.column("write_quorum").to_numpy(zero_copy_only=False)
-        share = b.column("bytes").to_numpy(zero_copy_only=False) * qw / size
-        lid = b.column("ledger_id").to_numpy(zero_copy_only=False)
-        viol = b.column("violations").to_numpy(zero_copy_only=False) != 0
-        rows = np.nonzero(valid)[0]
-        ns = b.column("ns_index").to_numpy(zero_copy_only=False)
-        per_ns.append((lid, ns, viol, share * size))
-        ledgers.append(lid[rows])
-        bookies.append(ens[valid])
-        shares.append(share[rows])
-        bad.append(viol[rows])
-    if not ledgers:
-        return
-    lid_m, bk = np.concatenate(ledgers), np.concatenate(bookies)
-    share_m, bad_m = np.concatenate(shares), np.concatenate(bad)
-    out: list[pa.RecordBatch] = []
-    lid_f, ns_f, bad_f, stored_f = (np.concatenate(c) for c in zip(*per_ns, strict=True))
-    for dim, key, lid_all, bad_all, share_all in (
-            ("bookie", bk, lid_m, bad_m, share_m),
-            ("rack", topology.rack[bk], lid_m, bad_m, share_m),
-            ("region", topology.region[bk], lid_m, bad_m, share_m),
-            ("group", topology.group[bk], lid_m, bad_m, share_m),
-            ("namespace", ns_f, lid_f, bad_f, stored_f)):
-        k = key.astype(np.int64) + 1  # group -1 (none) -> 0
-        width = int(k.max()) + 1 if len(k) else 1
-        pairs = np.unique(lid_all * width + k)
-        n_ledgers = np.bincount(pairs % width, minlength=width)
-        replicas = np.bincount(k, minlength=width)
-        violating = np.bincount(k, weights=bad_all, minlength=width)
-        nbytes = np.bincount(k, weights=share_all, minlength=width)
-        present = np.flatnonzero(replicas)
-        out.append(pa.RecordBatch.from_arrays([
-            pa.array([dim] * len(present)), pa.array((present - 1).astype(np.int32)),
-            pa.array(n_ledgers[present].astype(np.int64)),
-            pa.array(replicas[present].astype(np.int64)),
-            pa.array(violating[present].astype(np.int64)), pa.array(nbytes[present])],
-            schema=PARTIAL))
-    yield from out
 
 
 def shuffle_partitions(fragments: int) -> int:
@@ -141,11 +77,19 @@ def shuffle_partitions(fragments: int) -> int:
     return max(2, min(400, math.ceil(fragments / 250_000)))
 
 
+def _whole_files(spark: Any, fragments: Path) -> None:
+    """Read every part file of `fragments` whole, in one task (never split at row groups),
+    so a ledger's fragments (one file each) stay in one partition."""
+    largest = max((f.stat().st_size for f in ([fragments] if fragments.is_file()
+                                              else fragments.rglob("*.parquet"))), default=1)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(largest + 1))
+    spark.conf.set("spark.sql.files.minPartitionNum", "1")
+
+
 def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda _: None
               ) -> dict[str, Any]:
     """Audit `snapshot` with `spark`, write every output under `out`, return the summary."""
     from pyspark.sql import functions as F
-    from pyspark.storagelevel import StorageLevel
 
     started = time.perf_counter()
     paths = check_snapshot(snapshot)
@@ -155,71 +99,68 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
         raise SnapshotError("table 'config': zone-aware placement is not covered by the batch "
                             "check (rack-aware and region-aware are)")
     n_fragments = ds.dataset(paths["fragments"], format="parquet").count_rows()
-    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(n_fragments)))
-    progress(f"1/5 snapshot: {n_fragments:,} fragments, {len(cluster.bookie_ids):,} bookies, "
-             f"{len(cluster.namespaces):,} namespace policies")
-    tables = spark.sparkContext.broadcast((cluster.batch, cluster.policies, cluster.config))
-    topology_bc = spark.sparkContext.broadcast(cluster.batch)
+    partitions = shuffle_partitions(n_fragments)
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    flat = denormalised(paths["fragments"])
 
     ledgers_raw = spark.read.parquet(str(paths["ledgers"]))
-    ns_names = sorted(r[0] for r in ledgers_raw.select("namespace").distinct().collect())
-    policy = cluster.policy_index()
-    ns_df = spark.createDataFrame(
-        [(ns, i, policy.get(ns, cluster.default_policy)) for i, ns in enumerate(ns_names)],
-        "namespace string, ns_index int, policy int")
-    names_df = F.broadcast(ns_df.select("ns_index", "namespace"))
-    ledgers = (ledgers_raw
-               .select("ledger_id", "namespace", "write_quorum", "ack_quorum", "length",
-                       F.col("last_entry_id").alias("ledger_last_entry_id"))
-               .join(F.broadcast(ns_df), "namespace").drop("namespace"))
-    fragments = spark.read.parquet(str(paths["fragments"]))
-    joined = fragments.join(ledgers, "ledger_id").select(
-        *JOINED, "length", "ledger_last_entry_id")
-    checked = joined.mapInArrow(lambda it: check_partition(it, tables.value),
-                                _spark_schema(CHECKED))
-    checked.persist(StorageLevel.MEMORY_AND_DISK)
-    out.mkdir(parents=True, exist_ok=True)
-    (checked.join(names_df, "ns_index").drop("ns_index", "policy")
-     .write.mode("overwrite").parquet(str(out / "fragment_verdicts")))
-    check_seconds = time.perf_counter() - started
-    progress(f"2/5 every fragment judged in {check_seconds:.1f}s")
-
-    partial = checked.mapInArrow(lambda it: aggregate_partition(it, topology_bc.value),
-                                 _spark_schema(PARTIAL))
-    agg_rows = (partial.groupBy("dim", "key")
-                .agg(*(F.sum(c).alias(c) for c in PARTIAL.names[2:])).collect())
-    violating = checked.filter("violations != 0").persist(StorageLevel.MEMORY_AND_DISK)
-    checked.unpersist()
-    findings = (violating.groupBy("ledger_id", "ns_index")
-                .agg(F.bit_or("violations").alias("violations"),
-                     F.count("*").alias("violating_fragments"),
-                     F.sum("bytes").alias("violating_bytes")))
-    (F.broadcast(findings).join(ledgers_raw.select("ledger_id", "state"), "ledger_id")
-     .join(names_df, "ns_index").drop("ns_index")
-     .write.mode("overwrite").parquet(str(out / "ledger_findings")))
-    kind_cols = [F.sum(((F.col("violations").bitwiseAND(int(k))) != 0).cast("long"))
-                 .alias(k.name or "") for k in KINDS]
-    ns_kinds = {ns_names[r["ns_index"]]: r.asDict()
-                for r in violating.groupBy("ns_index").agg(*kind_cols).collect()}
     ns_rows = (ledgers_raw.groupBy("namespace")
                .agg(F.count("*").alias("ledgers"), F.sum("length").alias("bytes"),
                     F.sum(F.col("length") * F.col("write_quorum")).alias("stored_bytes"))
                .collect())
-    progress(f"3/5 findings and aggregates at {time.perf_counter() - started:.1f}s")
+    named = sorted(r["namespace"] for r in ns_rows if r["namespace"] is not None)
+    ns_names: list[str | None] = [*named, *([None] if len(named) < len(ns_rows) else [])]
+    judge = spark.sparkContext.broadcast(Judge(cluster, ns_names))
+    progress(f"1/5 snapshot: {n_fragments:,} fragments, {len(cluster.bookie_ids):,} bookies, "
+             f"{len(ns_names):,} namespaces ({len(cluster.namespaces):,} with a policy row); "
+             + ("fragments carry their ledger's columns: no join" if flat
+                else "joining fragments to ledgers"))
 
-    plans = []
-    for row in (violating.select("ledger_id", "segment", "ensemble", "write_quorum", "ack_quorum",
-                        "policy", "bytes", "violations").toLocalIterator()):
-        plans.append((row["ledger_id"], row["segment"], row["violations"], plan_fragment(
-            cluster, row["ledger_id"], row["segment"], row["ensemble"],
-            write_quorum=row["write_quorum"], ack_quorum=row["ack_quorum"],
-            policy=row["policy"], nbytes=row["bytes"])))
-    progress(f"4/5 repair plan for {len(plans):,} violating fragments at "
-             f"{time.perf_counter() - started:.1f}s")
-    violating.unpersist()
+    if flat:
+        _whole_files(spark, paths["fragments"])
+        fragments = (spark.read.parquet(str(paths["fragments"]))
+                     .select(*FRAGMENTS_DENORMALISED.names))
+    else:
+        ledger_cols = ledgers_raw.select(
+            "ledger_id", "namespace", "state", "write_quorum", "ack_quorum",
+            F.col("length").alias("ledger_length"),
+            F.col("last_entry_id").alias("ledger_last_entry_id"))
+        fragments = (spark.read.parquet(str(paths["fragments"]))
+                     .select(*TABLES["fragments"].names)
+                     .join(ledger_cols, "ledger_id")
+                     .repartition(partitions, "ledger_id")
+                     .select(*FRAGMENTS_DENORMALISED.names))
+    results = spark.sparkContext.accumulator({}, ByPartition())
+    out.mkdir(parents=True, exist_ok=True)
+    (fragments.mapInArrow(lambda it: audit_partition(it, judge.value, results),
+                          _spark_schema(VERDICTS))
+     .write.mode("overwrite").parquet(str(out / "fragment_verdicts")))
+    check_seconds = time.perf_counter() - started
+    parts = [results.value[k] for k in sorted(results.value)]
+    progress(f"2/5 every fragment judged, {len(parts)} partitions, in {check_seconds:.1f}s")
+
+    partial = pa.concat_tables([p.partial for p in parts] or [PARTIAL.empty_table()])
+    agg_rows = [{k.removesuffix("_sum"): v for k, v in r.items()}
+                for r in partial.group_by(["dim", "key"], use_threads=False)
+                .aggregate([(c, "sum") for c in PARTIAL.names[2:]]).to_pylist()]
+    findings = pa.concat_tables([p.findings for p in parts] or [FINDINGS.empty_table()])
+    (out / "ledger_findings").mkdir(exist_ok=True)
+    for old in (out / "ledger_findings").glob("*"):
+        old.unlink()
+    pq.write_table(findings.sort_by("ledger_id"), out / "ledger_findings" / "part-00000.parquet")
+    kinds = pa.concat_tables([p.ns_kinds for p in parts] or [NS_KINDS.empty_table()])
+    ns_kinds: dict[str | None, dict[str, Any]] = {}
+    for r in (kinds.group_by(["ns_index", "kind"], use_threads=False)
+              .aggregate([("fragments", "sum")]).to_pylist()):
+        name = Violation(r["kind"]).name or ""
+        ns_kinds.setdefault(ns_names[r["ns_index"]], {})[name] = r["fragments_sum"]
+    progress(f"3/5 findings and aggregates at {time.perf_counter() - started:.1f}s")
+    planned = pa.concat_tables([p.planned for p in parts] or [PLANNED.empty_table()])
+    n_planned = sum(p.findings.column("violating_fragments").to_numpy().sum() for p in parts)
+    progress(f"4/5 repair plan for {n_planned:,} violating fragments (made in the executors)")
 
     summary = write_outputs(cluster, out, snapshot, ns_names, agg_rows, ns_rows, ns_kinds,
-                            plans, n_fragments, check_seconds, time.perf_counter() - started)
+                            planned, n_fragments, check_seconds, time.perf_counter() - started)
     progress(f"5/5 wrote {out} in {summary['seconds']:.1f}s")
     return summary
 
@@ -230,10 +171,10 @@ def _spark_schema(schema: pa.Schema) -> Any:
     return from_arrow_schema(schema)
 
 
-def write_outputs(cluster: Cluster, out: Path, snapshot: Path, ns_names: list[str],
-                  agg_rows: list[Any],
-                  ns_rows: list[Any], ns_kinds: dict[str, dict[str, Any]],
-                  plans: list[Any], n_fragments: int, check_seconds: float,
+def write_outputs(cluster: Cluster, out: Path, snapshot: Path,
+                  ns_names: Sequence[str | None], agg_rows: list[Any],
+                  ns_rows: list[Any], ns_kinds: dict[str | None, dict[str, Any]],
+                  planned: pa.Table, n_fragments: int, check_seconds: float,
                   seconds: float) -> dict[str, Any]:
     racks, regions = cluster.location_names()
     names = {"bookie": list(cluster.bookie_ids), "rack": racks, "region": regions,
@@ -256,7 +197,7 @@ def write_outputs(cluster: Cluster, out: Path, snapshot: Path, ns_names: list[st
     pq.write_table(pa.Table.from_pylist(aggregates), out / "aggregates.parquet")
 
     namespaces = []
-    for r in sorted(ns_rows, key=lambda r: r["namespace"]):
+    for r in sorted(ns_rows, key=lambda r: (r["namespace"] is None, r["namespace"] or "")):
         kinds = ns_kinds.get(r["namespace"], {})
         namespaces.append({
             "namespace": r["namespace"], "ledgers": int(r["ledgers"]),
@@ -267,19 +208,21 @@ def write_outputs(cluster: Cluster, out: Path, snapshot: Path, ns_names: list[st
             **{k.name or "": int(kinds.get(k.name or "") or 0) for k in KINDS}})
     pq.write_table(pa.Table.from_pylist(namespaces), out / "namespaces.parquet")
 
-    moves, unfixable = [], []
-    for ledger_id, segment, kinds_before, plan in plans:
-        moves += [{"ledger_id": m.ledger_id, "segment": m.segment, "position": m.position,
-                   "bookie_out": cluster.bookie_ids[m.bookie_out],
-                   "bookie_in": cluster.bookie_ids[m.bookie_in],
-                   "bookie_out_index": m.bookie_out, "bookie_in_index": m.bookie_in,
-                   "bytes": m.bytes} for m in plan.moves]
-        if plan.remaining:
-            unfixable.append({"ledger_id": ledger_id, "segment": segment,
-                              "violations": int(kinds_before),
-                              "remaining": int(plan.remaining),
-                              "kinds": ",".join(kind_names(int(plan.remaining))),
-                              "reason": plan.reason})
+    ids = cluster.bookie_ids
+    heads = planned.filter(pc.equal(planned.column("position"), -1)).sort_by(
+        [("ledger_id", "ascending"), ("segment", "ascending")])
+    steps = planned.filter(pc.greater_equal(planned.column("position"), 0)).sort_by(
+        [("ledger_id", "ascending"), ("segment", "ascending"), ("position", "ascending")])
+    moves = [{"ledger_id": m["ledger_id"], "segment": m["segment"], "position": m["position"],
+              "bookie_out": ids[m["bookie_out_index"]], "bookie_in": ids[m["bookie_in_index"]],
+              "bookie_out_index": m["bookie_out_index"],
+              "bookie_in_index": m["bookie_in_index"], "bytes": m["bytes"]}
+             for m in steps.to_pylist()]
+    unfixable = [{"ledger_id": h["ledger_id"], "segment": h["segment"],
+                  "violations": h["violations"], "remaining": h["remaining"],
+                  "kinds": ",".join(kind_names(h["remaining"])), "reason": h["reason"]}
+                 for h in heads.filter(pc.not_equal(heads.column("remaining"), 0)).to_pylist()]
+    n_planned = heads.num_rows
     pq.write_table(pa.Table.from_pylist(moves, schema=PLAN_SCHEMA), out / "repair_plan.parquet")
     pq.write_table(pa.Table.from_pylist(unfixable, schema=UNFIXABLE_SCHEMA),
                    out / "unfixable.parquet")
@@ -299,8 +242,8 @@ def write_outputs(cluster: Cluster, out: Path, snapshot: Path, ns_names: list[st
         "violations_by_kind": {k: v for k, v in by_kind.items() if v},
         "skew": {dim: skew([a["bytes"] for a in aggregates if a["dim"] == dim])
                  for dim in DIMS},
-        "plan": {"moves": len(moves), "fragments": len(plans),
-                 "fixed_fragments": len(plans) - len(unfixable),
+        "plan": {"moves": len(moves), "fragments": n_planned,
+                 "fixed_fragments": n_planned - len(unfixable),
                  "unfixable_fragments": len(unfixable),
                  "bytes_moved": sum(m["bytes"] for m in moves),
                  "load_added_per_bookie": dict(sorted(load.items(),

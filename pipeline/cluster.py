@@ -88,7 +88,10 @@ def build_cluster(bookies: pa.Table, policies: pa.Table, config: pa.Table) -> Cl
     affinities: list[AffinityGroups | None] = []
     for p in policies.to_pylist():
         namespaces.append(p["namespace"])
-        affinities.append(AffinityGroups(tuple(p["primary_groups"] or ()),
+        if p["primary_groups"] is None:  # a row for its persistence only: broker defaults
+            affinities.append(None)
+            continue
+        affinities.append(AffinityGroups(tuple(p["primary_groups"]),
                                          tuple(p["secondary_groups"] or ()), bool(p["strict"])))
     affinities.append(None)
     return Cluster(topology, cfg, ids, tuple(namespaces), tuple(affinities), batch,

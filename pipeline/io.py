@@ -74,7 +74,24 @@ def spark_session(master: str | None = None, *, shuffle_partitions: int = 8,
                 os.dup2(saved, 2)
                 os.close(saved)
     spark.sparkContext.setLogLevel("ERROR")
+    if not (master or "local").startswith("local"):
+        ship_code(spark)
     return spark
+
+
+def ship_code(spark: Any) -> Path:
+    """Give a cluster's executors the code their tasks run (`pipeline` and `placement`,
+    pure Python) as one zip (`addPyFile`); their Python still needs numpy, pyarrow, re2."""
+    import zipfile
+
+    root = Path(__file__).resolve().parent.parent
+    target = Path(tempfile.mkdtemp(prefix="audit-code-")) / "audit-code.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in ("pipeline", "placement"):
+            for source in sorted((root / package).rglob("*.py")):
+                zf.write(source, source.relative_to(root).as_posix())
+    spark.sparkContext.addPyFile(str(target))
+    return target
 
 
 def padded(ensembles: pa.Array) -> npt.NDArray[np.int32]:

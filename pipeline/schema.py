@@ -70,6 +70,21 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 
+#: Optional columns of `fragments`: its ledger's row, repeated on every fragment (the
+#: snapshot and synth write them). With all of them present the audit judges fragments
+#: without joining them to `ledgers` (no shuffle); a ledger's fragments then must all be in
+#: one part file, which both writers ensure (`pipeline.synth.write_table`).
+LEDGER_COLUMNS = pa.schema([
+    ("namespace", pa.string()),
+    ("state", pa.string()),
+    ("write_quorum", pa.int32()),
+    ("ack_quorum", pa.int32()),
+    ("ledger_length", pa.int64()),  # ledgers.length
+    ("ledger_last_entry_id", pa.int64()),  # ledgers.last_entry_id
+])
+FRAGMENTS_DENORMALISED = pa.schema([*TABLES["fragments"], *LEDGER_COLUMNS])
+
+
 class SnapshotError(Exception):
     """The snapshot is missing a table, or a table has the wrong columns or types."""
 
@@ -102,10 +117,22 @@ def check_snapshot(snapshot: Path) -> dict[str, Path]:
                 problems.append(f"column '{f.name}' ({f.type}) is missing")
             elif not _compatible(got.field(idx).type, f.type):
                 problems.append(f"column '{f.name}' is {got.field(idx).type}, expected {f.type}")
+        if table == "fragments":  # optional columns: absent, or of the right type
+            for f in LEDGER_COLUMNS:
+                idx = got.get_field_index(f.name)
+                if idx >= 0 and not _compatible(got.field(idx).type, f.type):
+                    problems.append(f"column '{f.name}' is {got.field(idx).type}, "
+                                    f"expected {f.type}")
         if problems:
             raise SnapshotError(f"table '{table}' at {path}: " + "; ".join(problems))
         paths[table] = path
     return paths
+
+
+def denormalised(fragments: Path) -> bool:
+    """Whether the `fragments` table at `fragments` carries every LEDGER_COLUMNS column."""
+    names = set(ds.dataset(fragments, format="parquet").schema.names)
+    return all(f.name in names for f in LEDGER_COLUMNS)
 
 
 def _compatible(got: pa.DataType, want: pa.DataType) -> bool:

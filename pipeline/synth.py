@@ -30,13 +30,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.schema import TABLES
+from pipeline.schema import FRAGMENTS_DENORMALISED, LEDGER_COLUMNS, TABLES
 from placement.violations import Violation
 
 SHAPES = np.array([(2, 2, 2), (3, 3, 2), (3, 2, 2), (5, 3, 2)], np.int32)
@@ -45,7 +46,8 @@ TRUTH_SCHEMA = pa.schema([("ledger_id", pa.int64()), ("segment", pa.int32()),
                           ("violations", pa.int32())])
 KINDS = ("too_few_racks", "foreign_group", "ungrouped", "default_rack", "not_registered",
          "read_only")
-ROWS_PER_FILE = 1_000_000
+ROWS_PER_FILE = 500_000
+CHUNK_LEDGERS = 1_000_000
 I32 = npt.NDArray[np.int32]
 
 
@@ -133,10 +135,13 @@ def policy_kind(ns: int) -> int:
 
 
 def policies_table(spec: SynthSpec) -> pa.Table:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for ns in range(spec.namespaces):
         kind, g = policy_kind(ns), int(primary_group(np.array([ns], np.int32), spec.groups)[0])
-        if kind == 0:
+        if kind == 0:  # no groups of its own: the broker defaults apply
+            rows.append({"namespace": namespace_name(ns), "primary_groups": None,
+                         "secondary_groups": None, "strict": None, "ensemble_size": None,
+                         "write_quorum": None, "ack_quorum": None})
             continue
         secondary = [f"group-{(g + 1) % spec.groups}"] if kind == 2 and spec.groups > 1 else []
         rows.append({"namespace": namespace_name(ns), "primary_groups": [f"group-{g}"],
@@ -163,20 +168,45 @@ def config_table(spec: SynthSpec) -> pa.Table:
 
 
 def generate(spec: SynthSpec, out: Path) -> dict[str, float]:
-    """Write the snapshot and `ground_truth` under `out`; counts of what was made."""
-    rng = np.random.default_rng(spec.seed)
+    """Write the snapshot and `ground_truth` under `out`; counts of what was made.
+
+    Made CHUNK_LEDGERS ledgers at a time (each chunk its own random stream, its own part
+    files), so the generator's memory stays flat in N.
+    """
     lay = layout(spec)
+    out.mkdir(parents=True, exist_ok=True)
+    parts = {name: 0 for name in ("ledgers", "fragments", "ground_truth")}
+    fragments = violating = 0
+    for first in range(0, max(spec.ledgers, 1), CHUNK_LEDGERS):
+        chunk = first // CHUNK_LEDGERS
+        rng = np.random.default_rng(spec.seed if chunk == 0 else [spec.seed, chunk])
+        tables = _chunk(spec, lay, rng, first, min(CHUNK_LEDGERS, spec.ledgers - first))
+        for name, table in tables.items():
+            parts[name] = write_table(out / name, table, first_part=parts[name],
+                                      together="ledger_id" if name == "fragments" else None)
+        fragments += tables["fragments"].num_rows
+        violating += tables["ground_truth"].num_rows
+    disk_rng = np.random.default_rng([spec.seed, 1 << 30])
+    write_table(out / "bookies", bookies_table(spec, lay, disk_rng))
+    write_table(out / "policies", policies_table(spec))
+    write_table(out / "config", config_table(spec))
+    return {"ledgers": spec.ledgers, "fragments": fragments, "bookies": spec.bookies,
+            "violating_fragments": violating}
+
+
+def _chunk(spec: SynthSpec, lay: Layout, rng: np.random.Generator, first_ledger: int,
+           n: int) -> dict[str, pa.Table]:
+    """The ledgers first_ledger .. first_ledger + n - 1, their fragments and ground truth."""
     r, g = spec.racks, spec.groups
     shapes_ok = SHAPES[:, 0] <= r
     weights = SHAPE_WEIGHTS * shapes_ok
-    n = spec.ledgers
     ledger_ns = rng.integers(0, spec.namespaces, n, dtype=np.int32)
     shape = SHAPES[rng.choice(len(SHAPES), n, p=weights / weights.sum())]
     per_ledger = np.minimum(1 + rng.poisson(2.0, n), 8).astype(np.int32)
     entries = rng.integers(100, 20_000, n, dtype=np.int64)
     entry_bytes = rng.integers(200, 4_000, n, dtype=np.int64)
     state = np.where(rng.random(n) < 0.1, "OPEN", "CLOSED")
-    ledger_ids = np.arange(n, dtype=np.int64) + 1_000
+    ledger_ids = np.arange(n, dtype=np.int64) + 1_000 + first_ledger
 
     # fragments
     f = int(per_ledger.sum())
@@ -256,7 +286,6 @@ def generate(spec: SynthSpec, out: Path) -> dict[str, float]:
         gone[(lay.cell_base + 1).reshape(-1)] = True
         hit = (degraded_bookies(spec, lay) & ~gone)[np.maximum(ens, 0)] & (ens >= 0)
         truth[hit.any(axis=1)] |= Violation.READ_ONLY
-    out.mkdir(parents=True, exist_ok=True)
     ns_names = np.array([namespace_name(i) for i in range(spec.namespaces)], dtype=object)
     tenants = np.array([namespace_name(i).split("/")[0] for i in range(spec.namespaces)],
                        dtype=object)
@@ -285,27 +314,40 @@ def generate(spec: SynthSpec, out: Path) -> dict[str, float]:
         "first_entry_id": first,
         "last_entry_id": last,
         "ensemble": pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)),
-    }, schema=TABLES["fragments"])
+        **{c.name: ledgers_tbl.column(c.name.removeprefix("ledger_")).take(owner)
+           for c in LEDGER_COLUMNS},
+    }, schema=FRAGMENTS_DENORMALISED)
     bad = truth != 0
     truth_tbl = pa.table({"ledger_id": ledger_ids[owner][bad], "segment": segment[bad],
                           "violations": truth[bad]}, schema=TRUTH_SCHEMA)
-    write_table(out / "ledgers", ledgers_tbl)
-    write_table(out / "fragments", fragments_tbl)
-    write_table(out / "bookies", bookies_table(spec, lay, rng))
-    write_table(out / "policies", policies_table(spec))
-    write_table(out / "config", config_table(spec))
-    write_table(out / "ground_truth", truth_tbl)
-    return {"ledgers": n, "fragments": f, "bookies": spec.bookies,
-            "violating_fragments": int(bad.sum())}
+    return {"ledgers": ledgers_tbl, "fragments": fragments_tbl, "ground_truth": truth_tbl}
 
 
-def write_table(directory: Path, table: pa.Table) -> None:
-    """`table` as part files of at most ROWS_PER_FILE rows (one Spark task each)."""
+def write_table(directory: Path, table: pa.Table, *, together: str | None = None,
+                first_part: int = 0, rows_per_file: int = ROWS_PER_FILE) -> int:
+    """`table` as part files of about `rows_per_file` rows (one Spark task each); the
+    number of the next part. `first_part` 0 clears the directory's old parts first.
+
+    With `together` (a column the table is grouped by), rows sharing its value stay in one
+    file: a file ends only where the value changes (the audit reads files whole).
+    """
     directory.mkdir(parents=True, exist_ok=True)
-    for old in directory.glob("part-*.parquet"):
-        old.unlink()
-    for i, start in enumerate(range(0, max(table.num_rows, 1), ROWS_PER_FILE)):
-        pq.write_table(table.slice(start, ROWS_PER_FILE), directory / f"part-{i:05d}.parquet")
+    if first_part == 0:
+        for old in directory.glob("part-*.parquet"):
+            old.unlink()
+    n = table.num_rows
+    cuts = list(range(rows_per_file, n, rows_per_file))
+    if together is not None and cuts:
+        keys = table.column(together).to_numpy()
+        bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        at = np.searchsorted(bounds, cuts)
+        cuts = sorted({int(bounds[i]) for i in at if i < len(bounds)})
+    starts = [0, *cuts]
+    ends = [*cuts, max(n, 1)]
+    for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        pq.write_table(table.slice(start, end - start),
+                       directory / f"part-{first_part + i:05d}.parquet")
+    return first_part + len(starts)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from metastore import paths
@@ -20,7 +22,7 @@ from metastore.ledgers import LedgerMetadataStore
 from metastore.managed_ledger_info import LedgerInfo, ManagedLedgerInfo, encode_managed_ledger_info
 from metastore.versioned_keys import VersionedKeys
 from pipeline.cluster import build_cluster
-from pipeline.schema import TABLES, check_snapshot, read_table
+from pipeline.schema import LEDGER_COLUMNS, TABLES, check_snapshot, denormalised, read_table
 from pipeline.snapshot import snapshot
 from placement import PlacementConfig
 from tests.pipeline.zookeeper import EmbeddedZooKeeper
@@ -133,6 +135,11 @@ def test_ledgers_and_fragments(exported: Path) -> None:
     assert frags == [(1, 0, 0, 9, [B1, B2]), (1, 1, 10, 19, [B1, B3]),
                      (2, 0, 0, -1, [B1, GHOST, B4]), (LONG_ID, 0, 0, 0, [B3, B4])]
     assert t["fragments"].num_rows == 5 + BULK
+    assert denormalised(check_snapshot(exported)["fragments"])  # the ledger's columns too
+    two = pq.read_table(exported / "fragments").filter(pc.equal(
+        pc.field("ledger_id"), 2)).select([f.name for f in LEDGER_COLUMNS]).to_pylist()
+    assert two == [{"namespace": None, "state": "OPEN", "write_quorum": 2, "ack_quorum": 1,
+                    "ledger_length": 0, "ledger_last_entry_id": -1}]
 
 
 def test_bookies_policies_config(exported: Path) -> None:
@@ -148,7 +155,9 @@ def test_bookies_policies_config(exported: Path) -> None:
         B4: (True, False, None, "UnknownRegion", None, None),
         GHOST: (False, False, None, "UnknownRegion", None, None),
     }
-    assert t["policies"].to_pylist() == [{
+    assert t["policies"].to_pylist() == [{  # every namespace, groups null when none
+        "namespace": "public/default", "primary_groups": None, "secondary_groups": None,
+        "strict": None, "ensemble_size": None, "write_quorum": None, "ack_quorum": None}, {
         "namespace": "public/strict", "primary_groups": ["g1"], "secondary_groups": ["g2"],
         "strict": True, "ensemble_size": 3, "write_quorum": 2, "ack_quorum": 2}]
     config = t["config"].to_pylist()[0]
