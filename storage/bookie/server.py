@@ -20,7 +20,8 @@ from storage.bookie.protocol import (
     OpCode,
     ReadRequest,
     ResultCode,
-    decode_request,
+    decode_request_at,
+    encode_add_response,
     encode_response,
 )
 
@@ -43,9 +44,7 @@ class RequestHandler:
 
     def _add(self, request: AddRequest, send: Send) -> None:
         lid, eid = request.ledger_id, request.entry_id
-        self.bookie.add(
-            request, lambda code: send(encode_response(OpCode.ADD_ENTRY, code, lid, eid))
-        )
+        self.bookie.add(request, lambda code: send(encode_add_response(code, lid, eid)))
 
     def _read(self, request: ReadRequest, send: Send) -> None:
         lid, eid = request.ledger_id, request.entry_id
@@ -103,8 +102,10 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            for body in self.reader.feed(data):
-                self.handler.handle(decode_request(body), self.send)
+            buf, spans = self.reader.spans(data)
+            handle, send = self.handler.handle, self.send
+            for start, end in spans:
+                handle(decode_request_at(buf, start, end), send)
         except MalformedFrame as exc:
             self._abort(f"malformed frame: {exc}")
         except Exception as exc:  # a bug or a closing bookie: lose this connection only
