@@ -36,11 +36,12 @@ from storage.bookie.protocol import (
     FLAG_DO_FENCING,
     FLAG_HIGH_PRIORITY,
     FLAG_RECOVERY_ADD,
+    RESPONSE_HEAD_LEN,
     FrameReader,
     OpCode,
     Response,
     ResultCode,
-    decode_response,
+    decode_response_head,
     encode_add,
     encode_read,
 )
@@ -78,9 +79,9 @@ class _AddCallback:
     def done(self) -> bool:
         return self._finished
 
-    def set_result(self, response: Response) -> None:
+    def answer(self, code: int, ledger_id: int, entry_id: int) -> None:
         self._finished = True
-        self._done(None if response.code == ResultCode.EOK else response_error(response))
+        self._done(None if code == ResultCode.EOK else error_for(code, ledger_id, entry_id))
 
     def set_exception(self, error: BaseException) -> None:
         self._finished = True
@@ -92,8 +93,11 @@ Pending = asyncio.Future[Response] | _AddCallback
 
 def response_error(response: Response) -> ResponseError:
     """The typed error for a non-OK response."""
-    kind = _ERRORS.get(response.code, ResponseError)
-    return kind(response.code, response.ledger_id, response.entry_id)
+    return error_for(response.code, response.ledger_id, response.entry_id)
+
+
+def error_for(code: int, ledger_id: int, entry_id: int) -> ResponseError:
+    return _ERRORS.get(code, ResponseError)(code, ledger_id, entry_id)
 
 
 class _Channel(asyncio.Protocol):
@@ -103,8 +107,10 @@ class _Channel(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            for body in self.reader.feed(data):
-                self.client._on_response(decode_response(body))
+            buf, spans = self.reader.spans(data)
+            answer = self.client._on_response
+            for start, end in spans:
+                answer(buf, start, end)
         except MalformedFrame as exc:
             self.client._on_lost(ConnectionLost(f"bad frame from bookie: {exc}"))
 
@@ -270,16 +276,23 @@ class BookieClient:
                 )
         self._sweeper = loop.call_later(self._sweep_every, self._sweep) if deadlines else None
 
-    def _on_response(self, response: Response) -> None:
-        key = (int(response.opcode), response.ledger_id, response.entry_id)
+    def _on_response(self, buf: bytes, start: int, end: int) -> None:
+        """The response frame body at buf[start:end]: answer the oldest request it matches."""
+        opcode, code, ledger_id, entry_id = decode_response_head(buf, start, end)
+        key = (opcode, ledger_id, entry_id)
         queue = self._pending.get(key)
         if not queue:
             return  # an answer to nothing we asked: ignore
-        future = queue.popleft()
+        pending = queue.popleft()
         if not queue:
             del self._pending[key]
-        if not future.done():
-            future.set_result(response)
+        if pending.done():
+            return  # timed out meanwhile: this late answer is dropped
+        if isinstance(pending, _AddCallback):
+            pending.answer(code, ledger_id, entry_id)
+            return
+        entry = buf[start + RESPONSE_HEAD_LEN : end] if opcode == OpCode.READ_ENTRY else b""
+        pending.set_result(Response(OpCode(opcode), code, ledger_id, entry_id, entry))
 
     def _on_lost(self, error: ConnectionLost) -> None:
         if self._lost is None:

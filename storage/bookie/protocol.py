@@ -138,8 +138,12 @@ def encode_add(
     ids = _IDS.unpack_from(entry) if len(entry) >= _IDS.size else None
     if ids != (ledger_id, entry_id):
         raise ValueError("the packaged entry does not start with this ledger and entry id")
-    body_len = 4 + MASTER_KEY_LENGTH + len(entry)
-    return _frame(body_len) + _HEADER.pack(header(OpCode.ADD_ENTRY, flags)) + master_key + entry
+    head = _ADD_REQUEST_HEAD | (flags & 0xFFFF)
+    return _ADD_FRAME_HEAD.pack(4 + MASTER_KEY_LENGTH + len(entry), head, master_key) + entry
+
+
+_ADD_FRAME_HEAD = struct.Struct(">II20s")  # frame length, header, master key
+_ADD_REQUEST_HEAD = (PROTOCOL_VERSION << 24) | (OpCode.ADD_ENTRY << 16)
 
 
 def encode_read(
@@ -218,14 +222,26 @@ def encode_add_response(code: int, ledger_id: int, entry_id: int) -> bytes:
 
 
 def decode_response(body: bytes | memoryview) -> Response:
-    if len(body) < _RESPONSE.size:
-        raise MalformedFrame("response shorter than its header")
-    head, code, ledger_id, entry_id = _RESPONSE.unpack_from(body)
-    _, opcode, _ = split_header(head)
-    if opcode not in (OpCode.ADD_ENTRY, OpCode.READ_ENTRY):
-        raise MalformedFrame(f"unsupported response opcode {opcode}")
+    opcode, code, ledger_id, entry_id = decode_response_head(body, 0, len(body))
     entry = bytes(body[_RESPONSE.size :]) if opcode == OpCode.READ_ENTRY else b""
     return Response(OpCode(opcode), code, ledger_id, entry_id, entry)
+
+
+def decode_response_head(
+    buf: bytes | memoryview, start: int, end: int
+) -> tuple[int, int, int, int]:
+    """(opcode, result code, ledgerId, entryId) of the response body at buf[start:end]; a
+    read response's entry follows at start + RESPONSE_HEAD_LEN."""
+    if end - start < _RESPONSE.size:
+        raise MalformedFrame("response shorter than its header")
+    head, code, ledger_id, entry_id = _RESPONSE.unpack_from(buf, start)
+    opcode = (head >> 16) & 0xFF if head >> 24 else head & 0xFF
+    if opcode != OpCode.ADD_ENTRY and opcode != OpCode.READ_ENTRY:
+        raise MalformedFrame(f"unsupported response opcode {opcode}")
+    return opcode, code, ledger_id, entry_id
+
+
+RESPONSE_HEAD_LEN = _RESPONSE.size
 
 
 class FrameReader:

@@ -155,6 +155,11 @@ class WriteHandle(ReadableLedger):
         self.ensemble_changes = 0
         self._master_key = master_key(metadata.password or b"")
         self._ensemble = tuple(metadata.current_ensemble)
+        # Write sets depend on entry id mod E only: computed once, not once per add.
+        self._write_sets = [
+            write_set(i, metadata.ensemble_size, metadata.write_quorum_size)
+            for i in range(metadata.ensemble_size)
+        ]
         self.last_add_pushed = -1
         self.last_add_confirmed = -1
         self.length = 0  # acknowledged bytes
@@ -204,7 +209,7 @@ class WriteHandle(ReadableLedger):
             self.ledger_id, entry_id, self.last_add_confirmed, self._pushed_length, payload
         )
         op = _PendingAdd(entry_id, len(payload), future,
-                         write_set(entry_id, md.ensemble_size, md.write_quorum_size), packaged)
+                         self._write_sets[entry_id % md.ensemble_size], packaged)
         self._pending.append(op)
         self._drained.clear()
         for index in op.write_set:
