@@ -52,7 +52,7 @@ def master_key(password: bytes) -> bytes:
     return hashlib.sha1(b"ledger" + password).digest()
 
 
-@dataclass
+@dataclass(slots=True)
 class _PendingAdd:
     entry_id: int
     size: int
