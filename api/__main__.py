@@ -18,7 +18,7 @@ import signal
 import socket
 import ssl
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import uvicorn
@@ -28,8 +28,9 @@ from api.app import create_server_app
 from api.client_certificates import ClientCertHttpProtocol
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
+from metastore.store import MetadataStore, parse_metadata_store_url
 from storage.bookie.service import check_bookie_settings
-from storage.cluster import FIRST_PORT, LocalBookies, default_ports, ports_for
+from storage.cluster import FIRST_PORT, LocalBookies, default_ports, ports_for, wait_registered
 
 log = logging.getLogger("api")
 
@@ -179,15 +180,21 @@ class TlsServer(uvicorn.Server):
 
 
 class ReadyServer(uvicorn.Server):
-    """uvicorn's server that logs one "ready" line once it (and its TLS companion) listen."""
+    """uvicorn's server that logs one "ready" line once it (and its TLS companion) listen
+    and `before_ready` (the supervised bookies' registration) is done."""
 
     def __init__(
-        self, config: uvicorn.Config, ready: str, companion: uvicorn.Server | None = None
+        self,
+        config: uvicorn.Config,
+        ready: str,
+        companion: uvicorn.Server | None = None,
+        before_ready: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(config)
         self.ready = ready
         self.companion = companion
         self.companion_task: asyncio.Task[None] | None = None
+        self.before_ready = before_ready
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -199,6 +206,14 @@ class ReadyServer(uvicorn.Server):
             if not companion.started:
                 self.should_exit = True
                 return
+        if self.started and self.before_ready is not None:
+            waiting = asyncio.ensure_future(self.before_ready())
+            while not waiting.done() and not self.should_exit:  # a SIGTERM ends the wait
+                await asyncio.wait({waiting}, timeout=0.05)
+            if not waiting.done():
+                waiting.cancel()
+                return
+            waiting.result()
         if self.started:
             log.info("%s", self.ready)
 
@@ -208,6 +223,24 @@ class ReadyServer(uvicorn.Server):
             with contextlib.suppress(Exception):
                 await self.companion_task
         await super().shutdown(sockets)
+
+
+BOOKIE_REGISTRATION_WAIT = 60.0  # s: a journal replay of a large bookie takes a while
+
+
+async def bookies_registered(settings: Settings, bookie_ids: list[str]) -> None:
+    """Wait (bounded) until the supervised bookies registered, so that the ready line means
+    they take writes; a bookie still missing after the bound is named in a warning."""
+    store = MetadataStore(parse_metadata_store_url(settings.metadataStoreUrl))
+    try:
+        missing = await wait_registered(store, bookie_ids, BOOKIE_REGISTRATION_WAIT)
+    finally:
+        await store.close()
+    if missing:
+        log.warning(
+            "bookies not registered after %.0f s: %s (see their logs under %s)",
+            BOOKIE_REGISTRATION_WAIT, " ".join(missing), settings.dataDir,
+        )  # fmt: skip
 
 
 def tls_config(app: ASGIApp, settings: Settings) -> uvicorn.Config | None:
@@ -287,7 +320,11 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings)
     try:
         ready = ready_line(settings, etcd_text, bookies.bookie_ids if bookies else None)
-        ReadyServer(config, ready, TlsServer(tls) if tls is not None else None).run()
+        before_ready = (
+            None if bookies is None else lambda: bookies_registered(settings, bookies.bookie_ids)
+        )
+        companion = TlsServer(tls) if tls is not None else None
+        ReadyServer(config, ready, companion, before_ready).run()
     finally:
         if bookies is not None:
             bookies.stop()

@@ -6,17 +6,24 @@ soon as the previous one is acknowledged (an ack means the journal group was fda
 The baseline writes N 1 KiB records with one pwrite and one fdatasync, repeatedly, on a
 preallocated file: the rate a journal grouping N records per sync could at best reach.
 
-    .venv/bin/python -m bench.bookie_bench [--seconds 3]
+Memory: the bookie's RSS is sampled every 50 ms through those runs, and then for a fresh
+bookie per write-cache size (`dbStorage_writeCacheMaxSizeMb`) under 64 outstanding adds for
+`--rss-seconds`, long enough to fill and checkpoint the cache many times: the growth over the
+idle RSS (the fixed overhead) against the cache size.
+
+    .venv/bin/python -m bench.bookie_bench [--seconds 3] [--rss-seconds 10]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +36,7 @@ from storage.bookie.client import BookieClient
 from storage.bookie.format import package_entry
 
 LEVELS = (1, 8, 64, 256)
+RSS_CACHES_MB = (16, 64)
 PAYLOAD = os.urandom(1024)
 MASTER_KEY = b"\x01" * 20
 
@@ -119,36 +127,97 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-def run(seconds: float = 3.0) -> str:
+class RssSampler:
+    """The peak RSS of a process, sampled every `every` seconds in a thread."""
+
+    def __init__(self, pid: int, every: float = 0.05) -> None:
+        self.pid = pid
+        self.every = every
+        self.peak = rss_mib(pid)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            with contextlib.suppress(OSError):
+                self.peak = max(self.peak, rss_mib(self.pid))
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def start_bookie(workdir: Path, name: str, etcd_url: str,
+                 conf: dict[str, str] | None = None) -> tuple[str, subprocess.Popen[bytes]]:
+    address = f"127.0.0.1:{free_port()}"
+    command = [
+        sys.executable, "-m", "storage.bookie", "--bookie-id", address,
+        "--data-dir", str(workdir / name), "--metadata-store-url", etcd_url,
+        *(arg for key, value in (conf or {}).items() for arg in ("-c", f"{key}={value}")),
+    ]  # fmt: skip
+    with open(workdir / f"{name}.log", "ab") as log:
+        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log)
+    asyncio.run(_wait_ready(address))
+    return address, process
+
+
+def stop_bookie(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    process.wait(timeout=60)
+
+
+@dataclass(frozen=True)
+class Memory:
+    cache_mb: int
+    idle_mib: float
+    peak_mib: float
+    adds: float  # 1 KiB adds during the sustained load
+
+
+def sustained_rss(workdir: Path, etcd_url: str, cache_mb: int, seconds: float) -> Memory:
+    """One bookie with a `cache_mb` write cache under 64 outstanding adds for `seconds` (the
+    cache fills and is checkpointed many times over): idle and peak RSS."""
+    address, process = start_bookie(workdir, f"rss-{cache_mb}", etcd_url,
+                                    {"dbStorage_writeCacheMaxSizeMb": str(cache_mb)})
+    try:
+        idle = rss_mib(process.pid)
+        with RssSampler(process.pid) as sampler:
+            result = uvloop.run(bookie_level(address, 64, seconds, 500_000))
+        return Memory(cache_mb, idle, sampler.peak, result.rate * seconds)
+    finally:
+        stop_bookie(process)
+
+
+def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
     with tempfile.TemporaryDirectory(prefix="bookie-bench-", dir=REPO) as tmp:
         workdir = Path(tmp)
         etcd = EmbeddedEtcd(workdir / "etcd")
         etcd.start()
-        port = free_port()
-        address = f"127.0.0.1:{port}"
-        command = [
-            sys.executable, "-m", "storage.bookie", "--bookie-id", address,
-            "--data-dir", str(workdir / "bookie"), "--metadata-store-url", etcd.url,
-        ]  # fmt: skip
-        with open(workdir / "bookie.log", "ab") as log:
-            process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log)
         try:
-            asyncio.run(_wait_ready(address))
-            idle = rss_mib(process.pid)
-            rows = []
-            peak = idle
-            for index, level in enumerate(LEVELS):
-                raw = raw_grouped(workdir, level, seconds)
-                cpu0, client0 = cpu_seconds(process.pid), time.process_time()
-                result = uvloop.run(bookie_level(address, level, seconds, 1000 * (index + 1)))
-                adds = result.rate * seconds
-                cpu = (cpu_seconds(process.pid) - cpu0) / adds * 1e6
-                client_cpu = (time.process_time() - client0) / adds * 1e6
-                peak = max(peak, rss_mib(process.pid))
-                rows.append((level, result, raw, cpu, client_cpu))
+            address, process = start_bookie(workdir, "bookie", etcd.url)
+            try:
+                idle = rss_mib(process.pid)
+                rows = []
+                with RssSampler(process.pid) as sampler:
+                    for index, level in enumerate(LEVELS):
+                        raw = raw_grouped(workdir, level, seconds)
+                        cpu0, client0 = cpu_seconds(process.pid), time.process_time()
+                        result = uvloop.run(
+                            bookie_level(address, level, seconds, 1000 * (index + 1))
+                        )
+                        adds = result.rate * seconds
+                        cpu = (cpu_seconds(process.pid) - cpu0) / adds * 1e6
+                        client_cpu = (time.process_time() - client0) / adds * 1e6
+                        rows.append((level, result, raw, cpu, client_cpu))
+                peak = sampler.peak
+            finally:
+                stop_bookie(process)
+            memory = [sustained_rss(workdir, etcd.url, mb, rss_seconds) for mb in RSS_CACHES_MB]
         finally:
-            process.terminate()
-            process.wait(timeout=30)
             etcd.stop()
     lines = [
         f"Machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the end; data under "
@@ -166,9 +235,21 @@ def run(seconds: float = 3.0) -> str:
         )
     lines += [
         "",
-        f"Bookie RSS: {idle:.0f} MiB idle after start (fixed overhead), "
-        f"{peak:.0f} MiB peak under load (write cache fills up to dbStorage_writeCacheMaxSizeMb).",
+        f"Bookie RSS (default 64 MiB write cache): {idle:.0f} MiB idle after start, "
+        f"{peak:.0f} MiB peak over the runs above (sampled every 50 ms).",
+        "",
+        f"Sustained load (64 outstanding, {rss_seconds:.0f} s per row, RSS sampled every 50 ms):",
+        "",
+        "| dbStorage_writeCacheMaxSizeMb | adds (MiB written) | idle RSS MiB | peak RSS MiB "
+        "| peak - idle MiB | (peak - idle) / cache |",
+        "|---|---|---|---|---|---|",
     ]
+    for m in memory:
+        grown = m.peak_mib - m.idle_mib
+        lines.append(
+            f"| {m.cache_mb} | {m.adds:,.0f} ({m.adds / 1024:,.0f}) | {m.idle_mib:.0f} "
+            f"| {m.peak_mib:.0f} | {grown:.0f} | {grown / m.cache_mb:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -189,8 +270,9 @@ async def _wait_ready(address: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bookie_bench")
     parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--rss-seconds", type=float, default=10.0)
     args = parser.parse_args(argv)
-    print(run(args.seconds))
+    print(run(args.seconds, args.rss_seconds))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@
 2. REST produce: `POST /topics/persistent/...` with batches of 100 messages of 1 KiB on
    the real service (one client, one batch at a time), messages/s, against the ledger's own
    64-outstanding rate above.
+CPU per ledger add (steadier than rates on a shared machine): this process (the ledger
+client, `time.process_time`) and the three bookie processes together (/proc/<pid>/stat).
 
     .venv/bin/python -m bench.ledger_bench [--seconds 3]
 """
@@ -28,7 +30,7 @@ from pathlib import Path
 import httpx
 import uvloop
 
-from bench.bookie_bench import MASTER_KEY, _wait_ready
+from bench.bookie_bench import MASTER_KEY, _wait_ready, cpu_seconds
 from bench.harness import REPO, BenchServer, machine, percentile
 from metastore.embedded import EmbeddedEtcd, free_port
 from metastore.store import MetadataStore, parse_metadata_store_url
@@ -41,6 +43,12 @@ from storage.ledger import BookiePool, LedgerSpec
 
 PAYLOAD = os.urandom(1024)
 LEVELS = (1, 64)
+
+
+@dataclass(frozen=True)
+class Cpu:
+    client_us: float  # CPU of this process (the ledger client) per acknowledged add
+    bookies_us: float  # CPU of the three bookie processes together per acknowledged add
 
 
 @dataclass(frozen=True)
@@ -152,8 +160,13 @@ def run(seconds: float = 3.0) -> str:
             for index, level in enumerate(LEVELS):
                 single = uvloop.run(single_bookie_level(addresses[0], level, seconds,
                                                         10_000 + index))
+                bookies0 = sum(cpu_seconds(p.pid) for p in processes)
+                client0 = time.process_time()
                 ledger = uvloop.run(ledger_level(etcd.url, level, seconds))
-                rows.append((level, ledger, single))
+                adds = ledger.rate * seconds
+                cpu = Cpu((time.process_time() - client0) / adds * 1e6,
+                          (sum(cpu_seconds(p.pid) for p in processes) - bookies0) / adds * 1e6)
+                rows.append((level, ledger, single, cpu))
             with BenchServer(etcd, workdir) as server:
                 rest = rest_produce(server, seconds)
         finally:
@@ -166,14 +179,14 @@ def run(seconds: float = 3.0) -> str:
         "shared with other helpers running tests: rates are noisy; compare the ratios)",
         "",
         "| outstanding | ledger E=3/Qw=3/Qa=2 adds/s | p50 / p99 ms | one bookie direct adds/s "
-        "| p50 / p99 ms | ledger / one bookie |",
-        "|---|---|---|---|---|---|",
+        "| p50 / p99 ms | ledger / one bookie | client CPU µs/add | 3 bookies' CPU µs/add |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for level, ledger, single in rows:
+    for level, ledger, single, cpu in rows:
         lines.append(
             f"| {level} | {ledger.rate:,.0f} | {ledger.p50_ms:.2f} / {ledger.p99_ms:.2f} "
             f"| {single.rate:,.0f} | {single.p50_ms:.2f} / {single.p99_ms:.2f} "
-            f"| {ledger.rate / single.rate:.0%} |"
+            f"| {ledger.rate / single.rate:.0%} | {cpu.client_us:.0f} | {cpu.bookies_us:.0f} |"
         )
     top = rows[-1][1]
     lines += [

@@ -21,6 +21,7 @@ sets `prometheusStatsHttpPort` itself (0 turns the servers off).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import logging
@@ -30,9 +31,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from metastore import paths
+from metastore.errors import MetastoreError
+from metastore.store import MetadataStore
 from storage.bookie.registration import FORCE_READONLY_FILE
 
 log = logging.getLogger(__name__)
@@ -40,6 +45,31 @@ log = logging.getLogger(__name__)
 FIRST_PORT = 3181
 METRICS_PORT_KEY = "prometheusStatsHttpPort"
 _PR_SET_PDEATHSIG = 1
+
+
+async def wait_registered(
+    store: MetadataStore, bookie_ids: Sequence[str], timeout: float, every: float = 0.1
+) -> list[str]:
+    """Wait until every bookie has registered (at `/ledgers/available/{id}`, or under
+    `readonly/`); returns the ids still unregistered when `timeout` seconds ran out."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    missing = list(bookie_ids)
+    while True:
+        still = []
+        for bookie_id in missing:
+            try:
+                found = await store.exists(paths.bookie_available(bookie_id)) or (
+                    await store.exists(paths.bookie_readonly(bookie_id))
+                )
+            except MetastoreError:
+                found = False
+            if not found:
+                still.append(bookie_id)
+        missing = still
+        if not missing or loop.time() >= deadline:
+            return missing
+        await asyncio.sleep(every)
 
 
 def default_ports(count: int, first: int = FIRST_PORT) -> list[int]:

@@ -1,7 +1,9 @@
 """First-start cluster metadata, as `pulsar standalone` creates it (`PulsarStandalone.start` /
 `createNameSpace`): the local cluster with its service URLs, tenant `public` with namespace
 `public/default`, and tenant `pulsar` with the system namespace `pulsar/system`, each tenant
-allowed on the local cluster.
+allowed on the local cluster; and, first, the BookKeeper root under `/ledgers` (`LAYOUT`,
+`INSTANCEID`, `available`, `available/readonly`) that `pulsar initialize-cluster-metadata`
+formats (`metastore.ledger_layout.set_up_ledgers_root`).
 
 Every document is created only when absent (an etcd create-if-absent transaction), never
 overwritten: a second start, or two servers starting at once against one etcd, leave whatever
@@ -22,7 +24,9 @@ from api.services.namespaces import NamespaceService
 from api.settings import Settings
 from metastore import errors as store_errors
 from metastore import paths
+from metastore.ledger_layout import set_up_ledgers_root
 from metastore.store import MetadataStore
+from metastore.versioned_keys import VersionedKeys
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +59,7 @@ class Initialised:
     """What one run created (paths), for the start-up log."""
 
     created: tuple[str, ...]
+    ledgers_instance_id: str | None = None  # /ledgers/INSTANCEID, the existing one if any
 
 
 async def _create_if_absent(store: MetadataStore, path: str, value: bytes) -> bool:
@@ -67,6 +72,11 @@ async def _create_if_absent(store: MetadataStore, path: str, value: bytes) -> bo
 
 async def initialize_cluster_metadata(store: MetadataStore, settings: Settings) -> Initialised:
     """Create what is missing of the standalone metadata; `Unavailable` when etcd is away."""
+    keys = VersionedKeys.of(store)
+    try:
+        instance_id = await set_up_ledgers_root(keys)
+    finally:
+        await keys.close()
     cluster = settings.clusterName
     created: list[str] = []
     if await _create_if_absent(
@@ -89,7 +99,7 @@ async def initialize_cluster_metadata(store: MetadataStore, settings: Settings) 
         path = paths.namespace(tenant, namespace)
         if await _create_if_absent(store, path, policies.to_bytes()):
             created.append(path)
-    return Initialised(tuple(created))
+    return Initialised(tuple(created), instance_id)
 
 
 async def keep_initializing(

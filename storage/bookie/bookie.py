@@ -35,7 +35,7 @@ from storage.bookie.format import (
     parse_master_key_record,
 )
 from storage.bookie.index import Index, LedgerState
-from storage.bookie.journal import Journal, JournalSettings, replay
+from storage.bookie.journal import Journal, JournalSettings, LogMark, replay
 from storage.bookie.protocol import (
     FLAG_HIGH_PRIORITY,
     FLAG_RECOVERY_ADD,
@@ -317,18 +317,11 @@ class Bookie:
             dirty, self._dirty = self._dirty, {}
             self._flushing = flushing
             try:
-                keys = sorted(flushing.entries)
-                bodies = [flushing.entries[key] for key in keys]
-                for ledger_id, state in dirty.items():
-                    bodies.append(master_key_record(ledger_id, state.master_key))
-                    if state.fenced:
-                        bodies.append(fence_record(ledger_id))
-                loop = asyncio.get_running_loop()
-                locations = await loop.run_in_executor(
-                    self._executor, self.logger.append_batch, bodies
+                # Everything else (sorting, records, the entry-log fdatasync, the index
+                # transaction) happens in the flush thread: adds go on meanwhile.
+                await asyncio.get_running_loop().run_in_executor(
+                    self._executor, self._flush, flushing, dirty, mark
                 )
-                batch = [(lid, eid, loc) for (lid, eid), loc in zip(keys, locations, strict=False)]
-                await loop.run_in_executor(self._executor, self.index.commit, batch, dirty, mark)
             except BaseException:
                 # Keep everything readable and retry on the next checkpoint.
                 for (lid, eid), entry in flushing.entries.items():
@@ -340,6 +333,22 @@ class Bookie:
                 self._flushing = None
                 self._flushed.set()
             self.journal.remove_before(mark)
+
+    def _flush(self, flushing: _Cache, dirty: dict[int, LedgerState], mark: LogMark) -> None:
+        """In the flush thread: the swapped cache (no longer written to) into the entry log,
+        sorted by (ledger, entry), then its locations, the ledger states and the mark into
+        the index in one transaction."""
+        assert self.index is not None and self.logger is not None
+        entries = flushing.entries
+        keys = sorted(entries)
+        bodies = [entries[key] for key in keys]
+        for ledger_id, state in dirty.items():
+            bodies.append(master_key_record(ledger_id, state.master_key))
+            if state.fenced:
+                bodies.append(fence_record(ledger_id))
+        locations = self.logger.append_batch(bodies)
+        batch = [(lid, eid, loc) for (lid, eid), loc in zip(keys, locations, strict=False)]
+        self.index.commit(batch, dirty, mark)
 
     # -- hooks for garbage collection (storage.bookie.gc, storage.bookie.compaction) -----------
 

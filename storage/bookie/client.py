@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import cast
 
 from storage.bookie.errors import (
@@ -35,11 +36,12 @@ from storage.bookie.protocol import (
     FLAG_DO_FENCING,
     FLAG_HIGH_PRIORITY,
     FLAG_RECOVERY_ADD,
+    RESPONSE_HEAD_LEN,
     FrameReader,
     OpCode,
     Response,
     ResultCode,
-    decode_response,
+    decode_response_head,
     encode_add,
     encode_read,
 )
@@ -59,11 +61,43 @@ _ERRORS: dict[int, type[ResponseError]] = {
 
 Key = tuple[int, int, int]
 
+AddDone = Callable[[BaseException | None], None]
+"""Called once per `add_callback`: None once the bookie acknowledged the add durable, else
+the error (a ResponseError subclass, BookieTimeout or ConnectionLost)."""
+
+
+class _AddCallback:
+    """A pending add answered through a callback: the part of a future's interface that the
+    pending queue and the deadline sweeper use, without a future and an awaiting task."""
+
+    __slots__ = ("_done", "_finished")
+
+    def __init__(self, done: AddDone) -> None:
+        self._done = done
+        self._finished = False
+
+    def done(self) -> bool:
+        return self._finished
+
+    def answer(self, code: int, ledger_id: int, entry_id: int) -> None:
+        self._finished = True
+        self._done(None if code == ResultCode.EOK else error_for(code, ledger_id, entry_id))
+
+    def set_exception(self, error: BaseException) -> None:
+        self._finished = True
+        self._done(error)
+
+
+Pending = asyncio.Future[Response] | _AddCallback
+
 
 def response_error(response: Response) -> ResponseError:
     """The typed error for a non-OK response."""
-    kind = _ERRORS.get(response.code, ResponseError)
-    return kind(response.code, response.ledger_id, response.entry_id)
+    return error_for(response.code, response.ledger_id, response.entry_id)
+
+
+def error_for(code: int, ledger_id: int, entry_id: int) -> ResponseError:
+    return _ERRORS.get(code, ResponseError)(code, ledger_id, entry_id)
 
 
 class _Channel(asyncio.Protocol):
@@ -73,8 +107,10 @@ class _Channel(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            for body in self.reader.feed(data):
-                self.client._on_response(decode_response(body))
+            buf, spans = self.reader.spans(data)
+            answer = self.client._on_response
+            for start, end in spans:
+                answer(buf, start, end)
         except MalformedFrame as exc:
             self.client._on_lost(ConnectionLost(f"bad frame from bookie: {exc}"))
 
@@ -88,12 +124,12 @@ class BookieClient:
         self.port = port
         self.timeout = timeout
         self._transport: asyncio.Transport | None = None
-        self._pending: dict[Key, deque[asyncio.Future[Response]]] = {}
+        self._pending: dict[Key, deque[Pending]] = {}
         self._lost: ConnectionLost | None = None
         self._out: list[bytes] = []
         # Every request has the same timeout, so send order is deadline order: one sweeper
         # timer for all of them instead of a timer per request.
-        self._deadlines: deque[tuple[float, asyncio.Future[Response]]] = deque()
+        self._deadlines: deque[tuple[float, Pending]] = deque()
         self._sweeper: asyncio.TimerHandle | None = None
 
     @classmethod
@@ -151,6 +187,26 @@ class BookieClient:
         if response.code != ResultCode.EOK:
             raise response_error(response)
 
+    def add_callback(
+        self,
+        ledger_id: int,
+        entry_id: int,
+        master_key: bytes,
+        packaged: bytes,
+        done: AddDone,
+        *,
+        recovery: bool = False,
+    ) -> None:
+        """`add` without a future: `done(None)` once the bookie has the entry durably,
+        `done(error)` otherwise (also at once when the connection is already lost). For
+        callers issuing many adds, such as a ledger writing each entry to its write set."""
+        flags = FLAG_RECOVERY_ADD | FLAG_HIGH_PRIORITY if recovery else 0
+        frame = encode_add(ledger_id, entry_id, master_key, packaged, flags)
+        if self._lost is not None or self._transport is None:
+            done(self._lost or ConnectionLost("not connected"))
+            return
+        self._queue((OpCode.ADD_ENTRY, ledger_id, entry_id), frame, _AddCallback(done))
+
     async def read(
         self,
         ledger_id: int,
@@ -180,19 +236,22 @@ class BookieClient:
     async def _call(self, key: Key, frame: bytes) -> Response:
         if self._lost is not None or self._transport is None:
             raise self._lost or ConnectionLost("not connected")
+        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        self._queue(key, frame, future)
+        return await future
+
+    def _queue(self, key: Key, frame: bytes, pending: Pending) -> None:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Response] = loop.create_future()
         queue = self._pending.get(key)
         if queue is None:
             queue = self._pending[key] = deque()
-        queue.append(future)
+        queue.append(pending)
         if not self._out:
             loop.call_soon(self._flush)  # requests of one loop iteration leave in one write
         self._out.append(frame)
-        self._deadlines.append((loop.time() + self.timeout, future))
+        self._deadlines.append((loop.time() + self.timeout, pending))
         if self._sweeper is None:
             self._sweeper = loop.call_later(self._sweep_every, self._sweep)
-        return await future
 
     @property
     def _sweep_every(self) -> float:
@@ -217,16 +276,23 @@ class BookieClient:
                 )
         self._sweeper = loop.call_later(self._sweep_every, self._sweep) if deadlines else None
 
-    def _on_response(self, response: Response) -> None:
-        key = (int(response.opcode), response.ledger_id, response.entry_id)
+    def _on_response(self, buf: bytes, start: int, end: int) -> None:
+        """The response frame body at buf[start:end]: answer the oldest request it matches."""
+        opcode, code, ledger_id, entry_id = decode_response_head(buf, start, end)
+        key = (opcode, ledger_id, entry_id)
         queue = self._pending.get(key)
         if not queue:
             return  # an answer to nothing we asked: ignore
-        future = queue.popleft()
+        pending = queue.popleft()
         if not queue:
             del self._pending[key]
-        if not future.done():
-            future.set_result(response)
+        if pending.done():
+            return  # timed out meanwhile: this late answer is dropped
+        if isinstance(pending, _AddCallback):
+            pending.answer(code, ledger_id, entry_id)
+            return
+        entry = buf[start + RESPONSE_HEAD_LEN : end] if opcode == OpCode.READ_ENTRY else b""
+        pending.set_result(Response(OpCode(opcode), code, ledger_id, entry_id, entry))
 
     def _on_lost(self, error: ConnectionLost) -> None:
         if self._lost is None:

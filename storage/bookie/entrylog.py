@@ -23,11 +23,12 @@ from storage.bookie.format import (
     RECORD_HEADER_LEN,
     check_entry,
     decode_record,
-    encode_record,
+    record_header,
 )
 
 _LOCATION = struct.Struct(">IQI")
 DEFAULT_LOG_SIZE_LIMIT = 1024 * 1024 * 1024
+WRITE_CHUNK = 1024 * 1024  # bytes per pwrite + fdatasync of a batch (see append_batch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,26 +81,38 @@ class EntryLogger:
             os.close(dir_fd)
 
     def append_batch(self, bodies: list[bytes]) -> list[Location]:
-        """Append records and fdatasync them; blocking, run it off the event loop."""
+        """Append records and fdatasync them; blocking, run it off the event loop.
+
+        Written and synced in WRITE_CHUNK pieces rather than as one buffer: a checkpoint
+        holds no second copy of the write cache, and the journal's own fdatasync (which on
+        ext4 can wait for other files' newly allocated data) never waits behind a whole
+        checkpoint's worth of dirty pages. The last sync is the commit point, as before."""
         if not bodies:
             return []
         if self._fd < 0 or self._offset >= self.log_size_limit:
             self._roll()
+        log_id = self._log_id
         locations = []
-        chunks = []
-        offset = self._offset
+        parts: list[bytes] = []
+        start = offset = self._offset
         for body in bodies:
-            record = encode_record(body)
-            chunks.append(record)
-            locations.append(Location(self._log_id, offset + RECORD_HEADER_LEN, len(body)))
-            offset += len(record)
-        data = b"".join(chunks)
-        written = os.pwrite(self._fd, data, self._offset)
+            size = len(body)
+            parts += (record_header(body), body)
+            locations.append(Location(log_id, offset + RECORD_HEADER_LEN, size))
+            offset += RECORD_HEADER_LEN + size
+            if offset - start >= WRITE_CHUNK:
+                self._write_synced(b"".join(parts), start)
+                parts, start = [], offset
+        if parts:
+            self._write_synced(b"".join(parts), start)
+        self._offset = offset
+        return locations
+
+    def _write_synced(self, data: bytes, offset: int) -> None:
+        written = os.pwrite(self._fd, data, offset)
         if written != len(data):
             raise OSError(f"short entry-log write: {written} of {len(data)} bytes")
         os.fdatasync(self._fd)
-        self._offset = offset
-        return locations
 
     def _reader(self, log_id: int) -> int:
         with self._lock:

@@ -135,6 +135,11 @@ def parse_master_key_record(body: bytes | memoryview) -> bytes:
     return key
 
 
+def record_header(body: bytes | memoryview) -> bytes:
+    """The record header of `body` (length and CRC32C), to be written right before it."""
+    return RECORD_HEADER.pack(len(body), crc32c(body))
+
+
 def encode_record(body: bytes | memoryview) -> bytes:
     return RECORD_HEADER.pack(len(body), crc32c(body)) + bytes(body)
 

@@ -5,10 +5,13 @@ the group holding the record is on disk (`done(error)` if the write failed); not
 acknowledged before that. Callbacks rather than futures: a future per record cost more than the
 rest of the journal's per-record work.
 
-One task gathers records; one executor thread does `pwrite` + `fdatasync` for a whole group
-(the design measured best in reference/storage-pipeline-anchors.md §2.3). While one group is
-being synced, the next one gathers, which is BookKeeper's second level of grouping (its
-ForceWriteThread). A group closes (BookKeeper's settings, `Journal.java`):
+Records appended during one event-loop iteration are handed to a dedicated journal thread in
+one go (one lock and one wake-up per iteration, not per record); that thread does `pwrite` +
+`fdatasync` for a whole group (the design measured best in
+reference/storage-pipeline-anchors.md §2.3) and hands the group's callbacks back to the loop
+with one `call_soon_threadsafe`. While one group is being synced, the next one gathers, which
+is BookKeeper's second level of grouping (its ForceWriteThread). A group closes (BookKeeper's
+settings, `Journal.java`):
 - when the queue drains, if `journalFlushWhenQueueEmpty` (our default: true, because a fixed
   wait cost throughput at low concurrency in the measurements; upstream's default is false);
 - otherwise when its oldest record has waited `journalMaxGroupWaitMSec`;
@@ -27,13 +30,14 @@ import logging
 import mmap
 import os
 import struct
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.bookie.format import decode_record, encode_record
+from storage.bookie.format import RECORD_HEADER_LEN, decode_record, record_header
 from storage.bookie.metrics import BookieMetrics
 
 log = logging.getLogger(__name__)
@@ -111,12 +115,19 @@ class Journal:
     def __init__(self, directory: Path, settings: JournalSettings | None = None) -> None:
         self.directory = directory
         self.settings = settings or JournalSettings()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
-        self._pending: list[tuple[bytes, Done | None]] = []
-        self._pending_bytes = 0
+        # Gathered on the loop during one iteration: record parts (header, body, header, ...)
+        # and their callbacks, handed to the thread by `_hand_over`.
+        self._parts: list[bytes] = []
+        self._dones: list[Done] = []
+        self._bytes = 0
+        # Handed over, waiting for the journal thread (guarded by `_cond`).
+        self._cond = threading.Condition()
+        self._queue: deque[tuple[list[bytes], list[Done], int]] = deque()
+        self._queued_bytes = 0
+        self._queued_records = 0
         self._oldest = 0.0
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
         self._fd = -1
         self._file_id = 0
@@ -130,22 +141,29 @@ class Journal:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Open a fresh journal file (after replay) and start the group-commit task."""
+        """Open a fresh journal file (after replay) and start the journal thread."""
         self.directory.mkdir(parents=True, exist_ok=True)
         existing = journal_files(self.directory)
         self._open_file(max(existing[-1] + 1 if existing else 0, int(time.time() * 1000)))
         self.last_mark = LogMark(self._file_id, 0)
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="journal")
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._run, name="journal", daemon=True)
+        self._thread.start()
 
     async def close(self) -> None:
-        self._closing = True
-        self._wake.set()
-        if self._task is not None:
-            await self._task
+        """Sync what was appended, answer its callbacks, stop the thread, close the file."""
+        if self._closing:
+            return
+        self._hand_over()
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join)
+            await asyncio.sleep(0)  # run the last group's callbacks
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-        self._executor.shutdown(wait=True)
 
     def _open_file(self, file_id: int) -> None:
         path = journal_path(self.directory, file_id)
@@ -165,21 +183,21 @@ class Journal:
 
     @property
     def queue_size(self) -> int:
-        """Records waiting for the next group."""
-        return len(self._pending)
+        """Records waiting for their group's fdatasync (a gauge: read without the lock)."""
+        return len(self._parts) // 2 + self._queued_records
 
-    # -- appends --------------------------------------------------------------------------------
+    # -- appends (event loop) -------------------------------------------------------------------
 
     def append(self, body: bytes, done: Done | None = None) -> None:
         """Queue one record; `done(None)` runs after the fdatasync of its group."""
-        if self._closing or self._task is None:
+        if self._closing or self._loop is None:
             raise RuntimeError("journal is not running")
-        record = encode_record(body)
-        if not self._pending:
-            self._oldest = time.monotonic()
-            self._wake.set()
-        self._pending.append((record, done))
-        self._pending_bytes += len(record)
+        if not self._parts:
+            self._loop.call_soon(self._hand_over)
+        self._parts += (record_header(body), body)
+        self._bytes += RECORD_HEADER_LEN + len(body)
+        if done is not None:
+            self._dones.append(done)
 
     def append_future(self, body: bytes) -> asyncio.Future[None]:
         """`append`, as a future that completes when the record is durable."""
@@ -195,62 +213,81 @@ class Journal:
         self.append(body, done)
         return future
 
-    async def _run(self) -> None:
-        settings = self.settings
-        wait_s = settings.journalMaxGroupWaitMSec / 1000
-        threshold = settings.journalBufferedWritesThreshold
-        while True:
-            if not self._pending:
-                if self._closing:
-                    return
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            if not settings.journalFlushWhenQueueEmpty and wait_s > 0:
-                # Wait for the group to fill or for its oldest record to reach the max wait.
-                while self._pending_bytes < threshold and not self._closing:
-                    left = self._oldest + wait_s - time.monotonic()
-                    if left <= 0:
-                        break
-                    await asyncio.sleep(left)
-            group, size = self._take(threshold)
-            error: BaseException | None = None
+    def _hand_over(self) -> None:
+        if not self._parts:
+            return
+        batch = (self._parts, self._dones, self._bytes)
+        self._parts, self._dones, self._bytes = [], [], 0
+        with self._cond:
+            if not self._queue:
+                self._oldest = time.monotonic()
+            self._queue.append(batch)
+            self._queued_bytes += batch[2]
+            self._queued_records += len(batch[0]) // 2
+            self._cond.notify()
+
+    def _complete(self, dones: list[Done], error: BaseException | None) -> None:
+        for done in dones:
             try:
-                synced = await asyncio.get_running_loop().run_in_executor(
-                    self._executor, self._write, b"".join([record for record, _ in group])
-                )
+                done(error)
+            except Exception:
+                log.exception("journal callback failed")
+
+    # -- the journal thread ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        assert self._loop is not None
+        while True:
+            group = self._next_group()
+            if group is None:
+                return
+            parts, dones, count = group
+            error: BaseException | None = None
+            data = b"".join(parts)
+            try:
+                synced = self._write(data)
             except OSError as exc:
                 log.exception("journal write failed")
                 error = exc
             else:
                 self.groups += 1
-                self.records += len(group)
+                self.records += count
                 if self.metrics is not None:
-                    self.metrics.journal_synced(synced, len(group), size)
-            for _, done in group:
-                if done is not None:
-                    try:
-                        done(error)
-                    except Exception:
-                        log.exception("journal callback failed")
+                    self.metrics.journal_synced(synced, count, len(data))
+            if dones:
+                self._loop.call_soon_threadsafe(self._complete, dones, error)
 
-    def _take(self, threshold: int) -> tuple[list[tuple[bytes, Done | None]], int]:
-        pending = self._pending
-        if self._pending_bytes <= threshold:
-            group, size = pending, self._pending_bytes
-            self._pending, self._pending_bytes = [], 0
-        else:
-            size, count = 0, 0
-            for record, _ in pending:
-                count += 1
-                size += len(record)
-                if size >= threshold:
-                    break
-            group, self._pending = pending[:count], pending[count:]
-            self._pending_bytes -= size
-        if self._pending:
-            self._oldest = time.monotonic()
-        return group, size
+    def _next_group(self) -> tuple[list[bytes], list[Done], int] | None:
+        """Block until a group closes; None once closing with nothing left."""
+        settings = self.settings
+        wait_s = settings.journalMaxGroupWaitMSec / 1000
+        threshold = settings.journalBufferedWritesThreshold
+        with self._cond:
+            while not self._queue:
+                if self._closing:
+                    return None
+                self._cond.wait()
+            if not settings.journalFlushWhenQueueEmpty and wait_s > 0:
+                # Wait for the group to fill or for its oldest record to reach the max wait.
+                while self._queued_bytes < threshold and not self._closing:
+                    left = self._oldest + wait_s - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+            parts: list[bytes] = []
+            dones: list[Done] = []
+            size = 0
+            queue = self._queue
+            while queue and (size < threshold or not parts):
+                batch_parts, batch_dones, batch_bytes = queue.popleft()
+                parts += batch_parts
+                dones += batch_dones
+                size += batch_bytes
+            self._queued_bytes -= size
+            self._queued_records -= len(parts) // 2
+            if queue:
+                self._oldest = time.monotonic()
+        return parts, dones, len(parts) // 2
 
     def _write(self, data: bytes) -> float:
         """In the journal thread: one pwrite and one fdatasync for a whole group; the

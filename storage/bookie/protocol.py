@@ -138,8 +138,12 @@ def encode_add(
     ids = _IDS.unpack_from(entry) if len(entry) >= _IDS.size else None
     if ids != (ledger_id, entry_id):
         raise ValueError("the packaged entry does not start with this ledger and entry id")
-    body_len = 4 + MASTER_KEY_LENGTH + len(entry)
-    return _frame(body_len) + _HEADER.pack(header(OpCode.ADD_ENTRY, flags)) + master_key + entry
+    head = _ADD_REQUEST_HEAD | (flags & 0xFFFF)
+    return _ADD_FRAME_HEAD.pack(4 + MASTER_KEY_LENGTH + len(entry), head, master_key) + entry
+
+
+_ADD_FRAME_HEAD = struct.Struct(">II20s")  # frame length, header, master key
+_ADD_REQUEST_HEAD = (PROTOCOL_VERSION << 24) | (OpCode.ADD_ENTRY << 16)
 
 
 def encode_read(
@@ -172,62 +176,119 @@ def encode_response(
 
 def decode_request(body: bytes) -> Request:
     """Parse one request body (without its length); MalformedFrame for anything else."""
-    size = len(body)
+    return decode_request_at(body, 0, len(body))
+
+
+_ADD_V2 = (PROTOCOL_VERSION << 8) | OpCode.ADD_ENTRY  # header >> 16 of a V2 add
+
+
+def decode_request_at(buf: bytes, start: int, end: int) -> Request:
+    """`decode_request` of the body at buf[start:end], slicing the master key and the entry
+    straight out of the received buffer (one copy of the entry, none of the frame)."""
+    size = end - start
     if size < 4:
         raise MalformedFrame("frame shorter than its header")
-    (head,) = _HEADER.unpack_from(body)
+    (head,) = _HEADER.unpack_from(buf, start)
+    if head >> 16 == _ADD_V2 and size >= _ADD.size:  # the hot path: a well-formed add
+        ledger_id, entry_id = _IDS.unpack_from(buf, start + 4 + MASTER_KEY_LENGTH)
+        return AddRequest(
+            ledger_id, entry_id, buf[start + 4 : start + 24], buf[start + 24 : end], head & 0xFFFF
+        )
     version, opcode, flags = split_header(head)
     if version != PROTOCOL_VERSION:
         raise MalformedFrame(f"unsupported protocol version {version}")
     if opcode == OpCode.ADD_ENTRY:
-        if size < _ADD.size:
-            raise MalformedFrame("add request shorter than master key and entry ids")
-        _, key, ledger_id, entry_id = _ADD.unpack_from(body)
-        return AddRequest(ledger_id, entry_id, key, body[4 + MASTER_KEY_LENGTH :], flags)
+        raise MalformedFrame("add request shorter than master key and entry ids")
     if opcode == OpCode.READ_ENTRY:
         if size < _READ.size:
             raise MalformedFrame("read request shorter than its ids")
-        _, ledger_id, entry_id = _READ.unpack_from(body)
+        _, ledger_id, entry_id = _READ.unpack_from(buf, start)
         master_key = None
         if flags & FLAG_DO_FENCING:
             if size < _READ.size + MASTER_KEY_LENGTH:
                 raise MalformedFrame("fencing read without its master key")
-            master_key = body[_READ.size : _READ.size + MASTER_KEY_LENGTH]
+            master_key = bytes(buf[start + _READ.size : start + _READ.size + MASTER_KEY_LENGTH])
         return ReadRequest(ledger_id, entry_id, master_key, flags)
     raise MalformedFrame(f"unsupported opcode {opcode}")
 
 
+_ADD_RESPONSE = struct.Struct(">IIiqq")  # frame length, header, result, ledgerId, entryId
+_ADD_RESPONSE_HEAD = (PROTOCOL_VERSION << 24) | (OpCode.ADD_ENTRY << 16)
+
+
+def encode_add_response(code: int, ledger_id: int, entry_id: int) -> bytes:
+    """`encode_response` for an add, in one pack (it is sent once per add)."""
+    return _ADD_RESPONSE.pack(_RESPONSE.size, _ADD_RESPONSE_HEAD, code, ledger_id, entry_id)
+
+
 def decode_response(body: bytes | memoryview) -> Response:
-    if len(body) < _RESPONSE.size:
-        raise MalformedFrame("response shorter than its header")
-    head, code, ledger_id, entry_id = _RESPONSE.unpack_from(body)
-    _, opcode, _ = split_header(head)
-    if opcode not in (OpCode.ADD_ENTRY, OpCode.READ_ENTRY):
-        raise MalformedFrame(f"unsupported response opcode {opcode}")
+    opcode, code, ledger_id, entry_id = decode_response_head(body, 0, len(body))
     entry = bytes(body[_RESPONSE.size :]) if opcode == OpCode.READ_ENTRY else b""
     return Response(OpCode(opcode), code, ledger_id, entry_id, entry)
 
 
+def decode_response_head(
+    buf: bytes | memoryview, start: int, end: int
+) -> tuple[int, int, int, int]:
+    """(opcode, result code, ledgerId, entryId) of the response body at buf[start:end]; a
+    read response's entry follows at start + RESPONSE_HEAD_LEN."""
+    if end - start < _RESPONSE.size:
+        raise MalformedFrame("response shorter than its header")
+    head, code, ledger_id, entry_id = _RESPONSE.unpack_from(buf, start)
+    opcode = (head >> 16) & 0xFF if head >> 24 else head & 0xFF
+    if opcode != OpCode.ADD_ENTRY and opcode != OpCode.READ_ENTRY:
+        raise MalformedFrame(f"unsupported response opcode {opcode}")
+    return opcode, code, ledger_id, entry_id
+
+
+RESPONSE_HEAD_LEN = _RESPONSE.size
+
+
 class FrameReader:
-    """Cuts a byte stream into frame bodies; MalformedFrame on an impossible length."""
+    """Cuts a byte stream into frame bodies; MalformedFrame on an impossible length.
+
+    `spans` is the hot path: it returns the received buffer itself and the (start, end) of
+    every whole frame body in it, so a caller slices each field once out of the read instead
+    of copying every frame first. Only an incomplete tail is kept, and it is not re-joined
+    with each read until the frame it starts can be complete (a 5 MiB frame arriving in
+    64 KiB reads is copied once, not once per read)."""
 
     def __init__(self, max_frame: int = MAX_FRAME_SIZE) -> None:
         self.max_frame = max_frame
-        self._buf = bytearray()
+        self._tail: list[bytes] = []
+        self._tail_len = 0
+        self._need = 0  # bytes the tail needs before its first frame can be whole
+
+    def spans(self, data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
+        if self._tail:
+            self._tail.append(data)
+            self._tail_len += len(data)
+            if self._tail_len < self._need:
+                return b"", []
+            data = b"".join(self._tail)
+            self._tail, self._tail_len, self._need = [], 0, 0
+        spans: list[tuple[int, int]] = []
+        size_all = len(data)
+        pos = 0
+        unpack = FRAME_LEN.unpack_from
+        max_frame = self.max_frame
+        while size_all - pos >= 4:
+            (size,) = unpack(data, pos)
+            if size < 4 or size > max_frame:
+                raise MalformedFrame(f"frame length {size} out of range")
+            end = pos + 4 + size
+            if end > size_all:
+                self._need = end - pos
+                break
+            spans.append((pos + 4, end))
+            pos = end
+        if pos < size_all:
+            tail = data[pos:] if pos else data
+            self._tail, self._tail_len = [tail], len(tail)
+            self._need = max(self._need, 4)
+        return data, spans
 
     def feed(self, data: bytes) -> list[bytes]:
-        self._buf += data
-        frames: list[bytes] = []
-        buf = self._buf
-        pos = 0
-        while len(buf) - pos >= 4:
-            (size,) = FRAME_LEN.unpack_from(buf, pos)
-            if size < 4 or size > self.max_frame:
-                raise MalformedFrame(f"frame length {size} out of range")
-            if len(buf) - pos - 4 < size:
-                break
-            frames.append(bytes(buf[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
-        if pos:
-            del buf[:pos]
-        return frames
+        """Every whole frame body received so far (copies; for the non-hot paths)."""
+        buf, spans = self.spans(data)
+        return [buf[start:end] for start, end in spans]

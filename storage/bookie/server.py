@@ -22,7 +22,8 @@ from storage.bookie.protocol import (
     OpCode,
     ReadRequest,
     ResultCode,
-    decode_request,
+    decode_request_at,
+    encode_add_response,
     encode_response,
 )
 
@@ -52,14 +53,14 @@ class RequestHandler:
         metrics = self.metrics
         if metrics is None:
             self.bookie.add(
-                request, lambda code: send(encode_response(OpCode.ADD_ENTRY, code, lid, eid))
+                request, lambda code: send(encode_add_response(code, lid, eid))
             )
             return
         started, size = time.perf_counter(), len(request.entry)
 
         def reply(code: int) -> None:
             metrics.added(started, code, size)
-            send(encode_response(OpCode.ADD_ENTRY, code, lid, eid))
+            send(encode_add_response(code, lid, eid))
 
         self.bookie.add(request, reply)
 
@@ -132,8 +133,10 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            for body in self.reader.feed(data):
-                self.handler.handle(decode_request(body), self.send)
+            buf, spans = self.reader.spans(data)
+            handle, send = self.handler.handle, self.send
+            for start, end in spans:
+                handle(decode_request_at(buf, start, end), send)
         except MalformedFrame as exc:
             self._abort(f"malformed frame: {exc}")
         except Exception as exc:  # a bug or a closing bookie: lose this connection only

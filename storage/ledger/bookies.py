@@ -23,6 +23,13 @@ class BookieConnection(Protocol):
         """Store a packaged entry; returns once the bookie acknowledged it durable.
         `recovery`: a recovery add (RECOVERY_ADD), accepted on a fenced ledger."""
 
+    def add_callback(
+        self, ledger_id: int, entry_id: int, master_key: bytes, packaged: bytes,
+        done: Callable[[BaseException | None], None], *, recovery: bool = False,
+    ) -> None:
+        """`add` reporting through `done(None)` or `done(error)` instead of a coroutine (the
+        ledger's hot path: no task and no future per copy)."""
+
     async def read(
         self, ledger_id: int, entry_id: int, *, fence: bool = False,
         master_key: bytes | None = None,

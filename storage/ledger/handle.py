@@ -52,7 +52,7 @@ def master_key(password: bytes) -> bytes:
     return hashlib.sha1(b"ledger" + password).digest()
 
 
-@dataclass
+@dataclass(slots=True)
 class _PendingAdd:
     entry_id: int
     size: int
@@ -155,6 +155,11 @@ class WriteHandle(ReadableLedger):
         self.ensemble_changes = 0
         self._master_key = master_key(metadata.password or b"")
         self._ensemble = tuple(metadata.current_ensemble)
+        # Write sets depend on entry id mod E only: computed once, not once per add.
+        self._write_sets = [
+            write_set(i, metadata.ensemble_size, metadata.write_quorum_size)
+            for i in range(metadata.ensemble_size)
+        ]
         self.last_add_pushed = -1
         self.last_add_confirmed = -1
         self.length = 0  # acknowledged bytes
@@ -204,7 +209,7 @@ class WriteHandle(ReadableLedger):
             self.ledger_id, entry_id, self.last_add_confirmed, self._pushed_length, payload
         )
         op = _PendingAdd(entry_id, len(payload), future,
-                         write_set(entry_id, md.ensemble_size, md.write_quorum_size), packaged)
+                         self._write_sets[entry_id % md.ensemble_size], packaged)
         self._pending.append(op)
         self._drained.clear()
         for index in op.write_set:
@@ -212,8 +217,14 @@ class WriteHandle(ReadableLedger):
         return future
 
     def _spawn_send(self, op: _PendingAdd, index: int) -> None:
-        task = asyncio.get_running_loop().create_task(
-            self._send(op, index, self._ensemble[index]))
+        bookie = self._ensemble[index]
+        connection = self.bookies.cached(bookie)
+        if connection is not None:  # the hot path: a callback, no task or future per copy
+            connection.add_callback(
+                self.ledger_id, op.entry_id, self._master_key, op.packaged,
+                lambda error: self._copy_done(op, index, bookie, error))
+            return
+        task = asyncio.get_running_loop().create_task(self._send(op, index, bookie))
         self._sends.add(task)
         task.add_done_callback(self._sends.discard)
 
@@ -222,14 +233,26 @@ class WriteHandle(ReadableLedger):
         return await self.add_nowait(payload)
 
     async def _send(self, op: _PendingAdd, index: int, bookie: str) -> None:
+        """Dial the bookie first (no open connection yet), then send the copy."""
         try:
-            connection = self.bookies.cached(bookie) or await self.bookies.get(bookie)
+            connection = await self.bookies.get(bookie)
             await connection.add(self.ledger_id, op.entry_id, self._master_key, op.packaged)
-        except Fenced:
-            self._fail_all(LedgerFenced(self.ledger_id, bookie))
-            return
         except (TimeoutError, BookieError, OSError) as exc:
-            self._copy_failed(op, index, bookie, f"{type(exc).__name__}: {exc}")
+            self._copy_done(op, index, bookie, exc)
+            return
+        self._copy_done(op, index, bookie, None)
+
+    def _copy_done(
+        self, op: _PendingAdd, index: int, bookie: str, error: BaseException | None
+    ) -> None:
+        """One copy of `op` answered by `bookie` (ensemble index `index`)."""
+        if error is not None:
+            if isinstance(error, Fenced):
+                self._fail_all(LedgerFenced(self.ledger_id, bookie))
+            elif isinstance(error, TimeoutError | BookieError | OSError):
+                self._copy_failed(op, index, bookie, f"{type(error).__name__}: {error}")
+            else:
+                raise error
             return
         if self._ensemble[index] != bookie:
             return  # an answer from a bookie replaced meanwhile: the new one gets the copy

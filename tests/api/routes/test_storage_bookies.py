@@ -65,6 +65,23 @@ def cli(url: str, *args: str) -> str:
     return out.getvalue()
 
 
+def test_ready_line_comes_after_the_bookies_registered(
+    supervising: tuple[ServerProcess, RawEtcd],
+) -> None:
+    server, raw = supervising
+    log = server.workdir / "server.log"
+    wait_until(lambda: "ready:" in log.read_text(), 60)
+    [ready] = [line for line in log.read_text().splitlines() if "ready:" in line]
+    bookie_ids = ready.split(", bookies ", 1)[1].split()
+    assert len(bookie_ids) == 2
+    # Read at once, no waiting: the line is only written after both registered.
+    registered = set(raw.keys("/ledgers/available/"))
+    assert all(
+        bookie_available(b) in registered or bookie_readonly(b) in registered for b in bookie_ids
+    ), registered
+    assert raw.get("/ledgers/INSTANCEID") is not None  # the /ledgers root was set up
+
+
 def test_list_stop_start_and_readonly(supervising: tuple[ServerProcess, RawEtcd]) -> None:
     server, raw = supervising
     with httpx.Client(base_url=server.url, timeout=30) as http:

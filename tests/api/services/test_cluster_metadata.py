@@ -4,6 +4,7 @@ only when absent, never overwritten, and race-free when two servers start at onc
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 
 import pytest
@@ -61,8 +62,18 @@ async def test_creates_what_pulsar_standalone_creates(
         assert policies["replication_clusters"] == ["standalone"]
         assert policies["bundles"]["numBundles"] == 4
     assert raw_etcd.get("/admin/local-policies/public/default") is None
+    # The BookKeeper root, as `pulsar initialize-cluster-metadata` formats it.
+    assert raw_etcd.get("/ledgers/LAYOUT") == (
+        b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"
+    )
+    instance_id = raw_etcd.get("/ledgers/INSTANCEID")
+    assert instance_id is not None
+    assert str(uuid.UUID(instance_id.decode())) == done.ledgers_instance_id
+    for path in ("/ledgers", "/ledgers/available", "/ledgers/available/readonly"):
+        assert raw_etcd.get(path) == b""
     # A second start changes nothing.
-    assert (await initialize_cluster_metadata(stores[0], SETTINGS)).created == ()
+    again = await initialize_cluster_metadata(stores[0], SETTINGS)
+    assert again.created == () and again.ledgers_instance_id == done.ledgers_instance_id
 
 
 async def test_never_overwrites_and_skips_a_namespace_its_tenant_does_not_allow(
@@ -83,6 +94,7 @@ async def test_two_servers_starting_at_once_create_each_document_once(
     first, second = await asyncio.gather(
         *(initialize_cluster_metadata(store, SETTINGS) for store in stores)
     )
+    assert first.ledgers_instance_id == second.ledgers_instance_id is not None
     created = sorted(first.created + second.created)
     assert created == sorted(set(created)) and len(created) == 5
     assert raw_etcd.get_json("/admin/clusters/standalone") == CLUSTER
