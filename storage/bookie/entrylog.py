@@ -86,7 +86,10 @@ class EntryLogger:
         Written and synced in WRITE_CHUNK pieces rather than as one buffer: a checkpoint
         holds no second copy of the write cache, and the journal's own fdatasync (which on
         ext4 can wait for other files' newly allocated data) never waits behind a whole
-        checkpoint's worth of dirty pages. The last sync is the commit point, as before."""
+        checkpoint's worth of dirty pages. The last sync is the commit point, as before.
+        A log that reaches `logSizeLimit` is synced and the next one started mid-batch (as
+        upstream's entry logger rolls per add), so a large checkpoint never makes one
+        oversized log that compaction cannot reclaim in parts."""
         if not bodies:
             return []
         if self._fd < 0 or self._offset >= self.log_size_limit:
@@ -96,6 +99,13 @@ class EntryLogger:
         parts: list[bytes] = []
         start = offset = self._offset
         for body in bodies:
+            if offset >= self.log_size_limit:
+                if parts:
+                    self._write_synced(b"".join(parts), start)
+                    parts = []
+                self._roll()
+                log_id, start = self._log_id, 0
+                offset = 0
             size = len(body)
             parts += (record_header(body), body)
             locations.append(Location(log_id, offset + RECORD_HEADER_LEN, size))
