@@ -3,13 +3,14 @@ every test starts from an empty store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from metastore.embedded import EmbeddedEtcd
+from metastore.store import MetadataStore
 from tests.storage.cluster import TOPIC_CONF, Cluster, start_cluster, stop_cluster
 from tests.support import RawEtcd, ServerProcess, wait_until
 
@@ -25,6 +26,15 @@ def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEtcd]:
 @pytest.fixture(scope="session")
 def raw_etcd(etcd: EmbeddedEtcd) -> RawEtcd:
     return RawEtcd(etcd.endpoint)
+
+
+@pytest.fixture
+async def store(etcd: EmbeddedEtcd, raw_etcd: RawEtcd) -> AsyncIterator[MetadataStore]:
+    """A `MetadataStore` on the session's etcd, wiped first."""
+    raw_etcd.wipe()
+    store = MetadataStore([etcd.endpoint], timeout=5)
+    yield store
+    await store.close()
 
 
 @pytest.fixture(scope="session")

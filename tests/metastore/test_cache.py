@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,14 +20,6 @@ async def wait_for(condition, timeout: float = 5.0) -> None:  # type: ignore[no-
     while not condition():
         assert loop.time() < deadline, "condition not met in time"
         await asyncio.sleep(0.01)
-
-
-@pytest.fixture
-async def store(etcd: EmbeddedEtcd, raw_etcd: RawEtcd) -> AsyncIterator[MetadataStore]:
-    raw_etcd.wipe()
-    store = MetadataStore([etcd.endpoint], timeout=5)
-    yield store
-    await store.close()
 
 
 async def test_key_cache_sees_puts_and_deletes(store: MetadataStore, raw_etcd: RawEtcd) -> None:

@@ -8,7 +8,6 @@ import asyncio
 import itertools
 import json
 import random
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,22 +23,12 @@ from metastore.change_history import (
     changed_parts,
     recording,
 )
-from metastore.embedded import EmbeddedEtcd
 from metastore.errors import BadVersion
 from metastore.guards import Guard
 from metastore.store import MetadataStore
-from tests.support import RawEtcd
 
 CONTEXT = ChangeContext("ops", "10.0.0.1", "POST", "/admin/v2/test")
 BOUND = 30  # seconds: a liveness bound, never a timing claim
-
-
-@pytest.fixture
-async def store(etcd: EmbeddedEtcd, raw_etcd: RawEtcd) -> AsyncIterator[MetadataStore]:
-    raw_etcd.wipe()
-    store = MetadataStore([etcd.endpoint], timeout=5)
-    yield store
-    await store.close()
 
 
 def keys_changed(records: list[ChangeRecord]) -> list[list[tuple[str, Any, Any]]]:

@@ -4,12 +4,10 @@ audit use them: no `api` import anywhere on this path (the import contracts chec
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 
 import pytest
 
 from metastore import paths
-from metastore.embedded import EmbeddedEtcd
 from metastore.errors import NotFound
 from metastore.readers import (
     read_all_local_policies,
@@ -31,14 +29,6 @@ from placement import (
 from tests.support import RawEtcd
 
 RACKS = {f"b{i}:3181": f"/r{i % 3}" for i in range(6)}
-
-
-@pytest.fixture
-async def store(etcd: EmbeddedEtcd, raw_etcd: RawEtcd) -> AsyncIterator[MetadataStore]:
-    raw_etcd.wipe()
-    store = MetadataStore([etcd.endpoint], timeout=5)
-    yield store
-    await store.close()
 
 
 def seed(raw: RawEtcd) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -17,14 +16,6 @@ from metastore.store import (
     parse_metadata_store_url,
 )
 from tests.support import RawEtcd
-
-
-@pytest.fixture
-async def store(etcd: EmbeddedEtcd, raw_etcd: RawEtcd) -> AsyncIterator[MetadataStore]:
-    raw_etcd.wipe()
-    store = MetadataStore([etcd.endpoint], timeout=5)
-    yield store
-    await store.close()
 
 
 def test_parse_metadata_store_url() -> None:

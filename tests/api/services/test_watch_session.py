@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
 from api.services.watch import SELECTIONS, WatchSession, decode_value
-from metastore.embedded import EmbeddedEtcd
 from metastore.store import MetadataStore
-from tests.support import RawEtcd
 
 KEYS = {
     "/bookies": "bookies",
@@ -48,14 +45,6 @@ def test_documents_are_decoded() -> None:
     assert decode_value("/bookies", None) is None
     registration = decode_value("/ledgers/available/10.0.0.1:3181", b"")
     assert registration["endpoints"][0]["host"] == "10.0.0.1"
-
-
-@pytest.fixture
-async def store(etcd: EmbeddedEtcd, raw_etcd: RawEtcd) -> AsyncIterator[MetadataStore]:
-    raw_etcd.wipe()
-    store = MetadataStore([etcd.endpoint], timeout=5)
-    yield store
-    await store.close()
 
 
 async def test_a_lagging_client_gets_what_it_was_owed_then_resync(store: MetadataStore) -> None:

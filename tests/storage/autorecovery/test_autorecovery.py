@@ -8,9 +8,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -31,29 +29,8 @@ from storage.bookie.errors import NoLedger
 from storage.ledger import LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.storage.bookie.support import BookieProcess
+from tests.storage.chaos.support import FAST, eventually
 from tests.storage.cluster import Cluster, engine
-
-T = TypeVar("T")
-
-FAST = AutoRecoveryConfig(
-    autoRecoveryDaemonEnabled=True,
-    openLedgerRereplicationGracePeriod=1000,
-    lockReleaseOfFailedLedgerGracePeriod=1000,
-    rwRereplicateBackoffMs=500,
-    metadataStoreSessionTimeoutMillis=2000,
-)
-
-
-async def eventually(check: Callable[[], Awaitable[T]], timeout: float = 30.0) -> T:
-    """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last  # type: ignore[return-value]
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"not met within {timeout}s; last: {last!r}")
 
 
 def keys_of(cluster: Cluster) -> VersionedKeys:
