@@ -17,7 +17,6 @@ import asyncio
 import base64
 import json
 import os
-import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 import jwt
 
 from bench.api_bench import compact_etcd, reset_rack_map, set_bookie_rack
-from bench.harness import BenchServer, machine
+from bench.harness import BenchServer, machine, off_on_level
 from metastore.embedded import EmbeddedEtcd
 
 CONCURRENCY = (8, 32)
@@ -68,18 +67,8 @@ def run(seconds: float, rounds: int, bookies: int) -> dict[str, Any]:
             etcd.stop()
     levels = []
     for clients in CONCURRENCY:
-        off, on = samples[("off", clients)], samples[("on", clients)]
-        off_rps = statistics.mean(s["rps"] for s in off)
-        on_rps = statistics.mean(s["rps"] for s in on)
-        levels.append({
-            "clients": clients,
-            "off": {"rps": off_rps, "p50_ms": statistics.mean(s["p50_ms"] for s in off),
-                    "p99_ms": statistics.mean(s["p99_ms"] for s in off)},
-            "on": {"rps": on_rps, "p50_ms": statistics.mean(s["p50_ms"] for s in on),
-                   "p99_ms": statistics.mean(s["p99_ms"] for s in on)},
-            "ratio": on_rps / off_rps,
-            "rounds_rps": {"off": [s["rps"] for s in off], "on": [s["rps"] for s in on]},
-        })  # fmt: skip
+        levels.append({"clients": clients,
+                       **off_on_level(samples[("off", clients)], samples[("on", clients)])})
     return {
         "machine": machine(),
         "client": samples[("off", CONCURRENCY[0])][0]["client"],

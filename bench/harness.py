@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import platform
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -84,3 +86,20 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[index]
+
+
+def off_on_level(off: list[dict[str, Any]], on: list[dict[str, Any]]) -> dict[str, Any]:
+    """One level of an off/on comparison from its rounds' samples (each with `rps`, `p50_ms`,
+    `p99_ms`): the means of each side, the ratio on/off and every round's rate."""
+
+    def mean(samples: list[dict[str, Any]]) -> dict[str, float]:
+        return {key: statistics.mean(s[key] for s in samples)
+                for key in ("rps", "p50_ms", "p99_ms")}  # fmt: skip
+
+    off_mean, on_mean = mean(off), mean(on)
+    return {
+        "off": off_mean,
+        "on": on_mean,
+        "ratio": on_mean["rps"] / off_mean["rps"],
+        "rounds_rps": {"off": [s["rps"] for s in off], "on": [s["rps"] for s in on]},
+    }

@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.api_bench import compact_etcd, etcd_client, reset_rack_map, set_bookie_rack
-from bench.harness import BenchServer, machine
+from bench.harness import BenchServer, machine, off_on_level
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd
 
@@ -77,18 +76,7 @@ def run(seconds: float, rounds: int, workloads: tuple[int, ...]) -> dict[str, An
     for bookies in workloads:
         for clients in CONCURRENCY:
             off, on = samples[(bookies, "off", clients)], samples[(bookies, "on", clients)]
-            off_rps = statistics.mean(s["rps"] for s in off)
-            on_rps = statistics.mean(s["rps"] for s in on)
-            levels.append({
-                "bookies": bookies,
-                "clients": clients,
-                "off": {"rps": off_rps, "p50_ms": statistics.mean(s["p50_ms"] for s in off),
-                        "p99_ms": statistics.mean(s["p99_ms"] for s in off)},
-                "on": {"rps": on_rps, "p50_ms": statistics.mean(s["p50_ms"] for s in on),
-                       "p99_ms": statistics.mean(s["p99_ms"] for s in on)},
-                "ratio": on_rps / off_rps,
-                "rounds_rps": {"off": [s["rps"] for s in off], "on": [s["rps"] for s in on]},
-            })  # fmt: skip
+            levels.append({"bookies": bookies, "clients": clients, **off_on_level(off, on)})
     first = samples[(workloads[0], "off", CONCURRENCY[0])][0]
     return {
         "machine": machine(),
