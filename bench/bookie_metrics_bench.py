@@ -13,10 +13,7 @@ add is the steadier figure on a busy machine.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,27 +21,13 @@ from pathlib import Path
 import httpx
 import uvloop
 
-from bench.bookie_bench import _wait_ready, bookie_level, cpu_seconds
+from bench.bookie_bench import bookie_level, cpu_seconds, start_bookie
 from bench.harness import REPO, machine
 from metastore.embedded import EmbeddedEtcd, free_port
 from storage.bookie.metrics import BookieMetrics
 
 LEVELS = (1, 16, 256)
 ROUNDS = 2
-
-
-def start(workdir: Path, name: str, etcd_url: str, conf: dict[str, str]
-          ) -> tuple[str, subprocess.Popen[bytes]]:
-    address = f"127.0.0.1:{free_port()}"
-    command = [
-        sys.executable, "-m", "storage.bookie", "--bookie-id", address,
-        "--data-dir", str(workdir / name), "--metadata-store-url", etcd_url,
-        *[arg for key, value in conf.items() for arg in ("-c", f"{key}={value}")],
-    ]  # fmt: skip
-    with open(workdir / f"{name}.log", "ab") as log:
-        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log)
-    asyncio.run(_wait_ready(address))
-    return address, process
 
 
 def recording_cost_us(count: int = 5_000, repeats: int = 60) -> float:
@@ -89,8 +72,9 @@ def run(seconds: float = 3.0) -> str:
         etcd.start()
         metrics_port = free_port()
         bookies = {
-            "off": start(workdir, "off", etcd.url, {"enableStatistics": "false"}),
-            "on": start(workdir, "on", etcd.url, {"prometheusStatsHttpPort": str(metrics_port)}),
+            "off": start_bookie(workdir, "off", etcd.url, {"enableStatistics": "false"}),
+            "on": start_bookie(workdir, "on", etcd.url,
+                               {"prometheusStatsHttpPort": str(metrics_port)}),
         }
         totals = {(name, level): [0.0, 0.0, 0.0] for name in bookies for level in LEVELS}
         try:
