@@ -594,18 +594,9 @@ class MetadataStore:
         in one bounded range request, and whether more keys follow."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        request = rpc.RangeRequest(
+        response = await self._range(rpc.RangeRequest(
             key=start.encode(), range_end=end.encode(), limit=limit, keys_only=keys_only
-        )
-
-        async def call(client: aetcd.Client) -> Any:
-            # The client library has no range limit; send the range request itself.
-            await client.connect()
-            return await client.kvstub.Range(
-                request, timeout=self.timeout, metadata=client.metadata
-            )
-
-        response = await self._call(call)
+        ))  # fmt: skip
         items = [(kv.key.decode(), kv.value, int(kv.version)) for kv in response.kvs]
         return items, bool(response.more)
 
@@ -645,10 +636,15 @@ class MetadataStore:
 
     async def _range(self, request: rpc.RangeRequest) -> Any:
         """A range request with the options the client's helpers leave out (limits, sorting
-        and filters by revision)."""
-        return await self._call(
-            lambda c: c.kvstub.Range(request, timeout=self.timeout, metadata=c.metadata)
-        )
+        and filters by revision), sent on the client's own stub (connected first: the stub
+        exists only once the client has connected)."""
+
+        async def call(client: aetcd.Client) -> Any:
+            await client.connect()
+            return await client.kvstub.Range(request, timeout=self.timeout,
+                                             metadata=client.metadata)
+
+        return await self._call(call)
 
     def _history_request(self, **options: Any) -> rpc.RangeRequest:
         start, end = child_range(paths.CHANGE_HISTORY)
