@@ -3,7 +3,8 @@
 
 - `/ledgers/underreplication/ledgers/<hhhh>/<hhhh>/<hhhh>/<hhhh>/urL<%010d>`: the missing
   replicas (`replica: "<bookie>"` lines) and the mark time (`ctime`); marking again merges the
-  replica list (CAS on the key's version);
+  replica list (CAS on the key's version; a new replica sets `ctime` to now, as upstream), and
+  a worker removes the mark only at the version it took (a mark changed meanwhile stays);
 - `/ledgers/underreplication/locks/urL<%010d>`: ephemeral (on the worker's lease), the
   holder's id in `LockDataFormat`;
 - `/ledgers/underreplication/lostBookieRecoveryDelay`: the delay as decimal text; rewriting it
@@ -64,10 +65,10 @@ class UnderReplication:
             merged = tuple(sorted(set(current.replicas) | set(wanted)))
             if merged == current.replicas:
                 return
-            try:
+            try:  # a replica added: the mark time is now, as upstream
                 await self.keys.put_at_version(
-                    path, encode_underreplicated_ledger(UnderreplicatedLedger(merged,
-                                                                              current.ctime)),
+                    path, encode_underreplicated_ledger(
+                        UnderreplicatedLedger(merged, int(time.time() * 1000))),
                     found.version)
             except (BadVersion, NotFound):
                 continue
@@ -97,10 +98,18 @@ class UnderReplication:
         mark = decode_underreplicated_ledger(found.value)
         return Mark(ledger_id, mark.replicas, mark.ctime, found.version)
 
-    async def unmark(self, ledger_id: int) -> None:
-        """Mark replicated: delete the marker (absent already is fine)."""
-        with contextlib.suppress(NotFound):
-            await self.keys.delete(paths.underreplicated_ledger(ledger_id))
+    async def unmark(self, ledger_id: int, version: int | None = None) -> bool:
+        """Mark replicated: delete the marker (absent already is fine). With `version` (the
+        mark's version when the worker took the ledger, as upstream's `markLedgerReplicated`
+        deletes at its lock's znode version), a mark that was merged or made again since is
+        kept for the next round: False then."""
+        try:
+            await self.keys.delete(paths.underreplicated_ledger(ledger_id), version)
+        except NotFound:
+            return True
+        except BadVersion:
+            return False
+        return True
 
     async def lock(self, ledger_id: int, lease: int, holder: str) -> bool:
         """Take the ledger's ephemeral lock; False when another worker holds it."""

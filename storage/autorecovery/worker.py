@@ -3,6 +3,10 @@ on bookies the ledger's recorded policy accepts (BookKeeper's `ReplicationWorker
 `LedgerFragmentReplicator`).
 
 For each marked ledger it can lock (ephemeral `urL<id>` lock on its lease):
+0. a bookie the mark names that is still registered and still in the ledger counts as lost
+   when it cannot give back the first and last entry it stores of each closed fragment (or,
+   only in the open fragment, cannot be reached): the data checks mark by reading, and a
+   bookie killed a moment ago is registered until its session expires;
 1. gone ledger: the mark is removed (upstream: "mark replicated");
 2. an OPEN ledger whose last segment lists an unregistered bookie (or breaks placement) is
    left alone for `openLedgerRereplicationGracePeriod` ms after the mark, so a live writer
@@ -18,9 +22,11 @@ For each marked ledger it can lock (ephemeral `urL<id>` lock on its lease):
    a time, at most `replicationRateByBytes` bytes/s (-1: no limit); the first and last entry
    copied are read back from the new bookie and compared byte for byte;
 5. the segment's metadata is updated by CAS (only if the old bookie is still at that index);
-6. nothing left to repair: the mark is removed. Otherwise the ledger is retried after
-   `lockReleaseOfFailedLedgerGracePeriod` ms, or `rwRereplicateBackoffMs` when no bookie was
-   eligible; `stuck` keeps the reason for each such ledger (e.g. the strict group's shortage).
+6. nothing left to repair: the mark is removed, at the version read when the lock was taken
+   (a mark merged or made again meanwhile stays for the next round). Otherwise the ledger is
+   retried after `lockReleaseOfFailedLedgerGracePeriod` ms, or `rwRereplicateBackoffMs` when
+   no bookie was eligible; `stuck` keeps the reason for each such ledger (e.g. the strict
+   group's shortage).
 """
 
 from __future__ import annotations
@@ -34,10 +40,11 @@ from dataclasses import replace
 from placement import NotEnoughBookies, PlacementConfig, Topology, write_set
 from placement.violations import check_fragment, kind_names, member_violations
 from storage.autorecovery.auditor import segment_adheres
+from storage.autorecovery.checker import READ_TIMEOUT, checked_fragments, stripe_bounds
 from storage.autorecovery.config import AutoRecoveryConfig
 from storage.autorecovery.marks import Mark, UnderReplication
 from storage.autorecovery.registry import registered_bookies
-from storage.bookie.errors import BookieError
+from storage.bookie.errors import BookieError, NoEntry, NoLedger
 from storage.ledger.client import LedgerClient
 from storage.ledger.ensemble import adhering_ensemble, recorded_affinity, replacements
 from storage.ledger.errors import LedgerError, NoSuchLedger
@@ -134,7 +141,11 @@ class ReplicationWorker:
             if not await self.marks.lock(mark.ledger_id, lease, self.worker_id):
                 continue
             try:
-                await self.rereplicate(mark)
+                # the mark as it is now that we hold the lock: only a lock holder removes a
+                # mark, so its version is the one to remove at (upstream reads it the same way)
+                locked = await self.marks.get(mark.ledger_id)
+                if locked is not None:
+                    await self.rereplicate(locked)
             except Deferred as exc:
                 self._retry_at[mark.ledger_id] = time.monotonic() + exc.seconds
                 self.stuck[mark.ledger_id] = exc.why
@@ -158,6 +169,10 @@ class ReplicationWorker:
             return
         cfg = self.config
         available = await registered_bookies(self.keys)
+        members = {b for ensemble in md.ensembles.values() for b in ensemble}
+        suspects = set(mark.replicas) & members & available
+        if suspects:  # marked by a data check, still registered: do they answer?
+            available = available - await self._silent(md, suspects)
         topology = await self.client.topology()
         if not md.is_closed and self._needs_repair(md, md.current_ensemble, available,
                                                    topology):
@@ -184,8 +199,44 @@ class ReplicationWorker:
         if left:
             raise Deferred(cfg.lockReleaseOfFailedLedgerGracePeriod / 1000,
                            f"segments {left} still need repair")
-        await self.marks.unmark(ledger_id)
-        self.replicated_ledgers += 1
+        if await self.marks.unmark(ledger_id, mark.version):
+            self.replicated_ledgers += 1
+        # else: marked again while we worked (new replicas, the auditor or a check): the
+        # mark stays and the next round looks at the ledger again
+
+    async def _silent(self, md: LedgerMetadata, suspects: set[str]) -> set[str]:
+        """The suspects that cannot give back the first and last entry they store of each
+        closed fragment (a bookie only in the open fragment: that cannot answer at all).
+        Upstream's worker judges a marked ledger's fragments by reading them
+        (`LedgerChecker`), not by registrations alone: a bookie killed a moment ago is still
+        registered until its session expires, and a bookie that lost its disk stays
+        registered."""
+        silent: set[str] = set()
+        fragments = checked_fragments(md)
+        for bookie in sorted(suspects):
+            probes = [(md.ledger_id, e) for start, end, ensemble in fragments
+                      if bookie in ensemble
+                      for bounds in [stripe_bounds(ensemble.index(bookie), start, end,
+                                                   md.ensemble_size, md.write_quorum_size)]
+                      if bounds is not None for e in sorted(set(bounds))]
+            if not probes:
+                probes = [(md.ledger_id, -1)]  # the open fragment only: is it reachable?
+            for ledger_id, entry_id in probes:
+                if not await self._answers(bookie, ledger_id, entry_id):
+                    silent.add(bookie)
+                    break
+        return silent
+
+    async def _answers(self, bookie: str, ledger_id: int, entry_id: int) -> bool:
+        try:
+            connection = await asyncio.wait_for(self.client.bookies.get(bookie), READ_TIMEOUT)
+            await asyncio.wait_for(connection.read(ledger_id, entry_id), READ_TIMEOUT)
+        except (NoEntry, NoLedger):
+            return entry_id == -1  # reachable; for a stored entry: the data is gone
+        except (BookieError, OSError, TimeoutError) as exc:
+            log.info("worker: %s cannot read %d:%d: %s", bookie, ledger_id, entry_id, exc)
+            return False
+        return True
 
     def _needs_repair(self, md: LedgerMetadata, ensemble: tuple[str, ...],
                       available: frozenset[str], topology: Topology) -> bool:

@@ -5,6 +5,7 @@ auditor marks and the worker restores to full replication inside the ledger's st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
@@ -24,6 +25,7 @@ from storage.autorecovery import (
     AutoRecoveryConfig,
     UnderReplication,
 )
+from storage.autorecovery.worker import ReplicationWorker
 from storage.bookie.client import BookieClient
 from storage.bookie.errors import NoLedger
 from storage.ledger import LedgerSpec
@@ -50,8 +52,19 @@ async def test_marks_are_in_bookkeepers_text_format_and_merge(cluster: Cluster) 
         assert lines[2].startswith("ctime: ")
         assert paths.underreplicated_ledger(4242).endswith("/0000/0000/0000/1092/urL0000004242")
         assert [m.ledger_id for m in await marks.marks()] == [4242]
-        await marks.unmark(4242)
+        taken = await marks.get(4242)
+        assert taken is not None
+        await marks.mark(4242, ["127.0.0.1:3"])  # marked again while a worker held it
+        again = await marks.get(4242)
+        assert again is not None and again.version == taken.version + 1
+        assert again.ctime is not None and taken.ctime is not None
+        assert again.ctime >= taken.ctime  # a replica added: the mark time is now
+        assert await marks.unmark(4242, taken.version) is False  # the newer mark stays
+        assert [m.replicas for m in await marks.marks()] == [
+            ("127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3")]
+        assert await marks.unmark(4242, again.version) is True
         assert await marks.marks() == []
+        assert await marks.unmark(4242, again.version) is True  # absent already: fine
     finally:
         await keys.close()
 
@@ -138,7 +151,11 @@ async def test_lost_bookie_is_marked_and_its_ledgers_restored_inside_the_group(
                     return now if victim.bookie_id not in now and marked is None else None
 
                 now = await eventually(restored, 60)
-                assert recovery.auditor.stats.ledgers_marked >= 1
+                # marked by the bookie audit once the session expired, or before that by the
+                # all-ledgers check (it runs once on election) that could not read the victim
+                periodic = recovery.auditor.periodic
+                assert recovery.auditor.stats.ledgers_marked >= 1 or (
+                    periodic is not None and handle.ledger_id in periodic.all_ledgers.found)
                 assert recovery.worker.replicated_ledgers >= 1
                 assert set(now) <= members and len(set(now)) == 3
                 assert now[0] == ensemble[0] and now[2] == ensemble[2]
@@ -294,4 +311,62 @@ async def test_open_ledger_of_a_dead_writer_is_recovered_then_repaired_and_stric
                 await recovery.stop()
     finally:
         drop_group(cluster, spares, "ol")
+        await keys.close()
+
+
+async def test_a_checks_mark_on_a_registered_but_silent_bookie_is_repaired_at_once(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A data check marks a ledger with a bookie that is still registered (killed a moment
+    ago: its session has not expired) but cannot give its entries back. The worker judges
+    the marked replica by reading it, as upstream's does, and repairs now: it must not take
+    the registration's word and drop the mark (the auditor's later mark of the same replica
+    would merge into it and be lost with it)."""
+    spares = start_group(cluster, tmp_path, "sil", 4)
+    keys = keys_of(cluster)
+    groups = AffinityGroups(("sil",), strict=True)
+    victim = BookieProcess(cluster.raw, cluster.etcd.url, tmp_path / "sil-long", lease_ttl=120)
+    try:
+        victim.start()
+        doc = cluster.raw.get_json("/bookies")
+        doc["sil"][victim.bookie_id] = {"rack": "/sil-long"}
+        cluster.raw.put("/bookies", json.dumps(doc))
+        async with engine(cluster) as running:
+            client = running.client
+            while True:  # a ledger on the long-session bookie
+                handle = await client.create(LedgerSpec(
+                    3, 3, 2, managed_ledger_custom_metadata("t/ns/persistent/sil", groups),
+                    groups))
+                if victim.bookie_id in handle.metadata.current_ensemble:
+                    break
+                await handle.close()
+            data = [bytes([i]) * 11 for i in range(25)]
+            for p in data:
+                await handle.add(p)
+            await handle.close()
+            victim.kill()
+            marks = UnderReplication(keys)
+            await marks.mark(handle.ledger_id, [victim.bookie_id])
+            worker = ReplicationWorker(client, marks, FAST, "127.0.0.1:8083", tick=0.1)
+            task = asyncio.create_task(worker.run())
+            try:
+                async def repaired() -> bool:
+                    md = stored(cluster, handle.ledger_id)
+                    unmarked = cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
+                    return victim.bookie_id not in md.current_ensemble and unmarked is None
+
+                await eventually(repaired, 30)
+                # repaired while the victim's registration still stood
+                assert cluster.raw.get(paths.bookie_available(victim.bookie_id)) is not None
+                md = stored(cluster, handle.ledger_id)
+                assert set(md.current_ensemble) <= {b.bookie_id for b in spares}
+                reader = await client.open(handle.ledger_id)
+                assert [(await reader.read(i)).payload for i in range(len(data))] == data
+            finally:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+    finally:
+        victim.kill()
+        drop_group(cluster, spares, "sil")
         await keys.close()
