@@ -285,6 +285,23 @@ class Bookie:
         best = max(c for c in candidates if c is not None)
         return best if best >= 0 else None
 
+    async def entries_of(self, ledger_id: int) -> list[int] | None:
+        """The ids of the ledger's entries this bookie holds, ascending; None when it does not
+        know the ledger (upstream's NoLedgerException). What the write cache holds is taken
+        here, the index is scanned in a thread (a large ledger's scan never stalls adds); an
+        entry being checkpointed meanwhile is in the cache snapshot or the index, or both."""
+        if ledger_id not in self._ledgers:
+            return None
+        assert self.index is not None
+        cached = {eid for lid, eid in self._active.entries if lid == ledger_id}
+        if self._flushing is not None:
+            cached.update(eid for lid, eid in self._flushing.entries if lid == ledger_id)
+        index = self.index
+        stored = await asyncio.get_running_loop().run_in_executor(None, index.entry_ids, ledger_id)
+        if not cached:
+            return stored
+        return sorted(cached.union(stored))
+
     @property
     def ledger_count(self) -> int:
         return len(self._ledgers)
