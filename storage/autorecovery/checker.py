@@ -192,74 +192,26 @@ def decode_ctime(raw: bytes) -> int | None:
     return None
 
 
-class PeriodicChecks:
-    def __init__(self, keys: VersionedKeys, marks: UnderReplication, bookies: BookiePool,
-                 config: AutoRecoveryConfig, mark: MarkLedger, *, tick: float = 1.0) -> None:
-        self.keys = keys
-        self.marks = marks
+class FragmentChecker:
+    """Which bookies lost which fragments of a ledger, found by reading (upstream's
+    `LedgerChecker`, the auditor's all-ledgers check and the replication worker's check
+    before it repairs; see the module docstring)."""
+
+    def __init__(self, bookies: BookiePool, verification_percentage: int = 0,
+                 rng: random.Random | None = None) -> None:
         self.bookies = bookies
-        self.config = config
-        self.mark = mark
-        self.tick = tick
-        self.ledgers = LedgerMetadataStore(keys)
-        self.all_ledgers = CheckProgress("checkAllLedgers")
-        self.replicas = CheckProgress("replicasCheck")
-        self.replicas_report = ReplicasReport()
-        self.rng = random.Random()
+        self.verification_percentage = verification_percentage
+        self.rng = rng or random.Random()
 
-    # -- scheduling -----------------------------------------------------------------------------
-
-    async def run(self) -> None:
-        """While the auditor leads: run each enabled check when it is due."""
-        cfg = self.config
-        schedule = [
-            (cfg.auditorPeriodicCheckInterval, CHECK_ALL_LEDGERS_CTIME, "checkAllLedgersCTime",
-             self.check_all_ledgers),
-            (cfg.auditorReplicasCheckInterval, REPLICAS_CHECK_CTIME, "replicasCheckCTime",
-             self.check_replicas),
-        ]
-        while True:
-            for interval, key, field_name, check in schedule:
-                if interval <= 0:
-                    continue
-                last = await self._last_run(key)
-                now_ms = int(time.time() * 1000)
-                if last is not None and now_ms - last < interval * 1000:
-                    continue
-                await self.keys.put(key, encode_ctime(field_name, now_ms))
-                await check()
-            await asyncio.sleep(self.tick)
-
-    async def _last_run(self, key: str) -> int | None:
-        found = await self.keys.read(key)
-        return None if found is None else decode_ctime(found.value)
-
-    # -- the all-ledgers check ------------------------------------------------------------------
-
-    async def check_all_ledgers(self) -> set[int]:
-        """Read each fragment's first and last entry from each bookie that stores it; mark the
-        ledgers with bookies that lost a fragment. The ids marked."""
-        progress = self.all_ledgers
-        available = await registered_bookies(self.keys)
-        pacer = ReadPacer(self.config.auditorCheckReadsPerSecond)
-        marked: set[int] = set()
-
-        async def one(md: LedgerMetadata) -> None:
-            lost = await self._lost_bookies(md, available, pacer, progress)
-            if lost:
-                await self.mark(md.ledger_id, lost)
-                marked.add(md.ledger_id)
-
-        await self._each_ledger(progress, one)
-        progress.found = frozenset(marked)
-        if marked:
-            log.warning("check of all ledgers marked %d ledgers: %s", len(marked),
-                        sorted(marked)[:20])
-        return marked
-
-    async def _lost_bookies(self, md: LedgerMetadata, available: frozenset[str],
-                            pacer: ReadPacer, progress: CheckProgress) -> set[str]:
-        lost: set[str] = set()
+    async def lost_bookies(self, md: LedgerMetadata, available: frozenset[str],
+                           pacer: ReadPacer, progress: CheckProgress | None = None, *,
+                           only: Iterable[str] | None = None) -> dict[int, set[str]]:
+        """{first entry of a fragment: the bookies that lost it}, for the fragments that lost
+        any: closed fragments, and the last one of a ledger that is not CLOSED up to its
+        LAC. `only`: check these bookies and no others."""
+        progress = progress or CheckProgress("fragments")
+        wanted = None if only is None else set(only)
+        lost: dict[int, set[str]] = {}
         fragments = checked_fragments(md)
         if not md.is_closed:
             last = await self._open_fragment(md, available, pacer, progress)
@@ -267,21 +219,21 @@ class PeriodicChecks:
                 fragments.append(last)
         for start, end, ensemble in fragments:
             for index, bookie in enumerate(ensemble):
-                if bookie in lost:
+                if wanted is not None and bookie not in wanted:
                     continue
                 bounds = stripe_bounds(index, start, end, md.ensemble_size,
                                        md.write_quorum_size)
                 if bounds is None:
                     continue
                 if bookie not in available:
-                    lost.add(bookie)
+                    lost.setdefault(start, set()).add(bookie)
                     continue
                 for entry_id in self._to_read(index, bounds, md):
                     await pacer.wait()
                     progress.entries_read += 1
                     progress.requests += 1
                     if not await self._holds(bookie, md.ledger_id, entry_id):
-                        lost.add(bookie)
+                        lost.setdefault(start, set()).add(bookie)
                         break
         return lost
 
@@ -357,7 +309,7 @@ class PeriodicChecks:
         """The stripe's first and last entry, and the sampled share of the entries between."""
         first, last = bounds
         wanted = {first, last}
-        percentage = self.config.auditorLedgerVerificationPercentage
+        percentage = self.verification_percentage
         if percentage > 0 and last - first > 1:
             between = [e for e in range(first + 1, last)
                        if index in write_set(e, md.ensemble_size, md.write_quorum_size)]
@@ -373,6 +325,73 @@ class PeriodicChecks:
             log.info("check: %s cannot read %d:%d: %s", bookie, ledger_id, entry_id, exc)
             return False
         return True
+
+
+class PeriodicChecks:
+    def __init__(self, keys: VersionedKeys, marks: UnderReplication, bookies: BookiePool,
+                 config: AutoRecoveryConfig, mark: MarkLedger, *, tick: float = 1.0) -> None:
+        self.keys = keys
+        self.marks = marks
+        self.bookies = bookies
+        self.config = config
+        self.mark = mark
+        self.tick = tick
+        self.ledgers = LedgerMetadataStore(keys)
+        self.all_ledgers = CheckProgress("checkAllLedgers")
+        self.replicas = CheckProgress("replicasCheck")
+        self.replicas_report = ReplicasReport()
+        self.fragments = FragmentChecker(bookies, config.auditorLedgerVerificationPercentage)
+
+    # -- scheduling -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """While the auditor leads: run each enabled check when it is due."""
+        cfg = self.config
+        schedule = [
+            (cfg.auditorPeriodicCheckInterval, CHECK_ALL_LEDGERS_CTIME, "checkAllLedgersCTime",
+             self.check_all_ledgers),
+            (cfg.auditorReplicasCheckInterval, REPLICAS_CHECK_CTIME, "replicasCheckCTime",
+             self.check_replicas),
+        ]
+        while True:
+            for interval, key, field_name, check in schedule:
+                if interval <= 0:
+                    continue
+                last = await self._last_run(key)
+                now_ms = int(time.time() * 1000)
+                if last is not None and now_ms - last < interval * 1000:
+                    continue
+                await self.keys.put(key, encode_ctime(field_name, now_ms))
+                await check()
+            await asyncio.sleep(self.tick)
+
+    async def _last_run(self, key: str) -> int | None:
+        found = await self.keys.read(key)
+        return None if found is None else decode_ctime(found.value)
+
+    # -- the all-ledgers check ------------------------------------------------------------------
+
+    async def check_all_ledgers(self) -> set[int]:
+        """Read each fragment's first and last entry from each bookie that stores it; mark the
+        ledgers with bookies that lost a fragment. The ids marked."""
+        progress = self.all_ledgers
+        available = await registered_bookies(self.keys)
+        pacer = ReadPacer(self.config.auditorCheckReadsPerSecond)
+        marked: set[int] = set()
+
+        async def one(md: LedgerMetadata) -> None:
+            by_fragment = await self.fragments.lost_bookies(md, available, pacer, progress)
+            lost = set().union(*by_fragment.values())
+            if lost:
+                await self.mark(md.ledger_id, lost)
+                marked.add(md.ledger_id)
+
+        await self._each_ledger(progress, one)
+        progress.found = frozenset(marked)
+        if marked:
+            log.warning("check of all ledgers marked %d ledgers: %s", len(marked),
+                        sorted(marked)[:20])
+        return marked
 
     # -- the replicas check ---------------------------------------------------------------------
 

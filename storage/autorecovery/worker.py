@@ -9,7 +9,10 @@ For each marked ledger it can lock (ephemeral `urL<id>` lock on its lease):
    can do its own ensemble change; after that it is recovered (fenced, tail re-written,
    closed: `storage.ledger.recovery`). Earlier segments of an OPEN ledger are closed
    fragments and are repaired at once;
-3. per segment: each member that is not registered is replaced through `replace_bookie`
+3. per segment: each member that is not registered, or that the mark names and that cannot
+   serve its part of the segment (read as the all-ledgers check reads: a bookie that came
+   back without its data is registered but has lost it; upstream's worker re-checks the
+   ledger's fragments the same way before repairing), is replaced through `replace_bookie`
    under the ledger's recorded groups (strict groups never leave them); with
    `repairedPlacementPolicyNotAdheringBookieEnable` a segment failing the isolation-aware
    check gets `replace_to_adhere`'s ensemble instead;
@@ -34,6 +37,7 @@ from dataclasses import replace
 from placement import NotEnoughBookies, PlacementConfig, Topology, write_set
 from placement.violations import check_fragment, kind_names, member_violations
 from storage.autorecovery.auditor import segment_adheres
+from storage.autorecovery.checker import FragmentChecker, ReadPacer
 from storage.autorecovery.config import AutoRecoveryConfig
 from storage.autorecovery.marks import Mark, UnderReplication
 from storage.autorecovery.registry import registered_bookies
@@ -159,8 +163,11 @@ class ReplicationWorker:
         cfg = self.config
         available = await registered_bookies(self.keys)
         topology = await self.client.topology()
-        if not md.is_closed and self._needs_repair(md, md.current_ensemble, available,
-                                                   topology):
+        lost_data = await self._lost_data(md, mark, available)
+        last_start = max(md.ensembles)
+        if not md.is_closed and self._needs_repair(
+                md, md.current_ensemble, available - lost_data.get(last_start, set()),
+                topology):
             age_ms = int(time.time() * 1000) - (mark.ctime or 0)
             grace = cfg.openLedgerRereplicationGracePeriod
             if md.state is LedgerState.OPEN and age_ms < grace:
@@ -171,21 +178,34 @@ class ReplicationWorker:
             except LedgerError as exc:
                 raise Deferred(cfg.rwRereplicateBackoffMs / 1000,
                                f"recovery failed: {exc}") from exc
+            lost_data = await self._lost_data(md, mark, available)  # now a closed fragment
         starts = sorted(md.ensembles)
         for k, start in enumerate(starts):
             if not md.is_closed and k == len(starts) - 1:
                 continue  # the open fragment: its writer owns it
             end = starts[k + 1] - 1 if k + 1 < len(starts) else md.last_entry_id
-            md = await self._repair_segment(md, start, end, available, topology)
+            md = await self._repair_segment(md, start, end,
+                                            available - lost_data.get(start, set()), topology)
         md = await self.client.read_metadata(ledger_id)
         left = [s for s, e in sorted(md.ensembles.items())
                 if (md.is_closed or s != max(md.ensembles))
-                and self._needs_repair(md, e, available, topology)]
+                and self._needs_repair(md, e, available - lost_data.get(s, set()), topology)]
         if left:
             raise Deferred(cfg.lockReleaseOfFailedLedgerGracePeriod / 1000,
                            f"segments {left} still need repair")
         await self.marks.unmark(ledger_id)
         self.replicated_ledgers += 1
+
+    async def _lost_data(self, md: LedgerMetadata, mark: Mark,
+                         available: frozenset[str]) -> dict[int, set[str]]:
+        """{segment start: registered bookies named by the mark that lost their part of it}.
+        A registered bookie is only suspect when the mark names it (the all-ledgers check
+        marks such bookies); its fragments are read as that check reads them."""
+        suspects = set(mark.replicas) & available
+        if not suspects:
+            return {}
+        checker = FragmentChecker(self.client.bookies)
+        return await checker.lost_bookies(md, available, ReadPacer(0), only=suspects)
 
     def _needs_repair(self, md: LedgerMetadata, ensemble: tuple[str, ...],
                       available: frozenset[str], topology: Topology) -> bool:

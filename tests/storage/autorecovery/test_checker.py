@@ -3,7 +3,9 @@
 bookie whose data directory was wiped and which came back under the same id is found by the
 all-ledgers check (the ledger marked with it) and by the replicas check (reported short of
 copies); an OPEN ledger's last fragment is checked up to its LAC; a bookie holding only part
-of a ledger is found by the replicas check through its list of entries."""
+of a ledger is found by the replicas check through its list of entries; the replication worker
+repairs a ledger marked for a bookie that is registered but lost its data (instead of dropping
+the mark), and drops a mark whose bookie still holds its data."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import shutil
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -28,10 +31,12 @@ from storage.autorecovery.checker import (
     shortfall,
     stripe_bounds,
 )
+from storage.autorecovery.worker import ReplicationWorker
 from storage.bookie.client import BookieClient
 from storage.ledger import LedgerSpec
 from storage.ledger.handle import WriteHandle, master_key
 from storage.ledger.metadata import managed_ledger_custom_metadata
+from tests.storage.bookie.support import BookieProcess
 from tests.storage.cluster import Cluster, engine, start_cluster, stop_cluster
 
 CONFIG = AutoRecoveryConfig(
@@ -239,3 +244,40 @@ async def test_replicas_check_lists_entries_and_finds_a_bookie_missing_part_of_a
             assert 0 < progress.requests <= 3 * progress.ledgers_checked
     finally:
         await keys.close()
+
+
+async def test_worker_repairs_a_registered_bookie_that_lost_its_data(
+    own_cluster: Cluster, tmp_path: Path,
+) -> None:
+    handle = await write_ledger(own_cluster, 8)
+    lid, ensemble = handle.ledger_id, handle.metadata.current_ensemble
+    victim, healthy = ensemble[1], ensemble[0]
+    spare = BookieProcess(own_cluster.raw, own_cluster.etcd.url, tmp_path / "spare").start()
+    keys = VersionedKeys(parse_metadata_store_url(own_cluster.etcd.url))
+    marks = UnderReplication(keys)
+    try:
+        wipe_and_restart(own_cluster, victim)  # registered again, without its data
+        await marks.mark(lid, [victim])  # as the all-ledgers check marks it
+        async with engine(own_cluster) as running:
+            worker = ReplicationWorker(running.client, marks, CONFIG, "worker-1")
+            mark = await marks.get(lid)
+            assert mark is not None
+            await worker.rereplicate(mark)
+            md = await running.client.read_metadata(lid)
+            assert md.ensembles[0] == (ensemble[0], spare.bookie_id, ensemble[2])
+            assert await marks.get(lid) is None  # repaired, then unmarked
+            async with await BookieClient.connect(spare.bookie_id) as copy:
+                held = await copy.entries_of_ledger(lid)
+                assert [e for e in range(8) if e in held] == list(range(8))
+            # a mark naming a bookie that still holds its part: dropped, nothing copied
+            await marks.mark(lid, [healthy])
+            mark = await marks.get(lid)
+            assert mark is not None
+            await worker.rereplicate(mark)
+            assert await marks.get(lid) is None
+            assert (await running.client.read_metadata(lid)).ensembles == md.ensembles
+            assert worker.copied_entries == 8
+    finally:
+        await keys.close()
+        spare.kill()
+        own_cluster.raw.delete(paths.bookie_available(spare.bookie_id))
