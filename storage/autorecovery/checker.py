@@ -29,11 +29,15 @@ mark, as upstream); bookies that did not answer are reported apart (`unavailable
 upstream logs them, and count in no class.
 
 Both checks:
-- a run starts, after becoming leader, when the interval has passed since the last run's
-  start time persisted at `/ledgers/underreplication/checkallledgersctime` and
+- a run that completes stores its completion time at
+  `/ledgers/underreplication/checkallledgersctime` and
   `/ledgers/underreplication/replicascheckctime` (text `CheckAllLedgersFormat` /
-  `ReplicasCheckFormat`, as upstream), so a restart or a new leader waits only what is left;
-  never run before: at once;
+  `ReplicasCheckFormat`), as upstream's `setCheckAllLedgersCTime` / `setReplicasCheckCTime`
+  after the run; on becoming leader a check is first due when the interval has passed since
+  that time (never completed: at once), so a restart or a new leader waits only what is left,
+  and a run cut short (leadership lost, a crash) is not taken for a completed one; then it
+  runs at a fixed rate, every interval from the previous start, whether that run failed or
+  not (upstream's `scheduleAtFixedRate`);
 - at most `auditorMaxNumberOfConcurrentOpenLedgerOperations` ledgers are checked at a time
   (upstream's name and default, 500), and bookie requests (entry reads, LAC reads, list
   requests) are paced to `auditorCheckReadsPerSecond` (an extension of ours, default 2000,
@@ -104,6 +108,11 @@ class ReplicasReport:
     below_write_quorum: set[int] = field(default_factory=set)
     # ledger -> bookies that did not answer the list request (in no class, as upstream)
     unavailable: dict[int, set[str]] = field(default_factory=dict)
+
+    def classes(self) -> dict[str, set[int]]:
+        """The three classes by the names `shortfall` gives."""
+        return {"no_replica": self.no_replica, "below_ack_quorum": self.below_ack_quorum,
+                "below_write_quorum": self.below_write_quorum}
 
     @property
     def ledgers(self) -> frozenset[int]:
@@ -341,6 +350,7 @@ class PeriodicChecks:
         self.replicas = CheckProgress("replicasCheck")
         self.replicas_report = ReplicasReport()
         self.fragments = FragmentChecker(bookies, config.auditorLedgerVerificationPercentage)
+        self._due: dict[str, int] = {}  # check's ctime key -> when it is next due (epoch ms)
 
     # -- scheduling -----------------------------------------------------------------------------
 
@@ -357,13 +367,23 @@ class PeriodicChecks:
             for interval, key, field_name, check in schedule:
                 if interval <= 0:
                     continue
-                last = await self._last_run(key)
                 now_ms = int(time.time() * 1000)
-                if last is not None and now_ms - last < interval * 1000:
+                due = self._due.get(key)
+                if due is None:  # first look in this term: from the persisted time
+                    last = await self._last_run(key)
+                    due = self._due[key] = now_ms if last is None else last + interval * 1000
+                if now_ms < due:
                     continue
-                await self.keys.put(key, encode_ctime(field_name, now_ms))
+                self._due[key] = now_ms + interval * 1000  # a fixed rate, whatever the outcome
                 await check()
+                done_ms = int(time.time() * 1000)
+                await self.keys.put(key, encode_ctime(field_name, done_ms))
             await asyncio.sleep(self.tick)
+
+    def new_term(self) -> None:
+        """Forget the in-memory schedule: on becoming leader, each check is due by its
+        persisted time again."""
+        self._due.clear()
 
     async def _last_run(self, key: str) -> int | None:
         found = await self.keys.read(key)
@@ -434,7 +454,7 @@ class PeriodicChecks:
             await asyncio.gather(*(ask(b, segs) for b, segs in expected.items()))
             short = shortfall(missed, md.write_quorum_size, md.ack_quorum_size)
             if short is not None:
-                getattr(report, short).add(md.ledger_id)
+                report.classes()[short].add(md.ledger_id)
 
         await self._each_ledger(progress, one)
         self.replicas_report = report

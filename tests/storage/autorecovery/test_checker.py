@@ -28,6 +28,7 @@ from storage.autorecovery.checker import (
     CHECK_ALL_LEDGERS_CTIME,
     PeriodicChecks,
     decode_ctime,
+    forget_last_runs,
     shortfall,
     stripe_bounds,
 )
@@ -281,3 +282,44 @@ async def test_worker_repairs_a_registered_bookie_that_lost_its_data(
         await keys.close()
         spare.kill()
         own_cluster.raw.delete(paths.bookie_available(spare.bookie_id))
+
+
+async def test_a_check_cut_short_is_not_taken_for_a_completed_one(own_cluster: Cluster) -> None:
+    handle = await write_ledger(own_cluster, 4)
+    wipe_and_restart(own_cluster, handle.metadata.current_ensemble[0])
+    keys = VersionedKeys(parse_metadata_store_url(own_cluster.etcd.url))
+    config = replace(CONFIG, auditorReplicasCheckInterval=0)
+    marked: set[int] = set()
+
+    async def cut_short(ledger_id: int, missing: Iterable[str]) -> None:
+        raise RuntimeError("leadership lost while marking")
+
+    async def record(ledger_id: int, missing: Iterable[str]) -> None:
+        marked.add(ledger_id)
+
+    try:
+        await forget_last_runs(keys)
+        async with engine(own_cluster) as running:
+            first = PeriodicChecks(keys, UnderReplication(keys), running.client.bookies,
+                                   config, cut_short)
+            with pytest.raises(RuntimeError):
+                await first.run()
+            # not stored: the next leader runs the check at once, not an interval later
+            assert own_cluster.raw.get(CHECK_ALL_LEDGERS_CTIME) is None
+            before_ms = int(time.time() * 1000)
+            second = PeriodicChecks(keys, UnderReplication(keys), running.client.bookies,
+                                    config, record, tick=0.05)
+            task = asyncio.create_task(second.run())
+            try:
+                deadline = time.monotonic() + 30
+                while (stored := own_cluster.raw.get(CHECK_ALL_LEDGERS_CTIME)) is None:
+                    assert time.monotonic() < deadline, "the check did not run"
+                    await asyncio.sleep(0.05)
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            assert handle.ledger_id in marked
+            completed = decode_ctime(stored)
+            assert completed is not None and completed >= before_ms
+    finally:
+        await keys.close()
