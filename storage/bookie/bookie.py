@@ -293,9 +293,12 @@ class Bookie:
         if ledger_id not in self._ledgers:
             return None
         assert self.index is not None
-        cached = {eid for lid, eid in self._active.entries if lid == ledger_id}
-        if self._flushing is not None:
-            cached.update(eid for lid, eid in self._flushing.entries if lid == ledger_id)
+        cached: set[int] = set()
+        for cache in (self._active, self._flushing):
+            # a cache half holding none of the ledger's entries is not scanned (`last` has
+            # every ledger it holds): a closed ledger's list costs no pass over the cache
+            if cache is not None and ledger_id in cache.last:
+                cached.update(eid for lid, eid in cache.entries if lid == ledger_id)
         index = self.index
         stored = await asyncio.get_running_loop().run_in_executor(None, index.entry_ids, ledger_id)
         if not cached:
