@@ -1,16 +1,18 @@
 """A bookie process answering V3 GET_LIST_OF_ENTRIES_OF_LEDGER as upstream: ENOLEDGER for a
 ledger it does not know (byte for byte), EBADVERSION for a header that is not version 3, EBADREQ
 for a V3 operation it does not serve, and the entries it holds, from the write cache and, after
-a restart, from the index; V2 requests go on on the same connection."""
+a restart, from the index; V2 requests go on on the same connection. The client's V3 requests
+time out and fail with the connection like V2 ones (plain sockets as peers)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 import pytest
 
 from storage.bookie.client import BookieClient
-from storage.bookie.errors import NoLedger
+from storage.bookie.errors import BookieTimeout, ConnectionLost, MalformedFrame, NoLedger
 from storage.bookie.protocol import encode_read
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, entry
@@ -73,3 +75,35 @@ async def test_list_of_entries_of_ledger(start_bookie: BookieFactory) -> None:
             assert chunk
             data += chunk
         assert data[4:6] == b"\x0a\x06" and data[0x17 + 4 : 0x17 + 8] == b"\x02\x02\x00\x00"
+
+
+async def test_v3_requests_time_out_and_fail_with_the_connection() -> None:
+    writers: list[asyncio.StreamWriter] = []
+
+    async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        await reader.read(65536)
+
+    server = await asyncio.start_server(peer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        client = await BookieClient.connect(f"127.0.0.1:{port}", timeout=0.3)
+        with pytest.raises(BookieTimeout):
+            await client.entries_of_ledger(7)
+        # txnId 2 answered EOK with a header that claims version 1 of the format: refused
+        pending = asyncio.ensure_future(client.entries_of_ledger(7))
+        await asyncio.sleep(0.05)
+        bad = bytes.fromhex("0a06" "0803" "100b" "1802" "1000" "e20646" "0800" "1007" "1a40"
+                            "00000001" + "00" * 60)
+        writers[0].write(len(bad).to_bytes(4, "big") + bad)
+        await writers[0].drain()
+        with pytest.raises(MalformedFrame, match="Unsupported Header Version: 1"):
+            await pending
+        pending = asyncio.ensure_future(client.entries_of_ledger(8))
+        await asyncio.sleep(0.05)
+        writers[0].close()
+        with pytest.raises(ConnectionLost):
+            await pending
+        await client.close()
+    finally:
+        server.close()
