@@ -281,13 +281,20 @@ class BookieClient:
         return await future
 
     def _queue(self, key: Key, frame: bytes, pending: Pending) -> None:
+        loop = asyncio.get_running_loop()
         queue = self._pending.get(key)
         if queue is None:
             queue = self._pending[key] = deque()
         queue.append(pending)
-        self._queue_frame(frame, pending)
+        if not self._out:
+            loop.call_soon(self._flush)  # requests of one loop iteration leave in one write
+        self._out.append(frame)
+        self._deadlines.append((loop.time() + self.timeout, pending))
+        if self._sweeper is None:
+            self._sweeper = loop.call_later(self._sweep_every, self._sweep)
 
-    def _queue_frame(self, frame: bytes, pending: Pending | asyncio.Future[V3Response]) -> None:
+    def _queue_frame(self, frame: bytes, pending: asyncio.Future[V3Response]) -> None:
+        """`_queue` for a V3 request (matched by its txnId, not by a pending queue)."""
         loop = asyncio.get_running_loop()
         if not self._out:
             loop.call_soon(self._flush)  # requests of one loop iteration leave in one write
