@@ -72,3 +72,10 @@ PROTO_TOOLS := grpcio-tools==1.85.1 mypy-protobuf==5.1.0
 proto: $(VENV)/.installed-test
 	@$(PY) -c 'import grpc_tools, mypy_protobuf' 2>/dev/null || $(PY) -m pip install -q $(PROTO_TOOLS)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I. --python_out=. --mypy_out=. metastore/proto/*.proto
+
+# The bookies' V3 wire protocol (storage/bookie/proto): `make proto` regenerates it too.
+proto: bookie-proto
+bookie-proto: $(VENV)/.installed-test
+	@$(PY) -c 'import grpc_tools, mypy_protobuf' 2>/dev/null || $(PY) -m pip install -q $(PROTO_TOOLS)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I. --python_out=. --mypy_out=. storage/bookie/proto/*.proto
+.PHONY: bookie-proto

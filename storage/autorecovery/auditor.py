@@ -199,6 +199,7 @@ class Auditor:
 
     @staticmethod
     async def _periodic_checks(periodic: PeriodicChecks) -> None:
+        periodic.new_term()
         while True:
             try:
                 await periodic.run()

@@ -9,27 +9,40 @@ picked at random;
 a bookie that is not registered, or that cannot answer one of those reads (no such ledger, no
 such entry, an error, a timeout), has lost the fragment, and the ledger is marked
 under-replicated with those bookies (merged into an existing mark, as the bookie audit does).
-A bookie that stores nothing of a fragment is skipped. The last fragment of an OPEN ledger is
-its writer's business and is not read (upstream reads it up to the LAC; here the writer's
-ensemble change and the bookie audit cover it).
+A bookie that stores nothing of a fragment is skipped.
+The last fragment of a ledger that is not CLOSED is checked up to its last-add-confirmed, as
+upstream's `LedgerChecker` after `openLedgerNoRecovery`: the LAC is the highest one that the
+bookies of the last ensemble piggy-back on their last entry (a plain read of entry -1, never
+a fencing one; `ReadLastConfirmedOp`), once their answers cover every write set; when the LAC
+is below the fragment's first entry, that entry is read from its write set and the fragment
+[first, first] is checked only if some bookie answers anything but "no such entry/ledger"
+(`EntryExistsCallback`). When the answers do not cover the write sets (upstream cannot open
+the ledger and checks none of it), the ledger's other fragments are still checked here.
 
-Replicas check, every `auditorReplicasCheckInterval` s (0: off, as upstream): for CLOSED
-ledgers that are not marked, count for each entry the bookies of its write set that hold it
-and report (no mark, as upstream) the ledgers with an entry that has no copy, fewer than Qa
-copies or fewer than Qw copies. Upstream asks each bookie for the list of entries it holds
-(GET_LIST_OF_ENTRIES_OF_LEDGER, a V3 request); our bookies speak the V2 protocol only, so each
-entry is read from each bookie of its write set instead, under the same throttle.
+Replicas check, every `auditorReplicasCheckInterval` s (0: off, as upstream;
+`AuditorReplicasCheckTask`): for every CLOSED ledger with entries that is not marked, each
+bookie of its ensembles is asked once for the entries of the ledger it holds (V3
+GET_LIST_OF_ENTRIES_OF_LEDGER; "no such ledger" means it holds none), and the entries striped
+to it in each of its segments that it lacks are counted per entry. A ledger whose most-missed
+entry has no copy left, fewer than Qa or fewer than Qw copies is reported in that class (no
+mark, as upstream); bookies that did not answer are reported apart (`unavailable`), as
+upstream logs them, and count in no class.
 
 Both checks:
-- a run starts, after becoming leader, when the interval has passed since the last run's
-  start time persisted at `/ledgers/underreplication/checkallledgersctime` and
+- a run that completes stores its completion time at
+  `/ledgers/underreplication/checkallledgersctime` and
   `/ledgers/underreplication/replicascheckctime` (text `CheckAllLedgersFormat` /
-  `ReplicasCheckFormat`, as upstream), so a restart or a new leader waits only what is left;
-  never run before: at once;
+  `ReplicasCheckFormat`), as upstream's `setCheckAllLedgersCTime` / `setReplicasCheckCTime`
+  after the run; on becoming leader a check is first due when the interval has passed since
+  that time (never completed: at once), so a restart or a new leader waits only what is left,
+  and a run cut short (leadership lost, a crash) is not taken for a completed one; then it
+  runs at a fixed rate, every interval from the previous start, whether that run failed or
+  not (upstream's `scheduleAtFixedRate`);
 - at most `auditorMaxNumberOfConcurrentOpenLedgerOperations` ledgers are checked at a time
-  (upstream's name and default, 500), and bookie reads are paced to
-  `auditorCheckReadsPerSecond` (an extension of ours, default 2000, 0 = no limit) so a large
-  check never starves producers; etcd is read a page of ledgers at a time;
+  (upstream's name and default, 500), and bookie requests (entry reads, LAC reads, list
+  requests) are paced to `auditorCheckReadsPerSecond` (an extension of ours, default 2000,
+  0 = no limit) so a large check never starves producers; etcd is read a page of ledgers at a
+  time;
 - progress (ledgers checked so far, the last run's start, end and duration, what it found)
   is in `CheckProgress`, which /metrics and the audit status read.
 """
@@ -53,8 +66,11 @@ from placement import write_set
 from storage.autorecovery.config import AutoRecoveryConfig
 from storage.autorecovery.marks import UnderReplication
 from storage.autorecovery.registry import registered_bookies
-from storage.bookie.errors import BookieError
+from storage.bookie.availability import EntryAvailability
+from storage.bookie.errors import BookieError, NoEntry, NoLedger
+from storage.bookie.format import verify_entry
 from storage.ledger.bookies import BookiePool
+from storage.ledger.recovery import covered
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +90,7 @@ class CheckProgress:
     running: bool = False
     ledgers_checked: int = 0  # in the running (or the last) run
     entries_read: int = 0  # in the running (or the last) run
+    requests: int = 0  # bookie requests (entry, LAC and list requests) in that run
     last_started: float | None = None  # wall clock, s
     last_finished: float | None = None
     last_duration: float | None = None  # s
@@ -89,6 +106,13 @@ class ReplicasReport:
     no_replica: set[int] = field(default_factory=set)
     below_ack_quorum: set[int] = field(default_factory=set)
     below_write_quorum: set[int] = field(default_factory=set)
+    # ledger -> bookies that did not answer the list request (in no class, as upstream)
+    unavailable: dict[int, set[str]] = field(default_factory=dict)
+
+    def classes(self) -> dict[str, set[int]]:
+        """The three classes by the names `shortfall` gives."""
+        return {"no_replica": self.no_replica, "below_ack_quorum": self.below_ack_quorum,
+                "below_write_quorum": self.below_write_quorum}
 
     @property
     def ledgers(self) -> frozenset[int]:
@@ -125,6 +149,11 @@ def stripe_bounds(index: int, start: int, end: int, ensemble_size: int,
     return first, last
 
 
+def stores(index: int, entry_id: int, ensemble_size: int, write_quorum: int) -> bool:
+    """Does ensemble member `index` store `entry_id` under round-robin striping?"""
+    return (index - entry_id) % ensemble_size < write_quorum
+
+
 def checked_fragments(md: LedgerMetadata) -> list[tuple[int, int, tuple[str, ...]]]:
     """(first entry, last entry, ensemble) of each fragment with a known end that holds at
     least one entry; the open fragment of an OPEN ledger is left out."""
@@ -142,6 +171,22 @@ def checked_fragments(md: LedgerMetadata) -> list[tuple[int, int, tuple[str, ...
     return found
 
 
+def shortfall(missed: dict[int, int], write_quorum: int, ack_quorum: int) -> str | None:
+    """The `ReplicasReport` class of a ledger whose entries lack `missed[entry]` of their
+    write set's copies: by its most-missed entry, as upstream's
+    `reportLedgersWithMissingEntries`; None when every entry has Qw copies."""
+    if not missed:
+        return None
+    copies = write_quorum - max(missed.values())
+    if copies <= 0:
+        return "no_replica"
+    if copies < ack_quorum:
+        return "below_ack_quorum"
+    if copies < write_quorum:
+        return "below_write_quorum"
+    return None
+
+
 def encode_ctime(field_name: str, millis: int) -> bytes:
     """`CheckAllLedgersFormat` / `ReplicasCheckFormat` in protobuf text, as upstream's ZK
     underreplication manager stores them."""
@@ -156,98 +201,124 @@ def decode_ctime(raw: bytes) -> int | None:
     return None
 
 
-class PeriodicChecks:
-    def __init__(self, keys: VersionedKeys, marks: UnderReplication, bookies: BookiePool,
-                 config: AutoRecoveryConfig, mark: MarkLedger, *, tick: float = 1.0) -> None:
-        self.keys = keys
-        self.marks = marks
+class FragmentChecker:
+    """Which bookies lost which fragments of a ledger, found by reading (upstream's
+    `LedgerChecker`, the auditor's all-ledgers check and the replication worker's check
+    before it repairs; see the module docstring)."""
+
+    def __init__(self, bookies: BookiePool, verification_percentage: int = 0,
+                 rng: random.Random | None = None) -> None:
         self.bookies = bookies
-        self.config = config
-        self.mark = mark
-        self.tick = tick
-        self.ledgers = LedgerMetadataStore(keys)
-        self.all_ledgers = CheckProgress("checkAllLedgers")
-        self.replicas = CheckProgress("replicasCheck")
-        self.replicas_report = ReplicasReport()
-        self.rng = random.Random()
+        self.verification_percentage = verification_percentage
+        self.rng = rng or random.Random()
 
-    # -- scheduling -----------------------------------------------------------------------------
-
-    async def run(self) -> None:
-        """While the auditor leads: run each enabled check when it is due."""
-        cfg = self.config
-        schedule = [
-            (cfg.auditorPeriodicCheckInterval, CHECK_ALL_LEDGERS_CTIME, "checkAllLedgersCTime",
-             self.check_all_ledgers),
-            (cfg.auditorReplicasCheckInterval, REPLICAS_CHECK_CTIME, "replicasCheckCTime",
-             self.check_replicas),
-        ]
-        while True:
-            for interval, key, field_name, check in schedule:
-                if interval <= 0:
-                    continue
-                last = await self._last_run(key)
-                now_ms = int(time.time() * 1000)
-                if last is not None and now_ms - last < interval * 1000:
-                    continue
-                await self.keys.put(key, encode_ctime(field_name, now_ms))
-                await check()
-            await asyncio.sleep(self.tick)
-
-    async def _last_run(self, key: str) -> int | None:
-        found = await self.keys.read(key)
-        return None if found is None else decode_ctime(found.value)
-
-    # -- the all-ledgers check ------------------------------------------------------------------
-
-    async def check_all_ledgers(self) -> set[int]:
-        """Read each fragment's first and last entry from each bookie that stores it; mark the
-        ledgers with bookies that lost a fragment. The ids marked."""
-        progress = self.all_ledgers
-        available = await registered_bookies(self.keys)
-        pacer = ReadPacer(self.config.auditorCheckReadsPerSecond)
-        marked: set[int] = set()
-
-        async def one(md: LedgerMetadata) -> None:
-            lost = await self._lost_bookies(md, available, pacer, progress)
-            if lost:
-                await self.mark(md.ledger_id, lost)
-                marked.add(md.ledger_id)
-
-        await self._each_ledger(progress, one)
-        progress.found = frozenset(marked)
-        if marked:
-            log.warning("check of all ledgers marked %d ledgers: %s", len(marked),
-                        sorted(marked)[:20])
-        return marked
-
-    async def _lost_bookies(self, md: LedgerMetadata, available: frozenset[str],
-                            pacer: ReadPacer, progress: CheckProgress) -> set[str]:
-        lost: set[str] = set()
-        for start, end, ensemble in checked_fragments(md):
+    async def lost_bookies(self, md: LedgerMetadata, available: frozenset[str],
+                           pacer: ReadPacer, progress: CheckProgress | None = None, *,
+                           only: Iterable[str] | None = None) -> dict[int, set[str]]:
+        """{first entry of a fragment: the bookies that lost it}, for the fragments that lost
+        any: closed fragments, and the last one of a ledger that is not CLOSED up to its
+        LAC. `only`: check these bookies and no others."""
+        progress = progress or CheckProgress("fragments")
+        wanted = None if only is None else set(only)
+        lost: dict[int, set[str]] = {}
+        fragments = checked_fragments(md)
+        if not md.is_closed:
+            last = await self._open_fragment(md, available, pacer, progress)
+            if last is not None:
+                fragments.append(last)
+        for start, end, ensemble in fragments:
             for index, bookie in enumerate(ensemble):
-                if bookie in lost:
+                if wanted is not None and bookie not in wanted:
                     continue
                 bounds = stripe_bounds(index, start, end, md.ensemble_size,
                                        md.write_quorum_size)
                 if bounds is None:
                     continue
                 if bookie not in available:
-                    lost.add(bookie)
+                    lost.setdefault(start, set()).add(bookie)
                     continue
                 for entry_id in self._to_read(index, bounds, md):
                     await pacer.wait()
                     progress.entries_read += 1
+                    progress.requests += 1
                     if not await self._holds(bookie, md.ledger_id, entry_id):
-                        lost.add(bookie)
+                        lost.setdefault(start, set()).add(bookie)
                         break
         return lost
+
+    async def _open_fragment(self, md: LedgerMetadata, available: frozenset[str],
+                             pacer: ReadPacer, progress: CheckProgress,
+                             ) -> tuple[int, int, tuple[str, ...]] | None:
+        """The last fragment of a ledger that is not closed, up to its LAC, as upstream's
+        `LedgerChecker.checkLedger`; None when there is nothing to check or the LAC could not
+        be established."""
+        start = max(md.ensembles)
+        ensemble = md.ensembles[start]
+        lac = await self._last_add_confirmed(md, ensemble, available, pacer, progress)
+        if lac is None:
+            log.warning("check: the last-add-confirmed of open ledger %d could not be read "
+                        "from enough bookies of %s; its last fragment is not checked",
+                        md.ledger_id, list(ensemble))
+            return None
+        if lac > start:
+            return start, lac, ensemble
+        # No confirmed entry in the fragment: check it only if its first entry may exist.
+        for index in write_set(start, md.ensemble_size, md.write_quorum_size):
+            await pacer.wait()
+            progress.requests += 1
+            if await self._may_exist(ensemble[index], available, md.ledger_id, start):
+                return start, start, ensemble
+        return None
+
+    async def _last_add_confirmed(self, md: LedgerMetadata, ensemble: tuple[str, ...],
+                                  available: frozenset[str], pacer: ReadPacer,
+                                  progress: CheckProgress) -> int | None:
+        """`ReadLastConfirmedOp` without fencing: the highest LAC piggy-backed on the last
+        entry of the bookies of `ensemble` (-1: none has an entry), None unless the answers
+        (an entry, or no such entry/ledger) cover every write set."""
+
+        async def one(bookie: str) -> int | None:
+            if bookie not in available:
+                return None
+            await pacer.wait()
+            progress.requests += 1
+            try:
+                connection = await asyncio.wait_for(self.bookies.get(bookie), READ_TIMEOUT)
+                packaged = await asyncio.wait_for(connection.read(md.ledger_id, -1),
+                                                  READ_TIMEOUT)
+                return verify_entry(packaged, md.ledger_id).last_add_confirmed
+            except (NoEntry, NoLedger):
+                return -1
+            except (BookieError, OSError, TimeoutError) as exc:
+                log.info("check: %s cannot read the LAC of %d: %s", bookie, md.ledger_id, exc)
+                return None
+
+        answers = await asyncio.gather(*(one(b) for b in ensemble))
+        answered = {i for i, lac in enumerate(answers) if lac is not None}
+        if not covered(answered, md.ensemble_size, md.write_quorum_size, md.ack_quorum_size):
+            return None
+        return max(lac for lac in answers if lac is not None)
+
+    async def _may_exist(self, bookie: str, available: frozenset[str], ledger_id: int,
+                         entry_id: int) -> bool:
+        """Upstream's `EntryExistsCallback`: anything but "no such entry/ledger" (an entry,
+        an error, no answer, a bookie that is gone) means the entry may have been written."""
+        if bookie not in available:
+            return True
+        try:
+            connection = await asyncio.wait_for(self.bookies.get(bookie), READ_TIMEOUT)
+            await asyncio.wait_for(connection.read(ledger_id, entry_id), READ_TIMEOUT)
+        except (NoEntry, NoLedger):
+            return False
+        except (BookieError, OSError, TimeoutError):
+            return True
+        return True
 
     def _to_read(self, index: int, bounds: tuple[int, int], md: LedgerMetadata) -> list[int]:
         """The stripe's first and last entry, and the sampled share of the entries between."""
         first, last = bounds
         wanted = {first, last}
-        percentage = self.config.auditorLedgerVerificationPercentage
+        percentage = self.verification_percentage
         if percentage > 0 and last - first > 1:
             between = [e for e in range(first + 1, last)
                        if index in write_set(e, md.ensemble_size, md.write_quorum_size)]
@@ -264,35 +335,126 @@ class PeriodicChecks:
             return False
         return True
 
+
+class PeriodicChecks:
+    def __init__(self, keys: VersionedKeys, marks: UnderReplication, bookies: BookiePool,
+                 config: AutoRecoveryConfig, mark: MarkLedger, *, tick: float = 1.0) -> None:
+        self.keys = keys
+        self.marks = marks
+        self.bookies = bookies
+        self.config = config
+        self.mark = mark
+        self.tick = tick
+        self.ledgers = LedgerMetadataStore(keys)
+        self.all_ledgers = CheckProgress("checkAllLedgers")
+        self.replicas = CheckProgress("replicasCheck")
+        self.replicas_report = ReplicasReport()
+        self.fragments = FragmentChecker(bookies, config.auditorLedgerVerificationPercentage)
+        self._due: dict[str, int] = {}  # check's ctime key -> when it is next due (epoch ms)
+
+    # -- scheduling -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """While the auditor leads: run each enabled check when it is due."""
+        cfg = self.config
+        schedule = [
+            (cfg.auditorPeriodicCheckInterval, CHECK_ALL_LEDGERS_CTIME, "checkAllLedgersCTime",
+             self.check_all_ledgers),
+            (cfg.auditorReplicasCheckInterval, REPLICAS_CHECK_CTIME, "replicasCheckCTime",
+             self.check_replicas),
+        ]
+        while True:
+            for interval, key, field_name, check in schedule:
+                if interval <= 0:
+                    continue
+                now_ms = int(time.time() * 1000)
+                due = self._due.get(key)
+                if due is None:  # first look in this term: from the persisted time
+                    last = await self._last_run(key)
+                    due = self._due[key] = now_ms if last is None else last + interval * 1000
+                if now_ms < due:
+                    continue
+                self._due[key] = now_ms + interval * 1000  # a fixed rate, whatever the outcome
+                await check()
+                done_ms = int(time.time() * 1000)
+                await self.keys.put(key, encode_ctime(field_name, done_ms))
+            await asyncio.sleep(self.tick)
+
+    def new_term(self) -> None:
+        """Forget the in-memory schedule: on becoming leader, each check is due by its
+        persisted time again."""
+        self._due.clear()
+
+    async def _last_run(self, key: str) -> int | None:
+        found = await self.keys.read(key)
+        return None if found is None else decode_ctime(found.value)
+
+    # -- the all-ledgers check ------------------------------------------------------------------
+
+    async def check_all_ledgers(self) -> set[int]:
+        """Read each fragment's first and last entry from each bookie that stores it; mark the
+        ledgers with bookies that lost a fragment. The ids marked."""
+        progress = self.all_ledgers
+        available = await registered_bookies(self.keys)
+        pacer = ReadPacer(self.config.auditorCheckReadsPerSecond)
+        marked: set[int] = set()
+
+        async def one(md: LedgerMetadata) -> None:
+            by_fragment = await self.fragments.lost_bookies(md, available, pacer, progress)
+            lost = set().union(*by_fragment.values())
+            if lost:
+                await self.mark(md.ledger_id, lost)
+                marked.add(md.ledger_id)
+
+        await self._each_ledger(progress, one)
+        progress.found = frozenset(marked)
+        if marked:
+            log.warning("check of all ledgers marked %d ledgers: %s", len(marked),
+                        sorted(marked)[:20])
+        return marked
+
     # -- the replicas check ---------------------------------------------------------------------
 
     async def check_replicas(self) -> ReplicasReport:
-        """Count the copies of every entry of every CLOSED, unmarked ledger; report the ledgers
-        short of copies (no marks)."""
+        """Ask each bookie of every CLOSED, unmarked ledger for the entries it holds; report
+        the ledgers short of copies (no marks)."""
         progress = self.replicas
         marked = {m.ledger_id for m in await self.marks.marks()}
         pacer = ReadPacer(self.config.auditorCheckReadsPerSecond)
         report = ReplicasReport()
 
         async def one(md: LedgerMetadata) -> None:
-            if not md.is_closed or md.ledger_id in marked:
+            if not md.is_closed or md.ledger_id in marked or md.last_entry_id < 0:
                 return
-            fewest = md.write_quorum_size
+            # bookie -> the segments (first, last entry, its index there) it should hold
+            expected: dict[str, list[tuple[int, int, int]]] = {}
             for start, end, ensemble in checked_fragments(md):
-                for entry_id in range(start, end + 1):
-                    copies = 0
-                    for index in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
-                        await pacer.wait()
-                        progress.entries_read += 1
-                        if await self._holds(ensemble[index], md.ledger_id, entry_id):
-                            copies += 1
-                    fewest = min(fewest, copies)
-            if fewest == 0:
-                report.no_replica.add(md.ledger_id)
-            elif fewest < md.ack_quorum_size:
-                report.below_ack_quorum.add(md.ledger_id)
-            elif fewest < md.write_quorum_size:
-                report.below_write_quorum.add(md.ledger_id)
+                for index, bookie in enumerate(ensemble):
+                    if stripe_bounds(index, start, end, md.ensemble_size,
+                                     md.write_quorum_size) is not None:
+                        expected.setdefault(bookie, []).append((start, end, index))
+            missed: dict[int, int] = {}  # entry -> bookies of its write set without it
+
+            async def ask(bookie: str, segments: list[tuple[int, int, int]]) -> None:
+                held = await self._entries_of(bookie, md.ledger_id, pacer, progress)
+                if held is None:
+                    report.unavailable.setdefault(md.ledger_id, set()).add(bookie)
+                    return
+                for start, end, index in segments:
+                    lacking = held.missing(
+                        e for e in range(start, end + 1)
+                        if stores(index, e, md.ensemble_size, md.write_quorum_size))
+                    for entry_id in lacking:
+                        missed[entry_id] = missed.get(entry_id, 0) + 1
+                    if lacking:
+                        log.warning("replicas check: ledger %d, segment from %d: %d entries "
+                                    "missing on %s (first %s)", md.ledger_id, start,
+                                    len(lacking), bookie, lacking[:10])
+
+            await asyncio.gather(*(ask(b, segs) for b, segs in expected.items()))
+            short = shortfall(missed, md.write_quorum_size, md.ack_quorum_size)
+            if short is not None:
+                report.classes()[short].add(md.ledger_id)
 
         await self._each_ledger(progress, one)
         self.replicas_report = report
@@ -301,7 +463,27 @@ class PeriodicChecks:
             log.warning("replicas check: no copy of an entry %s, below Qa %s, below Qw %s",
                         sorted(report.no_replica), sorted(report.below_ack_quorum),
                         sorted(report.below_write_quorum))
+        if report.unavailable:
+            log.warning("replicas check: ledgers with bookies that did not answer: %s",
+                        {k: sorted(v) for k, v in sorted(report.unavailable.items())[:20]})
         return report
+
+    async def _entries_of(self, bookie: str, ledger_id: int, pacer: ReadPacer,
+                          progress: CheckProgress) -> EntryAvailability | None:
+        """The entries of the ledger the bookie holds (none when it does not know the
+        ledger); None when it did not answer."""
+        await pacer.wait()
+        progress.requests += 1
+        try:
+            connection = await asyncio.wait_for(self.bookies.get(bookie), READ_TIMEOUT)
+            return await asyncio.wait_for(connection.entries_of_ledger(ledger_id),
+                                          READ_TIMEOUT)
+        except NoLedger:
+            return EntryAvailability(())
+        except (BookieError, OSError, TimeoutError) as exc:
+            log.info("replicas check: %s did not list the entries of %d: %s", bookie,
+                     ledger_id, exc)
+            return None
 
     # -- shared ---------------------------------------------------------------------------------
 
@@ -309,7 +491,7 @@ class PeriodicChecks:
                            check: Callable[[LedgerMetadata], Awaitable[None]]) -> None:
         """`check` every ledger, at most the configured number at a time."""
         progress.running = True
-        progress.ledgers_checked = progress.entries_read = 0
+        progress.ledgers_checked = progress.entries_read = progress.requests = 0
         progress.last_started = time.time()
         started = time.monotonic()
         limit = max(1, self.config.auditorMaxNumberOfConcurrentOpenLedgerOperations)

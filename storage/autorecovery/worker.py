@@ -3,17 +3,16 @@ on bookies the ledger's recorded policy accepts (BookKeeper's `ReplicationWorker
 `LedgerFragmentReplicator`).
 
 For each marked ledger it can lock (ephemeral `urL<id>` lock on its lease):
-0. a bookie the mark names that is still registered and still in the ledger counts as lost
-   when it cannot give back the first and last entry it stores of each closed fragment (or,
-   only in the open fragment, cannot be reached): the data checks mark by reading, and a
-   bookie killed a moment ago is registered until its session expires;
 1. gone ledger: the mark is removed (upstream: "mark replicated");
 2. an OPEN ledger whose last segment lists an unregistered bookie (or breaks placement) is
    left alone for `openLedgerRereplicationGracePeriod` ms after the mark, so a live writer
    can do its own ensemble change; after that it is recovered (fenced, tail re-written,
    closed: `storage.ledger.recovery`). Earlier segments of an OPEN ledger are closed
    fragments and are repaired at once;
-3. per segment: each member that is not registered is replaced through `replace_bookie`
+3. per segment: each member that is not registered, or that the mark names and that cannot
+   serve its part of the segment (read as the all-ledgers check reads: a bookie that came
+   back without its data is registered but has lost it; upstream's worker re-checks the
+   ledger's fragments the same way before repairing), is replaced through `replace_bookie`
    under the ledger's recorded groups (strict groups never leave them); with
    `repairedPlacementPolicyNotAdheringBookieEnable` a segment failing the isolation-aware
    check gets `replace_to_adhere`'s ensemble instead;
@@ -40,11 +39,11 @@ from dataclasses import replace
 from placement import NotEnoughBookies, PlacementConfig, Topology, write_set
 from placement.violations import check_fragment, kind_names, member_violations
 from storage.autorecovery.auditor import segment_adheres
-from storage.autorecovery.checker import READ_TIMEOUT, checked_fragments, stripe_bounds
+from storage.autorecovery.checker import FragmentChecker, ReadPacer
 from storage.autorecovery.config import AutoRecoveryConfig
 from storage.autorecovery.marks import Mark, UnderReplication
 from storage.autorecovery.registry import registered_bookies
-from storage.bookie.errors import BookieError, NoEntry, NoLedger
+from storage.bookie.errors import BookieError
 from storage.ledger.client import LedgerClient
 from storage.ledger.ensemble import adhering_ensemble, recorded_affinity, replacements
 from storage.ledger.errors import LedgerError, NoSuchLedger
@@ -169,13 +168,12 @@ class ReplicationWorker:
             return
         cfg = self.config
         available = await registered_bookies(self.keys)
-        members = {b for ensemble in md.ensembles.values() for b in ensemble}
-        suspects = set(mark.replicas) & members & available
-        if suspects:  # marked by a data check, still registered: do they answer?
-            available = available - await self._silent(md, suspects)
         topology = await self.client.topology()
-        if not md.is_closed and self._needs_repair(md, md.current_ensemble, available,
-                                                   topology):
+        lost_data = await self._lost_data(md, mark, available)
+        last_start = max(md.ensembles)
+        if not md.is_closed and self._needs_repair(
+                md, md.current_ensemble, available - lost_data.get(last_start, set()),
+                topology):
             age_ms = int(time.time() * 1000) - (mark.ctime or 0)
             grace = cfg.openLedgerRereplicationGracePeriod
             if md.state is LedgerState.OPEN and age_ms < grace:
@@ -186,16 +184,18 @@ class ReplicationWorker:
             except LedgerError as exc:
                 raise Deferred(cfg.rwRereplicateBackoffMs / 1000,
                                f"recovery failed: {exc}") from exc
+            lost_data = await self._lost_data(md, mark, available)  # now a closed fragment
         starts = sorted(md.ensembles)
         for k, start in enumerate(starts):
             if not md.is_closed and k == len(starts) - 1:
                 continue  # the open fragment: its writer owns it
             end = starts[k + 1] - 1 if k + 1 < len(starts) else md.last_entry_id
-            md = await self._repair_segment(md, start, end, available, topology)
+            md = await self._repair_segment(md, start, end,
+                                            available - lost_data.get(start, set()), topology)
         md = await self.client.read_metadata(ledger_id)
         left = [s for s, e in sorted(md.ensembles.items())
                 if (md.is_closed or s != max(md.ensembles))
-                and self._needs_repair(md, e, available, topology)]
+                and self._needs_repair(md, e, available - lost_data.get(s, set()), topology)]
         if left:
             raise Deferred(cfg.lockReleaseOfFailedLedgerGracePeriod / 1000,
                            f"segments {left} still need repair")
@@ -204,39 +204,16 @@ class ReplicationWorker:
         # else: marked again while we worked (new replicas, the auditor or a check): the
         # mark stays and the next round looks at the ledger again
 
-    async def _silent(self, md: LedgerMetadata, suspects: set[str]) -> set[str]:
-        """The suspects that cannot give back the first and last entry they store of each
-        closed fragment (a bookie only in the open fragment: that cannot answer at all).
-        Upstream's worker judges a marked ledger's fragments by reading them
-        (`LedgerChecker`), not by registrations alone: a bookie killed a moment ago is still
-        registered until its session expires, and a bookie that lost its disk stays
-        registered."""
-        silent: set[str] = set()
-        fragments = checked_fragments(md)
-        for bookie in sorted(suspects):
-            probes = [(md.ledger_id, e) for start, end, ensemble in fragments
-                      if bookie in ensemble
-                      for bounds in [stripe_bounds(ensemble.index(bookie), start, end,
-                                                   md.ensemble_size, md.write_quorum_size)]
-                      if bounds is not None for e in sorted(set(bounds))]
-            if not probes:
-                probes = [(md.ledger_id, -1)]  # the open fragment only: is it reachable?
-            for ledger_id, entry_id in probes:
-                if not await self._answers(bookie, ledger_id, entry_id):
-                    silent.add(bookie)
-                    break
-        return silent
-
-    async def _answers(self, bookie: str, ledger_id: int, entry_id: int) -> bool:
-        try:
-            connection = await asyncio.wait_for(self.client.bookies.get(bookie), READ_TIMEOUT)
-            await asyncio.wait_for(connection.read(ledger_id, entry_id), READ_TIMEOUT)
-        except (NoEntry, NoLedger):
-            return entry_id == -1  # reachable; for a stored entry: the data is gone
-        except (BookieError, OSError, TimeoutError) as exc:
-            log.info("worker: %s cannot read %d:%d: %s", bookie, ledger_id, entry_id, exc)
-            return False
-        return True
+    async def _lost_data(self, md: LedgerMetadata, mark: Mark,
+                         available: frozenset[str]) -> dict[int, set[str]]:
+        """{segment start: registered bookies named by the mark that lost their part of it}.
+        A registered bookie is only suspect when the mark names it (the all-ledgers check
+        marks such bookies); its fragments are read as that check reads them."""
+        suspects = set(mark.replicas) & available
+        if not suspects:
+            return {}
+        checker = FragmentChecker(self.client.bookies)
+        return await checker.lost_bookies(md, available, ReadPacer(0), only=suspects)
 
     def _needs_repair(self, md: LedgerMetadata, ensemble: tuple[str, ...],
                       available: frozenset[str], topology: Topology) -> bool:

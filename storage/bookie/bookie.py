@@ -113,6 +113,7 @@ class Bookie:
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._periodic: asyncio.Task[None] | None = None
         self._throttled: set[asyncio.Task[None]] = set()
+        self._scans: set[asyncio.Future[list[int]]] = set()  # index scans in threads
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flush")
         self.journal = Journal(settings.journal_dir, settings.journal)
         self.logger: EntryLogger | None = None
@@ -164,6 +165,8 @@ class Bookie:
         await self.checkpoint()
         await self.journal.close()
         self._executor.shutdown(wait=True)
+        if self._scans:  # never close the index under a scan
+            await asyncio.gather(*self._scans, return_exceptions=True)
         if self.logger is not None:
             self.logger.close()
         if self.index is not None:
@@ -284,6 +287,30 @@ class Bookie:
             candidates.append(self._flushing.last.get(ledger_id, -1))
         best = max(c for c in candidates if c is not None)
         return best if best >= 0 else None
+
+    async def entries_of(self, ledger_id: int) -> list[int] | None:
+        """The ids of the ledger's entries this bookie holds, ascending; None when it does not
+        know the ledger (upstream's NoLedgerException). What the write cache holds is taken
+        here, the index is scanned in a thread (a large ledger's scan never stalls adds); an
+        entry being checkpointed meanwhile is in the cache snapshot or the index, or both."""
+        if ledger_id not in self._ledgers:
+            return None
+        assert self.index is not None
+        cached: set[int] = set()
+        for cache in (self._active, self._flushing):
+            # a cache half holding none of the ledger's entries is not scanned (`last` has
+            # every ledger it holds): a closed ledger's list costs no pass over the cache
+            if cache is not None and ledger_id in cache.last:
+                cached.update(eid for lid, eid in cache.entries if lid == ledger_id)
+        scan = asyncio.get_running_loop().run_in_executor(None, self.index.entry_ids, ledger_id)
+        self._scans.add(scan)
+        try:
+            stored = await scan
+        finally:
+            self._scans.discard(scan)
+        if not cached:
+            return stored
+        return sorted(cached.union(stored))
 
     @property
     def ledger_count(self) -> int:

@@ -5,15 +5,20 @@ and a bookie answers requests with the same triple in order, so pending requests
 that key first-in first-out, as BookKeeper's `PerChannelBookieClient` does for V2. A request
 that times out stays queued (cancelled) until its late answer arrives and is dropped, so a
 late answer never completes a newer request.
+
+V3 requests (GET_LIST_OF_ENTRIES_OF_LEDGER) go over the same connection and are matched by
+their header's txnId; a V3 response is told apart by its first byte (`protocol_v3`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import deque
 from collections.abc import Callable
 from typing import cast
 
+from storage.bookie.availability import EntryAvailability, decode_availability
 from storage.bookie.errors import (
     BadRequest,
     BadVersion,
@@ -44,6 +49,13 @@ from storage.bookie.protocol import (
     decode_response_head,
     encode_add,
     encode_read,
+)
+from storage.bookie.protocol_v3 import (
+    V2_CODE_OF_STATUS,
+    V3Response,
+    decode_v3_response,
+    encode_list_entries_request,
+    is_v3,
 )
 
 _ERRORS: dict[int, type[ResponseError]] = {
@@ -129,8 +141,10 @@ class BookieClient:
         self._out: list[bytes] = []
         # Every request has the same timeout, so send order is deadline order: one sweeper
         # timer for all of them instead of a timer per request.
-        self._deadlines: deque[tuple[float, Pending]] = deque()
+        self._deadlines: deque[tuple[float, Pending | asyncio.Future[V3Response]]] = deque()
         self._sweeper: asyncio.TimerHandle | None = None
+        self._v3_pending: dict[int, asyncio.Future[V3Response]] = {}
+        self._txn_ids = itertools.count(1)
 
     @classmethod
     async def connect(cls, address: str, *, timeout: float = 10.0) -> BookieClient:
@@ -233,6 +247,32 @@ class BookieClient:
         except NoEntry:
             return None
 
+    async def entries_of_ledger(self, ledger_id: int) -> EntryAvailability:
+        """The entries of the ledger the bookie holds (V3 GET_LIST_OF_ENTRIES_OF_LEDGER).
+        Raises NoLedger when the bookie does not know the ledger (ENOLEDGER), another
+        ResponseError for another status, MalformedFrame for an answer that does not decode."""
+        if self._lost is not None or self._transport is None:
+            raise self._lost or ConnectionLost("not connected")
+        txn_id = next(self._txn_ids)
+        future: asyncio.Future[V3Response] = asyncio.get_running_loop().create_future()
+        self._v3_pending[txn_id] = future
+        self._queue_frame(encode_list_entries_request(txn_id, ledger_id), future)
+        try:
+            response = await future
+        finally:
+            self._v3_pending.pop(txn_id, None)
+        body = response.getListOfEntriesOfLedgerResponse
+        status = response.status
+        if status == 0 and body.HasField("status"):
+            status = body.status
+        if status != 0:
+            raise error_for(V2_CODE_OF_STATUS.get(status, status), ledger_id, -1)
+        try:
+            return decode_availability(body.availabilityOfEntriesOfLedger)
+        except ValueError as exc:
+            raise MalformedFrame(f"entries of ledger {ledger_id} from "
+                                 f"{self.host}:{self.port}: {exc}") from exc
+
     async def _call(self, key: Key, frame: bytes) -> Response:
         if self._lost is not None or self._transport is None:
             raise self._lost or ConnectionLost("not connected")
@@ -246,6 +286,16 @@ class BookieClient:
         if queue is None:
             queue = self._pending[key] = deque()
         queue.append(pending)
+        if not self._out:
+            loop.call_soon(self._flush)  # requests of one loop iteration leave in one write
+        self._out.append(frame)
+        self._deadlines.append((loop.time() + self.timeout, pending))
+        if self._sweeper is None:
+            self._sweeper = loop.call_later(self._sweep_every, self._sweep)
+
+    def _queue_frame(self, frame: bytes, pending: asyncio.Future[V3Response]) -> None:
+        """`_queue` for a V3 request (matched by its txnId, not by a pending queue)."""
+        loop = asyncio.get_running_loop()
         if not self._out:
             loop.call_soon(self._flush)  # requests of one loop iteration leave in one write
         self._out.append(frame)
@@ -278,7 +328,13 @@ class BookieClient:
 
     def _on_response(self, buf: bytes, start: int, end: int) -> None:
         """The response frame body at buf[start:end]: answer the oldest request it matches."""
-        opcode, code, ledger_id, entry_id = decode_response_head(buf, start, end)
+        try:
+            opcode, code, ledger_id, entry_id = decode_response_head(buf, start, end)
+        except MalformedFrame:
+            if end > start and is_v3(buf, start):
+                self._on_v3_response(buf, start, end)
+                return
+            raise
         key = (opcode, ledger_id, entry_id)
         queue = self._pending.get(key)
         if not queue:
@@ -294,6 +350,12 @@ class BookieClient:
         entry = buf[start + RESPONSE_HEAD_LEN : end] if opcode == OpCode.READ_ENTRY else b""
         pending.set_result(Response(OpCode(opcode), code, ledger_id, entry_id, entry))
 
+    def _on_v3_response(self, buf: bytes, start: int, end: int) -> None:
+        response = decode_v3_response(buf, start, end)
+        future = self._v3_pending.pop(response.header.txnId, None)
+        if future is not None and not future.done():
+            future.set_result(response)
+
     def _on_lost(self, error: ConnectionLost) -> None:
         if self._lost is None:
             self._lost = error
@@ -306,6 +368,10 @@ class BookieClient:
             for future in queue:
                 if not future.done():
                     future.set_exception(error)
+        v3_pending, self._v3_pending = self._v3_pending, {}
+        for v3_future in v3_pending.values():
+            if not v3_future.done():
+                v3_future.set_exception(error)
         if self._transport is not None:
             self._transport.abort()
             self._transport = None

@@ -2,7 +2,7 @@
 
 BookieError                      any failure of a bookie operation
 ├── CorruptEntry                 stored bytes fail their digest or ids (reported, never returned)
-├── MalformedFrame               bytes that are not a V2 frame (the connection is closed)
+├── MalformedFrame               bytes that are not a V2 or V3 frame (the connection is closed)
 ├── ResponseError                a bookie answered with an error code (`code`: ResultCode)
 │   ├── NoLedger / NoEntry / BadRequest / IOFailure / Unauthorized
 │   └── Fenced / ReadOnly / TooManyRequests / BadVersion / UnknownLedgerState

@@ -87,6 +87,23 @@ class Index:
             ledger, entry = _KEY.unpack(cursor.key())
         return entry if ledger == ledger_id else None
 
+    def entry_ids(self, ledger_id: int) -> list[int]:
+        """The ledger's entry ids in the index, ascending (one range scan of its keys)."""
+        found: list[int] = []
+        unpack = _KEY.unpack
+        with self.env.begin(db=self._locations) as tx:
+            cursor = tx.cursor()
+            if not cursor.set_range(_KEY.pack(ledger_id, 0)):
+                return found
+            for key in cursor.iternext(keys=True, values=False):
+                if len(key) != _KEY.size:
+                    break
+                ledger, entry = unpack(key)
+                if ledger != ledger_id:
+                    break
+                found.append(entry)
+        return found
+
     def ledgers(self) -> dict[int, LedgerState]:
         with self.env.begin(db=self._ledgers) as tx:
             return {_LEDGER.unpack(key)[0]: LedgerState.decode(value) for key, value in tx.cursor()}

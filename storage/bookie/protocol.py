@@ -11,6 +11,9 @@ Derived from upstream `BookieProtocol` and `BookieProtoEncoding.RequestEnDeCoder
 
 A response carries the request's ledger and entry ids (entry -1 for a "last entry" read), so a
 V2 client matches responses to requests by (opcode, ledgerId, entryId).
+
+A V3 (protobuf) request on the same connection is told apart by its first byte and parsed by
+`protocol_v3` (`decode_request_at` returns its `Request` message).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 
 from storage.bookie.errors import MalformedFrame
+from storage.bookie.protocol_v3 import V3_FIRST_BYTE, V3Request, decode_v3_request
 
 PROTOCOL_VERSION = 2
 MASTER_KEY_LENGTH = 20
@@ -112,6 +116,7 @@ class Response:
 
 
 Request = AddRequest | ReadRequest
+AnyRequest = AddRequest | ReadRequest | V3Request
 
 
 def header(opcode: int, flags: int) -> int:
@@ -174,7 +179,7 @@ def encode_response(
     return _frame(body_len) + head + entry if entry else _frame(body_len) + head
 
 
-def decode_request(body: bytes) -> Request:
+def decode_request(body: bytes) -> AnyRequest:
     """Parse one request body (without its length); MalformedFrame for anything else."""
     return decode_request_at(body, 0, len(body))
 
@@ -182,7 +187,7 @@ def decode_request(body: bytes) -> Request:
 _ADD_V2 = (PROTOCOL_VERSION << 8) | OpCode.ADD_ENTRY  # header >> 16 of a V2 add
 
 
-def decode_request_at(buf: bytes, start: int, end: int) -> Request:
+def decode_request_at(buf: bytes, start: int, end: int) -> AnyRequest:
     """`decode_request` of the body at buf[start:end], slicing the master key and the entry
     straight out of the received buffer (one copy of the entry, none of the frame)."""
     size = end - start
@@ -196,6 +201,8 @@ def decode_request_at(buf: bytes, start: int, end: int) -> Request:
         )
     version, opcode, flags = split_header(head)
     if version != PROTOCOL_VERSION:
+        if version == V3_FIRST_BYTE:
+            return decode_v3_request(buf, start, end)
         raise MalformedFrame(f"unsupported protocol version {version}")
     if opcode == OpCode.ADD_ENTRY:
         raise MalformedFrame("add request shorter than master key and entry ids")

@@ -3,6 +3,11 @@
 Frames are cut and parsed by `protocol` (no I/O there); a frame that does not parse closes
 that connection only. Adds are answered from the journal's callback (after the group's
 fdatasync), so a pipelined connection never waits on one request to send the next.
+
+V3 requests (`protocol_v3`) share the connection: GET_LIST_OF_ENTRIES_OF_LEDGER is answered
+as upstream's `GetListOfEntriesOfLedgerProcessorV3` (EBADVERSION unless the header says
+version 3, ENOLEDGER for a ledger the bookie does not know, else EOK with the entries in the
+`AvailabilityOfEntriesOfLedger` format); any other V3 operation gets EBADREQ.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ import time
 from collections.abc import Callable
 from typing import cast
 
+from storage.bookie.availability import encode_availability
 from storage.bookie.bookie import Bookie
 from storage.bookie.errors import MalformedFrame
 from storage.bookie.metrics import BookieMetrics
 from storage.bookie.protocol import (
     AddRequest,
+    AnyRequest,
     FrameReader,
     OpCode,
     ReadRequest,
@@ -25,6 +32,17 @@ from storage.bookie.protocol import (
     decode_request_at,
     encode_add_response,
     encode_response,
+)
+from storage.bookie.protocol_v3 import (
+    GET_LIST_OF_ENTRIES_OF_LEDGER,
+    V3_EBADVERSION,
+    V3_EIO,
+    V3_ENOLEDGER,
+    V3_EOK,
+    VERSION_THREE,
+    V3Request,
+    encode_bad_request,
+    encode_list_entries_response,
 )
 
 log = logging.getLogger(__name__)
@@ -39,14 +57,41 @@ class RequestHandler:
     def __init__(self, bookie: Bookie, metrics: BookieMetrics | None = None) -> None:
         self.bookie = bookie
         self.metrics = metrics
+        self._v3_tasks: set[asyncio.Task[None]] = set()
 
-    def handle(self, request: AddRequest | ReadRequest, send: Send) -> None:
+    def handle(self, request: AnyRequest, send: Send) -> None:
         if isinstance(request, AddRequest):
             self._add(request, send)
+        elif not isinstance(request, ReadRequest):
+            self._v3(request, send)
         elif self.metrics is None:
             self._read(request, send)
         else:
             self._read(request, self._measured_read(send, self.metrics))
+
+    def _v3(self, request: V3Request, send: Send) -> None:
+        if request.header.operation != GET_LIST_OF_ENTRIES_OF_LEDGER:
+            send(encode_bad_request(request))
+            return
+        if request.header.version != VERSION_THREE:
+            send(encode_list_entries_response(request, V3_EBADVERSION, None))
+            return
+        task = asyncio.ensure_future(self._list_entries(request, send))
+        self._v3_tasks.add(task)
+        task.add_done_callback(self._v3_tasks.discard)
+
+    async def _list_entries(self, request: V3Request, send: Send) -> None:
+        ledger_id = request.getListOfEntriesOfLedgerRequest.ledgerId
+        try:
+            entries = await self.bookie.entries_of(ledger_id)
+        except Exception:  # upstream answers EIO when the storage fails
+            log.exception("listing the entries of ledger %d failed", ledger_id)
+            send(encode_list_entries_response(request, V3_EIO, None))
+            return
+        if entries is None:
+            send(encode_list_entries_response(request, V3_ENOLEDGER, None))
+        else:
+            send(encode_list_entries_response(request, V3_EOK, encode_availability(entries)))
 
     def _add(self, request: AddRequest, send: Send) -> None:
         lid, eid = request.ledger_id, request.entry_id

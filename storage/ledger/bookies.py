@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
+from storage.bookie.availability import EntryAvailability
+
 
 class BookieConnection(Protocol):
     """What the ledger client needs of one bookie connection."""
@@ -36,6 +38,10 @@ class BookieConnection(Protocol):
     ) -> bytes:
         """The packaged entry as stored (entry id -1: the bookie's last entry); `fence`
         fences the ledger first (needs the master key)."""
+
+    async def entries_of_ledger(self, ledger_id: int) -> EntryAvailability:
+        """The entries of the ledger the bookie holds (V3 GET_LIST_OF_ENTRIES_OF_LEDGER);
+        NoLedger when it does not know the ledger."""
 
     @property
     def connected(self) -> bool:
