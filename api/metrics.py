@@ -32,6 +32,8 @@ auditor), `replication_auditor_bookie_audits_total`, `replication_auditor_placem
 `replication_auditor_check_ledgers_checked` (in the running or last run),
 `replication_auditor_check_last_run_timestamp_seconds`,
 `replication_auditor_check_last_duration_seconds`, `replication_auditor_check_found_ledgers`,
+`replication_auditor_replicas_check_unavailable_ledgers` (ledgers with a bookie that did not
+answer the last replicas check: counted in none of the three upstream classes),
 `replication_replication_worker_stuck_ledgers` (ledgers waiting with a reason), and
 `http_requests_total{method,route,status}`.
 """
@@ -142,6 +144,9 @@ async def collect(state: AppState, counts: dict[RequestKey, int]) -> list[Metric
             ):
                 family(f"replication_auditor_{name}", "found by the last replicas check").add(
                     len(ledgers))
+            family("replication_auditor_replicas_check_unavailable_ledgers",
+                   "ledgers with a bookie that did not answer the last replicas check").add(
+                len(report.unavailable))
         family("replication_replication_worker_NUM_FULL_OR_PARTIAL_LEDGERS_REPLICATED",
                "ledgers repaired", "counter").add(worker.replicated_ledgers)
         family("replication_replication_worker_NUM_ENTRIES_WRITTEN",

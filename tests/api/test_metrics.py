@@ -125,6 +125,7 @@ def test_authenticated_metrics_and_auto_recovery_progress(
                      check="checkAllLedgers", cluster="test") > time.time() - 60  # type: ignore[operator]
         assert value(text, "replication_auditor_check_found_ledgers",
                      check="replicasCheck") == 0
+        assert value(text, "replication_auditor_replicas_check_unavailable_ledgers") == 0
         assert value(text, "replication_replication_worker_NUM_BYTES_WRITTEN") == 0
         assert value(text, "replication_auditor_NUM_UNDER_REPLICATED_LEDGERS") == 0
         assert token("just-a-reader") not in text
