@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,9 +87,13 @@ def raw_grouped(directory: Path, group: int, seconds: float) -> Result:
     )
 
 
-async def bookie_level(address: str, outstanding: int, seconds: float, base: int) -> Result:
+async def bookie_level(address: str, outstanding: int, seconds: float, base: int,
+                       latencies: list[float] | None = None) -> Result:
+    """The closed loop on one BookieClient; each add's latency (s) is also appended to
+    `latencies` when given."""
     client = await BookieClient.connect(address, timeout=30)
-    latencies: list[float] = []
+    if latencies is None:
+        latencies = []
     stop = time.perf_counter() + seconds
 
     async def worker(ledger_id: int) -> None:
@@ -152,12 +157,15 @@ class RssSampler:
 
 
 def start_bookie(workdir: Path, name: str, etcd_url: str,
-                 conf: dict[str, str] | None = None) -> tuple[str, subprocess.Popen[bytes]]:
+                 conf: dict[str, str] | None = None,
+                 args: Sequence[str] = ()) -> tuple[str, subprocess.Popen[bytes]]:
+    """A bookie process with BookKeeper settings `conf` (`-c`) and extra flags `args`."""
     address = f"127.0.0.1:{free_port()}"
     command = [
         sys.executable, "-m", "storage.bookie", "--bookie-id", address,
         "--data-dir", str(workdir / name), "--metadata-store-url", etcd_url,
         *(arg for key, value in (conf or {}).items() for arg in ("-c", f"{key}={value}")),
+        *args,
     ]  # fmt: skip
     with open(workdir / f"{name}.log", "ab") as log:
         process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log)

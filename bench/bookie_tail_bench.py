@@ -1,0 +1,263 @@
+"""Where the bookie's p99 comes from: latency histograms of 1 KiB adds at 64 outstanding on one
+bookie, from two load generators, for bookie variants started side by side in the same run.
+
+Load generators:
+- "lean": a pipelined closed loop on a plain blocking socket. Every add frame is built before
+  the clock starts (V2 ADD: length, header, master key, packaged 1 KiB entry with its CRC32C);
+  a response is counted by its fixed 28-byte frame (length, header, result, ledger id, entry
+  id) and must be EOK, then that slot's next frame goes out. An ack means the same as for any
+  client: the bookie answers an add only after the fdatasync of its journal group. Its CPU per
+  add is a few µs, so the bookie, not the client, is what is measured.
+- "client": the asyncio `BookieClient` closed loop of `bench.bookie_bench` (package + frame per
+  add, a coroutine per slot), i.e. what a Python caller of the bookie sees.
+
+Bookie variants (`--variants`): "default" (the bookie as shipped), and experiment switches
+passed with `-c` (e.g. `pythonGc=...`); see `VARIANTS`. Each variant is a fresh bookie on the
+same etcd and disk; the variants are measured round-robin, `--rounds` times, so a change of
+load hits all of them. A raw grouped pwrite+fdatasync loop (64 records of 1 KiB per sync) is
+measured in every round as the reference.
+
+    .venv/bin/python -m bench.bookie_tail_bench [--seconds 3] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import struct
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvloop
+
+from bench.bookie_bench import (
+    MASTER_KEY,
+    PAYLOAD,
+    bookie_level,
+    cpu_seconds,
+    raw_grouped,
+    start_bookie,
+    stop_bookie,
+)
+from bench.harness import REPO, machine
+from metastore.embedded import EmbeddedEtcd
+from storage.bookie.format import package_entry
+from storage.bookie.protocol import encode_add
+
+OUTSTANDING = 64
+BUCKETS_MS = (0.5, 1, 2, 5, 10, 20, 50, 100)
+_ADD_RESPONSE = struct.Struct(">IIiqq")  # frame length, header, result, ledger id, entry id
+_RESPONSE_LEN = _ADD_RESPONSE.size
+
+# name -> (bookie `-c` settings, extra bookie flags)
+VARIANTS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
+    "default": ({}, ()),  # as shipped: --python-gc freeze-lazy
+    "gc-cpython": ({}, ("--python-gc", "default")),
+    "gc-freeze": ({}, ("--python-gc", "freeze")),
+    "gc-off": ({}, ("--python-gc", "off")),
+    # No checkpoint during the run: a 1 GiB write cache is checkpointed at half full.
+    "no-checkpoint": ({"dbStorage_writeCacheMaxSizeMb": "1024"}, ()),
+    "cache-16": ({"dbStorage_writeCacheMaxSizeMb": "16"}, ()),
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    variant: str
+    generator: str
+    adds: int
+    seconds: float
+    latencies_ms: list[float]
+    bookie_cpu_s: float
+    client_cpu_s: float
+
+    @property
+    def rate(self) -> float:
+        return self.adds / self.seconds
+
+    def pct(self, q: float) -> float:
+        ordered = sorted(self.latencies_ms)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+    def histogram(self) -> list[int]:
+        counts = [0] * (len(BUCKETS_MS) + 1)
+        for value in self.latencies_ms:
+            index = 0
+            while index < len(BUCKETS_MS) and value >= BUCKETS_MS[index]:
+                index += 1
+            counts[index] += 1
+        return counts
+
+
+def build_frames(slots: int, per_slot: int, base: int) -> list[list[bytes]]:
+    """Every add frame of the run, per slot (one ledger per slot), built before the clock."""
+    frames = []
+    for slot in range(slots):
+        ledger_id = base + slot
+        mine = []
+        length = 0
+        for entry_id in range(per_slot):
+            length += len(PAYLOAD)
+            entry = package_entry(ledger_id, entry_id, entry_id - 1, length, PAYLOAD)
+            mine.append(encode_add(ledger_id, entry_id, MASTER_KEY, entry))
+        frames.append(mine)
+    return frames
+
+
+def lean_run(address: str, frames: list[list[bytes]], seconds: float, base: int
+             ) -> tuple[int, float, list[float]]:
+    """The lean closed loop: (adds acknowledged, elapsed s, latencies ms). Stops at `seconds`
+    or when a slot runs out of pre-built frames."""
+    host, _, port = address.rpartition(":")
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    slots = len(frames)
+    sent_at = [0.0] * slots
+    next_index = [1] * slots
+    latencies: list[float] = []
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    have = 0
+    unpack = _ADD_RESPONSE.unpack_from
+    clock = time.perf_counter
+    started = clock()
+    stop = started + seconds
+    for slot in range(slots):
+        sent_at[slot] = started
+    sock.sendall(b"".join(mine[0] for mine in frames))
+    in_flight = slots
+    adds = 0
+    sending = True
+    while in_flight:
+        got = sock.recv_into(view[have:])
+        if not got:
+            raise ConnectionError("bookie closed the connection")
+        have += got
+        now = clock()
+        if now >= stop:
+            sending = False
+        out = []
+        offset = 0
+        while have - offset >= _RESPONSE_LEN:
+            _, _, code, ledger_id, _ = unpack(buf, offset)
+            offset += _RESPONSE_LEN
+            if code != 0:
+                raise RuntimeError(f"add failed with code {code}")
+            slot = ledger_id - base
+            latencies.append((now - sent_at[slot]) * 1e3)
+            adds += 1
+            index = next_index[slot]
+            if sending and index < len(frames[slot]):
+                out.append(frames[slot][index])
+                next_index[slot] = index + 1
+                sent_at[slot] = now
+            else:
+                in_flight -= 1
+        if offset:
+            buf[: have - offset] = buf[offset:have]
+            have -= offset
+        if out:
+            sock.sendall(b"".join(out))
+    elapsed = clock() - started
+    sock.close()
+    return adds, elapsed, latencies
+
+
+def measure(variant: str, address: str, pid: int, generator: str, seconds: float,
+            base: int, per_slot: int) -> Run:
+    if generator == "lean":
+        frames = build_frames(OUTSTANDING, per_slot, base)
+        cpu0, client0 = cpu_seconds(pid), time.process_time()
+        adds, elapsed, latencies = lean_run(address, frames, seconds, base)
+        del frames
+    else:
+        cpu0, client0 = cpu_seconds(pid), time.process_time()
+        t0 = time.perf_counter()
+        latencies = uvloop.run(_client_run(address, seconds, base))
+        elapsed = time.perf_counter() - t0
+        adds = len(latencies)
+    return Run(variant, generator, adds, elapsed, latencies,
+               cpu_seconds(pid) - cpu0, time.process_time() - client0)
+
+
+async def _client_run(address: str, seconds: float, base: int) -> list[float]:
+    latencies: list[float] = []
+    await bookie_level(address, OUTSTANDING, seconds, base, latencies)
+    return [value * 1e3 for value in latencies]
+
+
+def run(seconds: float, rounds: int, variants: Sequence[str], generators: Sequence[str],
+        per_slot: int) -> str:
+    runs: list[Run] = []
+    raws = []
+    loads = []
+    with tempfile.TemporaryDirectory(prefix="bookie-tail-", dir=REPO) as tmp:
+        workdir = Path(tmp)
+        etcd = EmbeddedEtcd(workdir / "etcd")
+        etcd.start()
+        try:
+            bookies = {name: start_bookie(workdir, name, etcd.url, *VARIANTS[name])
+                       for name in variants}
+            try:
+                base = 10_000
+                for _ in range(rounds):
+                    loads.append(os.getloadavg()[0])
+                    raws.append(raw_grouped(workdir, OUTSTANDING, seconds))
+                    for name, (address, process) in bookies.items():
+                        for generator in generators:
+                            runs.append(measure(name, address, process.pid, generator,
+                                                seconds, base, per_slot))
+                            base += 1000
+                loads.append(os.getloadavg()[0])
+            finally:
+                for _, process in bookies.values():
+                    stop_bookie(process)
+        finally:
+            etcd.stop()
+    return report(runs, raws, loads, seconds)
+
+
+def report(runs: list[Run], raws: list, loads: list[float], seconds: float) -> str:
+    lines = [
+        f"Machine: {machine()}; load average (1 min) per round: "
+        + ", ".join(f"{value:.1f}" for value in loads),
+        "Raw grouped pwrite+fdatasync, 64 x 1 KiB per sync, per round: "
+        + ", ".join(f"{raw.rate:,.0f}/s (p99 {raw.p99_ms:.2f} ms)" for raw in raws),
+        "",
+        "| variant | generator | adds/s | / raw | p50 / p99 / p99.9 / max ms "
+        "| bookie CPU µs/add | client CPU µs/add | histogram ms: "
+        + " ".join(f"<{b:g}" for b in BUCKETS_MS) + f" >={BUCKETS_MS[-1]:g} |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    per_round = len(runs) // max(1, len(raws))
+    for index, r in enumerate(runs):
+        raw = raws[min(index // max(1, per_round), len(raws) - 1)]
+        lines.append(
+            f"| {r.variant} | {r.generator} | {r.rate:,.0f} | {r.rate / raw.rate:.0%} "
+            f"| {r.pct(0.5):.2f} / {r.pct(0.99):.2f} / {r.pct(0.999):.2f} "
+            f"/ {max(r.latencies_ms, default=0):.1f} "
+            f"| {r.bookie_cpu_s / r.adds * 1e6:.1f} | {r.client_cpu_s / r.adds * 1e6:.1f} "
+            f"| {' '.join(str(c) for c in r.histogram())} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.bookie_tail_bench")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--variants", default="default")
+    parser.add_argument("--generators", default="lean,client")
+    parser.add_argument("--per-slot", type=int, default=3000,
+                        help="pre-built frames per slot for the lean generator")
+    args = parser.parse_args(argv)
+    print(run(args.seconds, args.rounds, args.variants.split(","),
+              args.generators.split(","), args.per_slot))
+
+
+if __name__ == "__main__":
+    main()
