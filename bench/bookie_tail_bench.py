@@ -23,6 +23,7 @@ measured in every round as the reference.
 from __future__ import annotations
 
 import argparse
+import bisect
 import os
 import socket
 import struct
@@ -37,6 +38,7 @@ import uvloop
 from bench.bookie_bench import (
     MASTER_KEY,
     PAYLOAD,
+    Result,
     bookie_level,
     cpu_seconds,
     raw_grouped,
@@ -83,14 +85,13 @@ class Run:
         ordered = sorted(self.latencies_ms)
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
-    def histogram(self) -> list[int]:
-        counts = [0] * (len(BUCKETS_MS) + 1)
-        for value in self.latencies_ms:
-            index = 0
-            while index < len(BUCKETS_MS) and value >= BUCKETS_MS[index]:
-                index += 1
-            counts[index] += 1
-        return counts
+
+def histogram(values_ms: list[float]) -> list[int]:
+    """Counts per bucket: below each of BUCKETS_MS in turn, then the rest."""
+    counts = [0] * (len(BUCKETS_MS) + 1)
+    for value in values_ms:
+        counts[bisect.bisect_right(BUCKETS_MS, value)] += 1
+    return counts
 
 
 def build_frames(slots: int, per_slot: int, base: int) -> list[list[bytes]]:
@@ -193,8 +194,8 @@ async def _client_run(address: str, seconds: float, base: int) -> list[float]:
 def run(seconds: float, rounds: int, variants: Sequence[str], generators: Sequence[str],
         per_slot: int) -> str:
     runs: list[Run] = []
-    raws = []
-    loads = []
+    raws: list[Result] = []
+    loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bookie-tail-", dir=REPO) as tmp:
         workdir = Path(tmp)
         etcd = EmbeddedEtcd(workdir / "etcd")
@@ -221,7 +222,7 @@ def run(seconds: float, rounds: int, variants: Sequence[str], generators: Sequen
     return report(runs, raws, loads, seconds)
 
 
-def report(runs: list[Run], raws: list, loads: list[float], seconds: float) -> str:
+def report(runs: list[Run], raws: list[Result], loads: list[float], seconds: float) -> str:
     lines = [
         f"Machine: {machine()}; load average (1 min) per round: "
         + ", ".join(f"{value:.1f}" for value in loads),
@@ -241,7 +242,7 @@ def report(runs: list[Run], raws: list, loads: list[float], seconds: float) -> s
             f"| {r.pct(0.5):.2f} / {r.pct(0.99):.2f} / {r.pct(0.999):.2f} "
             f"/ {max(r.latencies_ms, default=0):.1f} "
             f"| {r.bookie_cpu_s / r.adds * 1e6:.1f} | {r.client_cpu_s / r.adds * 1e6:.1f} "
-            f"| {' '.join(str(c) for c in r.histogram())} |"
+            f"| {' '.join(str(c) for c in histogram(r.latencies_ms))} |"
         )
     return "\n".join(lines)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
 import signal
 import sys
@@ -17,9 +16,7 @@ from pathlib import Path
 
 from storage.bookie.bookie import BookieSettings
 from storage.bookie.service import ServiceSettings, apply_overrides, run
-
-GC_MODES = ("default", "freeze", "freeze-lazy", "off")
-GC_DEFAULT = "freeze-lazy"
+from storage.runtime import GC_DEFAULT, GC_MODES, set_gc
 
 
 def parse(argv: list[str]) -> ServiceSettings:
@@ -35,9 +32,8 @@ def parse_command(argv: list[str]) -> tuple[ServiceSettings, str]:
     parser.add_argument("--lease-ttl", type=int, default=30, help="registration lease, seconds")
     parser.add_argument(
         "--python-gc", choices=GC_MODES, default=GC_DEFAULT,
-        help="CPython's cyclic GC in this process: CPython's default; freeze (everything "
-        "alive at start-up is left out of collections); freeze-lazy (the default: freeze, and "
-        "a young generation of 20,000 objects instead of 700); off (bench experiments only)",
+        help="CPython's cyclic GC in this process (storage.runtime.set_gc): default (CPython's), "
+        "freeze, freeze-lazy (the default), off (bench experiments only)",
     )
     parser.add_argument(
         "-c", "--conf", action="append", default=[], metavar="NAME=VALUE",
@@ -63,25 +59,6 @@ def parse_command(argv: list[str]) -> tuple[ServiceSettings, str]:
         return apply_overrides(settings, overrides), args.python_gc
     except ValueError as exc:
         parser.error(str(exc))
-
-
-def set_gc(mode: str) -> None:
-    """CPython's cyclic GC for the bookie process (`--python-gc`).
-
-    Measured (bench.bookie_tail_bench, BENCHMARKS.md): with CPython's defaults a full (oldest
-    generation) collection walks every object of the imported modules (grpc, aetcd, protobuf,
-    lmdb) and stalls the event loop 12-35 ms about twice a second under load, and the young
-    collection every 700 allocations promotes the in-flight adds' request objects and
-    callbacks, which feeds those full collections. Frozen start-up objects are skipped by
-    every collection; a 20,000-object young generation lets in-flight adds die young (they
-    are freed by reference counting). Cycles are still collected."""
-    if mode in ("freeze", "freeze-lazy"):
-        gc.collect()
-        gc.freeze()
-    if mode == "freeze-lazy":
-        gc.set_threshold(20_000, 10, 10)
-    elif mode == "off":
-        gc.disable()
 
 
 def main(argv: list[str] | None = None) -> None:

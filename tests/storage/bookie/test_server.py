@@ -160,6 +160,7 @@ def test_python_gc_modes(tmp_path: Path) -> None:
     """`--python-gc`: freeze-lazy by default (start-up objects frozen, a 20,000-object young
     generation, cycles still collected); CPython's own settings on request; bad modes refused."""
     from storage.bookie.__main__ import parse_command
+    from storage.runtime import set_gc
 
     base = ["--bookie-id", "127.0.0.1:1", "--data-dir", str(tmp_path),
             "--metadata-store-url", "etcd:http://127.0.0.1:1"]
@@ -168,7 +169,7 @@ def test_python_gc_modes(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         parse_command([*base, "--python-gc", "sometimes"])
     probe = (
-        "import gc, sys; from storage.bookie.__main__ import set_gc; set_gc(sys.argv[1]); "
+        "import gc, sys; from storage.runtime import set_gc; set_gc(sys.argv[1]); "
         "print(gc.isenabled(), gc.get_threshold()[0], gc.get_freeze_count() > 0)"
     )
     found = {
@@ -181,3 +182,5 @@ def test_python_gc_modes(tmp_path: Path) -> None:
     assert found["freeze-lazy"] == ["True", "20000", "True"]
     assert found["default"] == ["True", "700", "False"]
     assert found["off"][0] == "False"
+    with pytest.raises(ValueError, match="unknown GC mode"):
+        set_gc("sometimes")
