@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import bisect
 import os
-import socket
-import struct
 import tempfile
 import time
 from collections.abc import Sequence
@@ -46,14 +44,11 @@ from bench.bookie_bench import (
     stop_bookie,
 )
 from bench.harness import REPO, machine
+from bench.lean_load import build_frames, lean_run
 from metastore.embedded import EmbeddedEtcd
-from storage.bookie.format import package_entry
-from storage.bookie.protocol import encode_add
 
 OUTSTANDING = 64
 BUCKETS_MS = (0.5, 1, 2, 5, 10, 20, 50, 100)
-_ADD_RESPONSE = struct.Struct(">IIiqq")  # frame length, header, result, ledger id, entry id
-_RESPONSE_LEN = _ADD_RESPONSE.size
 
 # name -> (bookie `-c` settings, extra bookie flags)
 VARIANTS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
@@ -94,84 +89,10 @@ def histogram(values_ms: list[float]) -> list[int]:
     return counts
 
 
-def build_frames(slots: int, per_slot: int, base: int) -> list[list[bytes]]:
-    """Every add frame of the run, per slot (one ledger per slot), built before the clock."""
-    frames = []
-    for slot in range(slots):
-        ledger_id = base + slot
-        mine = []
-        length = 0
-        for entry_id in range(per_slot):
-            length += len(PAYLOAD)
-            entry = package_entry(ledger_id, entry_id, entry_id - 1, length, PAYLOAD)
-            mine.append(encode_add(ledger_id, entry_id, MASTER_KEY, entry))
-        frames.append(mine)
-    return frames
-
-
-def lean_run(address: str, frames: list[list[bytes]], seconds: float, base: int
-             ) -> tuple[int, float, list[float]]:
-    """The lean closed loop: (adds acknowledged, elapsed s, latencies ms). Stops at `seconds`
-    or when a slot runs out of pre-built frames."""
-    host, _, port = address.rpartition(":")
-    sock = socket.create_connection((host, int(port)))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    slots = len(frames)
-    sent_at = [0.0] * slots
-    next_index = [1] * slots
-    latencies: list[float] = []
-    buf = bytearray(1 << 20)
-    view = memoryview(buf)
-    have = 0
-    unpack = _ADD_RESPONSE.unpack_from
-    clock = time.perf_counter
-    started = clock()
-    stop = started + seconds
-    for slot in range(slots):
-        sent_at[slot] = started
-    sock.sendall(b"".join(mine[0] for mine in frames))
-    in_flight = slots
-    adds = 0
-    sending = True
-    while in_flight:
-        got = sock.recv_into(view[have:])
-        if not got:
-            raise ConnectionError("bookie closed the connection")
-        have += got
-        now = clock()
-        if now >= stop:
-            sending = False
-        out = []
-        offset = 0
-        while have - offset >= _RESPONSE_LEN:
-            _, _, code, ledger_id, _ = unpack(buf, offset)
-            offset += _RESPONSE_LEN
-            if code != 0:
-                raise RuntimeError(f"add failed with code {code}")
-            slot = ledger_id - base
-            latencies.append((now - sent_at[slot]) * 1e3)
-            adds += 1
-            index = next_index[slot]
-            if sending and index < len(frames[slot]):
-                out.append(frames[slot][index])
-                next_index[slot] = index + 1
-                sent_at[slot] = now
-            else:
-                in_flight -= 1
-        if offset:
-            buf[: have - offset] = buf[offset:have]
-            have -= offset
-        if out:
-            sock.sendall(b"".join(out))
-    elapsed = clock() - started
-    sock.close()
-    return adds, elapsed, latencies
-
-
 def measure(variant: str, address: str, pid: int, generator: str, seconds: float,
             base: int, per_slot: int) -> Run:
     if generator == "lean":
-        frames = build_frames(OUTSTANDING, per_slot, base)
+        frames = build_frames(OUTSTANDING, per_slot, base, PAYLOAD, MASTER_KEY)
         cpu0, client0 = cpu_seconds(pid), time.process_time()
         adds, elapsed, latencies = lean_run(address, frames, seconds, base)
         del frames
