@@ -6,9 +6,11 @@ from bench import (
     api_bench,
     audit_bench,
     bookie_bench,
+    bookie_tail_bench,
     cli_bench,
     gc_bench,
     ledger_bench,
+    ledger_tail_bench,
     placement_bench,
     repair_bench,
 )
@@ -27,11 +29,18 @@ def main() -> None:
     print("## Bookie (1 KiB adds vs raw grouped pwrite+fdatasync)")
     print(bookie_bench.run(seconds=3.0))
     print()
+    print("## Bookie tail (64 outstanding: lean and client load generators, GC and checkpoint)")
+    print(bookie_tail_bench.run(3.0, 2, ["default", "gc-cpython", "no-checkpoint"],
+                                ["lean", "client"], 3000))
+    print()
     print("## Bookie adds while compacting (vs the same bookie idle)")
     print(gc_bench.run(seconds=5.0))
     print()
     print("## Ledgers and REST produce (E=3/Qw=3/Qa=2 on three bookie processes)")
     print(ledger_bench.run(seconds=3.0))
+    print()
+    print("## Ledger tail (64 outstanding, the client's GC as CPython sets it and frozen)")
+    print(ledger_tail_bench.run(3.0, 2))
     print()
     print("## Repair (one of six bookies lost, 1 GiB stored, producers running)")
     print(repair_bench.report(repair_bench.run(size_mib=1024)))

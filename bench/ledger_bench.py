@@ -63,7 +63,10 @@ def result(latencies: list[float], elapsed: float, count: int | None = None) -> 
                   percentile(latencies, 50) * 1e3, percentile(latencies, 99) * 1e3)
 
 
-async def ledger_level(etcd_url: str, outstanding: int, seconds: float) -> Result:
+async def ledger_level(etcd_url: str, outstanding: int, seconds: float,
+                       latencies: list[float] | None = None) -> Result:
+    """The closed loop on one E=3/Qw=3/Qa=2 ledger; each add's latency (s) is also appended
+    to `latencies` when given."""
     config = PlacementConfig()
     store = MetadataStore(parse_metadata_store_url(etcd_url))
 
@@ -74,7 +77,8 @@ async def ledger_level(etcd_url: str, outstanding: int, seconds: float) -> Resul
                                  random.Random(1))
     handle = await client.create(LedgerSpec(3, 3, 2, {"application": b"bench"}))
     await handle.add(PAYLOAD)  # dial the three bookies first
-    latencies: list[float] = []
+    if latencies is None:
+        latencies = []
     stop = time.perf_counter() + seconds
 
     async def worker() -> None:
@@ -137,25 +141,33 @@ def rest_produce(server: BenchServer, seconds: float) -> Result:
     return result(latencies, elapsed, count=100 * len(latencies))
 
 
+def start_bookies(workdir: Path, etcd_url: str, processes: list[subprocess.Popen[bytes]],
+                  count: int = 3) -> list[str]:
+    """`count` bookie processes with the default settings, appended to `processes` as they
+    start (the caller stops them, also when one fails to start); their addresses, ready."""
+    addresses = []
+    for i in range(count):
+        address = f"127.0.0.1:{free_port()}"
+        command = [
+            sys.executable, "-m", "storage.bookie", "--bookie-id", address,
+            "--data-dir", str(workdir / f"bookie{i}"), "--metadata-store-url", etcd_url,
+        ]  # fmt: skip
+        with open(workdir / f"bookie{i}.log", "ab") as log:
+            processes.append(subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log))
+        addresses.append(address)
+    for address in addresses:
+        asyncio.run(_wait_ready(address))
+    return addresses
+
+
 def run(seconds: float = 3.0) -> str:
     with tempfile.TemporaryDirectory(prefix="ledger-bench-", dir=REPO) as tmp:
         workdir = Path(tmp)
         etcd = EmbeddedEtcd(workdir / "etcd")
         etcd.start()
-        processes = []
-        addresses = []
+        processes: list[subprocess.Popen[bytes]] = []
         try:
-            for i in range(3):
-                address = f"127.0.0.1:{free_port()}"
-                command = [
-                    sys.executable, "-m", "storage.bookie", "--bookie-id", address,
-                    "--data-dir", str(workdir / f"bookie{i}"), "--metadata-store-url", etcd.url,
-                ]  # fmt: skip
-                with open(workdir / f"bookie{i}.log", "ab") as log:
-                    processes.append(subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log))
-                addresses.append(address)
-            for address in addresses:
-                asyncio.run(_wait_ready(address))
+            addresses = start_bookies(workdir, etcd.url, processes)
             rows = []
             for index, level in enumerate(LEVELS):
                 single = uvloop.run(single_bookie_level(addresses[0], level, seconds,

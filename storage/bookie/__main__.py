@@ -16,14 +16,25 @@ from pathlib import Path
 
 from storage.bookie.bookie import BookieSettings
 from storage.bookie.service import ServiceSettings, apply_overrides, run
+from storage.runtime import GC_DEFAULT, GC_MODES, set_gc
 
 
 def parse(argv: list[str]) -> ServiceSettings:
+    return parse_command(argv)[0]
+
+
+def parse_command(argv: list[str]) -> tuple[ServiceSettings, str]:
+    """The bookie's settings and the `--python-gc` mode."""
     parser = argparse.ArgumentParser(prog="python -m storage.bookie")
     parser.add_argument("--bookie-id", required=True, help="HOST:PORT, also the listen address")
     parser.add_argument("--data-dir", required=True, type=Path)
     parser.add_argument("--metadata-store-url", required=True, help="etcd:http://host:port")
     parser.add_argument("--lease-ttl", type=int, default=30, help="registration lease, seconds")
+    parser.add_argument(
+        "--python-gc", choices=GC_MODES, default=GC_DEFAULT,
+        help="CPython's cyclic GC in this process (storage.runtime.set_gc): default (CPython's), "
+        "freeze, freeze-lazy (the default), off (bench experiments only)",
+    )
     parser.add_argument(
         "-c", "--conf", action="append", default=[], metavar="NAME=VALUE",
         help="a BookKeeper setting, e.g. journalMaxGroupWaitMSec=1",
@@ -45,13 +56,14 @@ def parse(argv: list[str]) -> ServiceSettings:
         lease_ttl=args.lease_ttl,
     )
     try:
-        return apply_overrides(settings, overrides)
+        return apply_overrides(settings, overrides), args.python_gc
     except ValueError as exc:
         parser.error(str(exc))
 
 
 def main(argv: list[str] | None = None) -> None:
-    settings = parse(sys.argv[1:] if argv is None else argv)
+    settings, gc_mode = parse_command(sys.argv[1:] if argv is None else argv)
+    set_gc(gc_mode)
     # The journal and flush threads hold the GIL only between their system calls (and the
     # checkpoint's record building); a 1 ms switch interval instead of 5 ms bounds how long
     # the event loop can wait for it while a checkpoint runs.

@@ -7,6 +7,7 @@ import contextlib
 import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,3 +154,33 @@ async def test_disk_full_switches_to_readonly_and_back(
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
         assert await client.read(4, 1) == entry(4, 1)
+
+
+def test_python_gc_modes(tmp_path: Path) -> None:
+    """`--python-gc`: freeze-lazy by default (start-up objects frozen, a 20,000-object young
+    generation, cycles still collected); CPython's own settings on request; bad modes refused."""
+    from storage.bookie.__main__ import parse_command
+    from storage.runtime import set_gc
+
+    base = ["--bookie-id", "127.0.0.1:1", "--data-dir", str(tmp_path),
+            "--metadata-store-url", "etcd:http://127.0.0.1:1"]
+    assert parse_command(base)[1] == "freeze-lazy"
+    assert parse_command([*base, "--python-gc", "default"])[1] == "default"
+    with pytest.raises(SystemExit):
+        parse_command([*base, "--python-gc", "sometimes"])
+    probe = (
+        "import gc, sys; from storage.runtime import set_gc; set_gc(sys.argv[1]); "
+        "print(gc.isenabled(), gc.get_threshold()[0], gc.get_freeze_count() > 0)"
+    )
+    found = {
+        mode: subprocess.run(
+            [sys.executable, "-c", probe, mode], capture_output=True, text=True, check=True,
+            cwd=Path(__file__).resolve().parents[3],
+        ).stdout.split()
+        for mode in ("freeze-lazy", "default", "off")
+    }
+    assert found["freeze-lazy"] == ["True", "20000", "True"]
+    assert found["default"] == ["True", "700", "False"]
+    assert found["off"][0] == "False"
+    with pytest.raises(ValueError, match="unknown GC mode"):
+        set_gc("sometimes")

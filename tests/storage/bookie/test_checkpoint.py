@@ -1,0 +1,44 @@
+"""The checkpoint writes the swapped write cache to the entry log sorted by (ledger, entry),
+each entry once, whatever order and repeats the adds came in."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+from storage.bookie.bookie import Bookie, BookieSettings
+from storage.bookie.format import RECORD_HEADER_LEN
+from storage.bookie.protocol import AddRequest, ResultCode
+from tests.storage.bookie.support import MASTER_KEY, entry
+
+
+async def test_checkpoint_writes_entries_sorted_and_once(tmp_path: Path) -> None:
+    bookie = Bookie(BookieSettings(tmp_path / "bookie"))
+    await bookie.open()
+    try:
+        # Interleaved ledgers, entries out of order, one entry added twice.
+        order = [(9, 2), (7, 1), (9, 0), (8, 5), (7, 0), (9, 1), (8, 4), (7, 1), (8, 3)]
+        loop = asyncio.get_running_loop()
+        for ledger_id, entry_id in order:
+            done: asyncio.Future[int] = loop.create_future()
+            bookie.add(AddRequest(ledger_id, entry_id, MASTER_KEY, entry(ledger_id, entry_id)),
+                       done.set_result)
+            assert await done == ResultCode.EOK
+        await bookie.checkpoint()
+        assert bookie.write_cache_size == 0
+        assert bookie.index is not None
+        keys = sorted(set(order))
+        locations = [bookie.index.get(ledger_id, entry_id) for ledger_id, entry_id in keys]
+        assert all(location is not None for location in locations)
+        offsets = [(loc.log_id, loc.offset) for loc in locations if loc is not None]
+        assert offsets == sorted(offsets)  # the log holds them in (ledger, entry) order
+        # Each once: every record follows the previous one directly (no second copy between).
+        found = [loc for loc in locations if loc is not None]
+        for before, after in itertools.pairwise(found):
+            assert after.log_id == before.log_id
+            assert after.offset == before.offset + before.size + RECORD_HEADER_LEN
+        for ledger_id, entry_id in keys:
+            assert bookie.read(ledger_id, entry_id) == (ResultCode.EOK, entry(ledger_id, entry_id))
+    finally:
+        await bookie.close()
