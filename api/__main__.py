@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import logging
 import signal
 import socket
@@ -31,6 +30,7 @@ from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
 from metastore.store import MetadataStore, parse_metadata_store_url
 from storage.bookie.service import check_bookie_settings
 from storage.cluster import FIRST_PORT, LocalBookies, default_ports, ports_for, wait_registered
+from storage.runtime import GC_DEFAULT, set_gc
 
 log = logging.getLogger("api")
 
@@ -108,14 +108,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         if value is not None
     }
     return load_settings(args.config, flags=flags)
-
-
-def freeze_startup_objects() -> None:
-    """Move everything built so far (modules, the app, its routes and models: ~70k objects)
-    out of the garbage collector's reach. Otherwise every full collection walks them all
-    again, a 15-25 ms pause of the event loop every few seconds under write load."""
-    gc.collect()
-    gc.freeze()
 
 
 def configure_logging(settings: Settings | None = None) -> None:
@@ -306,7 +298,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         bookies.start()
     app = create_server_app(settings, bookies)
-    freeze_startup_objects()
+    # everything built so far (modules, the app, its routes and models: ~70k objects) out of
+    # the collector's reach, and a young generation the in-flight requests and ledger adds die
+    # in: full collections otherwise stall the event loop 15-95 ms several times a second
+    # under write load (BENCHMARKS.md, ledger tail pass)
+    set_gc(GC_DEFAULT)
     config = uvicorn.Config(
         app,
         host=settings.bindAddress,

@@ -194,7 +194,7 @@ def start_bookie(workdir: Path, name: str, etcd_url: str,
     ]  # fmt: skip
     with open(workdir / f"{name}.log", "ab") as log:
         process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log)
-    asyncio.run(_wait_ready(address))
+    asyncio.run(wait_ready(address))
     return address, process
 
 
@@ -288,7 +288,7 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
     return "\n".join(lines)
 
 
-async def _wait_ready(address: str) -> None:
+async def wait_ready(address: str) -> None:
     deadline = time.monotonic() + 30
     while True:
         try:

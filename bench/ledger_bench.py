@@ -10,6 +10,7 @@
    64-outstanding rate above.
 CPU per ledger add (steadier than rates on a shared machine): this process (the ledger
 client, `time.process_time`) and the three bookie processes together (/proc/<pid>/stat).
+This process sets CPython's GC as the service's does after start-up (`--python-gc`).
 
     .venv/bin/python -m bench.ledger_bench [--seconds 3]
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 import httpx
 import uvloop
 
-from bench.bookie_bench import MASTER_KEY, _wait_ready, cpu_seconds
+from bench.bookie_bench import MASTER_KEY, cpu_seconds, wait_ready
 from bench.harness import REPO, BenchServer, machine, percentile
 from metastore.embedded import EmbeddedEtcd, free_port
 from metastore.store import MetadataStore, parse_metadata_store_url
@@ -40,6 +41,7 @@ from storage.bookie.client import BookieClient
 from storage.bookie.format import package_entry
 from storage.engine import build_ledger_client
 from storage.ledger import BookiePool, LedgerSpec
+from storage.runtime import GC_DEFAULT, GC_MODES, set_gc
 
 PAYLOAD = os.urandom(1024)
 LEVELS = (1, 64)
@@ -156,7 +158,7 @@ def start_bookies(workdir: Path, etcd_url: str, processes: list[subprocess.Popen
             processes.append(subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log))
         addresses.append(address)
     for address in addresses:
-        asyncio.run(_wait_ready(address))
+        asyncio.run(wait_ready(address))
     return addresses
 
 
@@ -215,7 +217,11 @@ def run(seconds: float = 3.0) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ledger_bench")
     parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--python-gc", choices=GC_MODES, default=GC_DEFAULT,
+                        help="this process's (the ledger client's) CPython GC mode; the "
+                             f"service sets {GC_DEFAULT} after its start-up")
     args = parser.parse_args(argv)
+    set_gc(args.python_gc)  # as the service process does once it has started
     print(run(args.seconds))
 
 

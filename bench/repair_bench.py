@@ -37,7 +37,7 @@ from pathlib import Path
 
 import uvloop
 
-from bench.bookie_bench import _wait_ready
+from bench.bookie_bench import wait_ready
 from bench.harness import REPO, machine, percentile
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd, free_port
@@ -278,7 +278,7 @@ def run(size_mib: int = 1024, seconds: float = 5.0, lease_ttl: int = 2,
                                                           stderr=log)
                 racks[address] = {"rack": f"/rack{i}"}
             for address in processes:
-                asyncio.run(_wait_ready(address))
+                asyncio.run(wait_ready(address))
             asyncio.run(_put_racks(etcd.url, {"default": racks}))
             return uvloop.run(measure(etcd.url, processes, workdir, size_mib, seconds, batch))
         finally:
