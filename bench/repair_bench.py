@@ -14,7 +14,13 @@ holds `--size-mib` MiB of entries (each stored three times), and closed. Then:
    and one replication worker, as the service runs them with `autoRecoveryDaemonEnabled`,
    upstream defaults except `lostBookieRecoveryDelay=0`) restores every ledger: the time from
    the kill to no mark left and no ensemble naming the victim, the time from the first mark
-   (the copy itself), the bytes the worker copied, and the producer's p50/p99 over the repair.
+   of a ledger holding data once the victim's registration is gone (the copy itself), the
+   bytes the worker copied, and the producer's p50/p99 over the repair; CPU ms per MiB
+   copied of this process (worker, auditor, producer client) and of the surviving bookies,
+   with the producer's share estimated from its CPU per add before the loss;
+4. the copy's stages alone between two survivors (producer stopped): 64 MiB read, added
+   (RECOVERY_ADD), and copied (read, then add), `--batch` entries in flight, each with the
+   CPU ms per MiB of the source bookie, the target bookie and this process.
 
     .venv/bin/python -m bench.repair_bench [--size-mib 1024] [--seconds 5] [--lease-ttl 2]
                                            [--batch 10]
@@ -45,7 +51,12 @@ from metastore.store import MetadataStore, parse_metadata_store_url
 from metastore.topology import read_cluster_view
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
-from storage.autorecovery import AutoRecovery, AutoRecoveryConfig, UnderReplication
+from storage.autorecovery import (
+    AutoRecovery,
+    AutoRecoveryConfig,
+    UnderReplication,
+    registered_bookies,
+)
 from storage.autorecovery.worker import in_window
 from storage.bookie.client import BookieClient
 from storage.bookie.format import package_entry
@@ -244,6 +255,7 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
         processes[victim].kill()
         data_ledgers = set(holding)
         first_mark: float | None = None
+        lost_seen: float | None = None
         shown = 0.0
         deadline = time.perf_counter() + 3600
         while time.perf_counter() < deadline:
@@ -252,9 +264,15 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
                 shown = time.perf_counter()
                 progress(f"{len(pending)} marked, {recovery.worker.copied_bytes / MiB:.0f} MiB "
                          f"copied, stuck: {recovery.worker.stuck}")
-            if first_mark is None and any(m.ledger_id in data_ledgers for m in pending):
-                first_mark = time.perf_counter()  # the copy starts (earlier marks: empty
-                # ledgers the producer's set-up closed, marked by the auditor's first check)
+            if lost_seen is None and victim not in await registered_bookies(keys):
+                lost_seen = time.perf_counter()
+            if (first_mark is None and lost_seen is not None
+                    and any(m.ledger_id in data_ledgers for m in pending)):
+                # The copy starts: the loss is visible and a ledger holding data is marked.
+                # (Marks made before the registration expired are the auditor's first
+                # check failing to read the killed bookie; the worker finds nothing to
+                # repair while the bookie is still registered and removes them.)
+                first_mark = time.perf_counter()
             if first_mark is not None and not pending:
                 left = [lid for lid in holding
                         if victim in {b for e in (await client.read_metadata(lid)).ensembles
