@@ -35,6 +35,8 @@ def main() -> None:
     print()
     print("## Repair (one of six bookies lost, 1 GiB stored, producers running)")
     print(repair_bench.report(repair_bench.run(size_mib=1024)))
+    print()  # the same with Pulsar's rereplicationEntryBatchSize (its bookkeeper.conf: 100)
+    print(repair_bench.report(repair_bench.run(size_mib=1024, batch=100)))
     print()
     print("## Placement audit (Spark local[2] vs plain Python, 1M synthetic ledgers)")
     audit_bench.main([])

@@ -24,6 +24,9 @@ holds `--size-mib` MiB of entries (each stored three times), and closed. Then:
 
     .venv/bin/python -m bench.repair_bench [--size-mib 1024] [--seconds 5] [--lease-ttl 2]
                                            [--batch 10]
+
+About 45 s for 1 GiB on 2 cores (the fill included), 25 s for `--size-mib 256`. `--batch 100`
+is Pulsar's shipped `rereplicationEntryBatchSize`; BookKeeper's default, 10, is the default here.
 """
 
 from __future__ import annotations
