@@ -14,10 +14,20 @@ holds `--size-mib` MiB of entries (each stored three times), and closed. Then:
    and one replication worker, as the service runs them with `autoRecoveryDaemonEnabled`,
    upstream defaults except `lostBookieRecoveryDelay=0`) restores every ledger: the time from
    the kill to no mark left and no ensemble naming the victim, the time from the first mark
-   (the copy itself), the bytes the worker copied, and the producer's p50/p99 over the repair.
+   of a ledger holding data once the victim's registration is gone (the copy itself), the
+   bytes the worker copied, and the producer's p50/p99 over the repair; CPU ms per MiB
+   copied of this process (worker, auditor, producer client) and of the surviving bookies,
+   with the producer's share estimated from its CPU per add before the loss;
+4. the copy's stages alone between two survivors (producer stopped): 64 MiB read, added
+   (RECOVERY_ADD), and copied (read, then add), `--batch` entries in flight, each with the
+   CPU ms per MiB of the source bookie, the target bookie and this process.
 
     .venv/bin/python -m bench.repair_bench [--size-mib 1024] [--seconds 5] [--lease-ttl 2]
-                                           [--batch 10]
+                                           [--batch 100]
+
+About 45 s for 1 GiB on 2 cores (the fill included), 25 s for `--size-mib 256`. `--batch 100`
+(the default) is Pulsar's shipped `rereplicationEntryBatchSize` and the service's default;
+`--batch 10` is BookKeeper's code default.
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ from pathlib import Path
 
 import uvloop
 
-from bench.bookie_bench import wait_ready
+from bench.bookie_bench import cpu_seconds, wait_ready
 from bench.harness import REPO, machine, percentile
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd, free_port
@@ -45,10 +55,18 @@ from metastore.store import MetadataStore, parse_metadata_store_url
 from metastore.topology import read_cluster_view
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
-from storage.autorecovery import AutoRecovery, AutoRecoveryConfig, UnderReplication
+from storage.autorecovery import (
+    AutoRecovery,
+    AutoRecoveryConfig,
+    UnderReplication,
+    registered_bookies,
+)
+from storage.autorecovery.worker import in_window
 from storage.bookie.client import BookieClient
+from storage.bookie.format import package_entry
 from storage.engine import build_ledger_client
 from storage.ledger import BookiePool, LedgerClient, LedgerSpec, WriteHandle
+from storage.ledger.handle import master_key
 
 BOOKIES = 6
 ENTRY = 64 * 1024
@@ -56,6 +74,22 @@ ENTRIES_PER_LEDGER = 256  # 16 MiB ledgers
 PRODUCER_ENTRY = os.urandom(1024)
 PRODUCER_OUTSTANDING = 8
 MiB = 1024 * 1024
+STAGE_ENTRIES = 1024  # 64 MiB for the stage measurement
+STAGE_LEDGER = 1 << 40  # a ledger id no client allocates in the bench
+
+
+@dataclass
+class Stage:
+    """One stage of the copy measured alone between two bookies, no producer running."""
+
+    name: str
+    seconds: float
+    mib: float
+    cpu_ms_per_mib: dict[str, float]  # "source", "target", "worker"
+
+    @property
+    def mib_s(self) -> float:
+        return self.mib / self.seconds
 
 
 @dataclass
@@ -75,6 +109,14 @@ class Outcome:
     repair_p99_ms: float
     repair_rate: float
     batch: int
+    # CPU seconds per MiB copied during the repair: this process (worker, auditor and the
+    # producer's client) and the surviving bookies together; `*_producer` is the producer's
+    # share, estimated from the CPU per add of the baseline phase times the adds made
+    worker_cpu_ms: float = 0.0
+    worker_producer_ms: float = 0.0
+    bookies_cpu_ms: float = 0.0
+    bookies_producer_ms: float = 0.0
+    stages: list[Stage] | None = None
 
     @property
     def copy_mib_s(self) -> float:
@@ -194,10 +236,18 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
         raw = raw_copy_rate(workdir, max(64, int(share)) * MiB)
         progress(f"raw read+write {raw:.1f} MiB/s; victim {victim} in {len(holding)} ledgers")
 
+        survivors = {b: p for b, p in processes.items() if b != victim}
+
+        def cpu() -> tuple[float, float]:
+            """(this process, the survivors together) CPU seconds so far."""
+            return time.process_time(), sum(cpu_seconds(p.pid) for p in survivors.values())
+
         producer = Producer(handle)
         producer_task = asyncio.create_task(producer.run())
+        cpu_base = cpu()
         await asyncio.sleep(seconds)
         base, base_count = producer.next_phase()
+        cpu_killed = cpu()
         base_elapsed = seconds
 
         recovery = AutoRecovery(keys, client, AutoRecoveryConfig(
@@ -207,7 +257,9 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
         marks = UnderReplication(keys)
         killed = time.perf_counter()
         processes[victim].kill()
+        data_ledgers = set(holding)
         first_mark: float | None = None
+        lost_seen: float | None = None
         shown = 0.0
         deadline = time.perf_counter() + 3600
         while time.perf_counter() < deadline:
@@ -216,7 +268,14 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
                 shown = time.perf_counter()
                 progress(f"{len(pending)} marked, {recovery.worker.copied_bytes / MiB:.0f} MiB "
                          f"copied, stuck: {recovery.worker.stuck}")
-            if pending and first_mark is None:
+            if lost_seen is None and victim not in await registered_bookies(keys):
+                lost_seen = time.perf_counter()
+            if (first_mark is None and lost_seen is not None
+                    and any(m.ledger_id in data_ledgers for m in pending)):
+                # The copy starts: the loss is visible and a ledger holding data is marked.
+                # (Marks made before the registration expired are the auditor's first
+                # check failing to read the killed bookie; the worker finds nothing to
+                # repair while the bookie is still registered and removes them.)
                 first_mark = time.perf_counter()
             if first_mark is not None and not pending:
                 left = [lid for lid in holding
@@ -228,12 +287,20 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
         else:
             raise RuntimeError("the repair did not finish within an hour")
         done = time.perf_counter()
+        cpu_done = cpu()
         during, during_count = producer.next_phase()
         producer.stop()
         await producer_task
         producer_task = None
         await handle.close()
         worker = recovery.worker
+        copied = worker.copied_bytes / MiB
+        per_add = [(cpu_killed[i] - cpu_base[i]) / max(1, base_count) for i in (0, 1)]
+        await recovery.stop()
+        recovery = None
+        source, target = sorted(survivors)[:2]
+        stages = await copy_stages(source, target, {source: survivors[source].pid,
+                                                    target: survivors[target].pid}, batch)
         return Outcome(
             size_mib=size_mib, victim_share_mib=share, raw_mib_s=raw,
             restore_s=done - killed, copy_s=done - (first_mark or killed),
@@ -244,6 +311,11 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
             repair_p50_ms=percentile(during, 50) * 1e3,
             repair_p99_ms=percentile(during, 99) * 1e3,
             repair_rate=during_count / (done - killed), batch=batch,
+            worker_cpu_ms=(cpu_done[0] - cpu_killed[0]) * 1e3 / copied,
+            worker_producer_ms=per_add[0] * during_count * 1e3 / copied,
+            bookies_cpu_ms=(cpu_done[1] - cpu_killed[1]) * 1e3 / copied,
+            bookies_producer_ms=per_add[1] * during_count * 1e3 / copied,
+            stages=stages,
         )
     finally:
         if producer_task is not None:
@@ -257,8 +329,53 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
         await store.close()
 
 
+async def copy_stages(source: str, target: str, pids: dict[str, int],
+                      window: int) -> list[Stage]:
+    """The copy's stages alone, between two surviving bookies after the repair (producer
+    stopped): 64 MiB of 64 KiB entries read from `source`, added to `target` (RECOVERY_ADD,
+    acknowledged after its fdatasync), and both (the worker's copy: read, then add), each
+    with `window` entries in flight; wall time and CPU ms per MiB of each process."""
+    key = master_key(b"")
+    payload = random.Random(3).randbytes(ENTRY)
+    src = await BookieClient.connect(source)
+    dst = await BookieClient.connect(target)
+    held: dict[int, bytes] = {}
+    try:
+        entries = list(range(STAGE_ENTRIES))
+        await in_window(lambda e: src.add(STAGE_LEDGER, e, key, package_entry(
+            STAGE_LEDGER, e, e - 1, (e + 1) * ENTRY, payload)), entries, 16)
+
+        async def read(e: int) -> None:
+            held[e] = await src.read(STAGE_LEDGER, e)
+
+        async def add(e: int) -> None:
+            await dst.add(STAGE_LEDGER, e, key, held[e], recovery=True)
+
+        async def copy(e: int) -> None:  # the target stores each entry again
+            await dst.add(STAGE_LEDGER, e, key, await src.read(STAGE_LEDGER, e),
+                          recovery=True)
+
+        stages = []
+        for name, work in (("read from the source", read), ("add to the target", add),
+                           ("copy (read, then add)", copy)):
+            before = (cpu_seconds(pids[source]), cpu_seconds(pids[target]),
+                      time.process_time())
+            started = time.perf_counter()
+            await in_window(work, entries, window)
+            seconds = time.perf_counter() - started
+            after = (cpu_seconds(pids[source]), cpu_seconds(pids[target]), time.process_time())
+            mib = STAGE_ENTRIES * ENTRY / MiB
+            stages.append(Stage(name, seconds, mib, {
+                who: (after[i] - before[i]) * 1e3 / mib
+                for i, who in enumerate(("source", "target", "worker"))}))
+        return stages
+    finally:
+        await src.close()
+        await dst.close()
+
+
 def run(size_mib: int = 1024, seconds: float = 5.0, lease_ttl: int = 2,
-        batch: int = 10) -> Outcome:
+        batch: int = 100) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="repair-bench-", dir=REPO) as tmp:
         workdir = Path(tmp)
         etcd = EmbeddedEtcd(workdir / "etcd")
@@ -297,11 +414,14 @@ async def _put_racks(etcd_url: str, doc: dict[str, dict[str, dict[str, str]]]) -
         await store.close()
 
 
-def report(o: Outcome) -> str:
-    return "\n".join([
-        f"Machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the end",
+def report(o: Outcome, load_before: tuple[float, float, float] | None = None) -> str:
+    loads = f"load average {os.getloadavg()[0]:.1f} at the end"
+    if load_before is not None:
+        loads = f"load average {load_before[0]:.1f} at the start, " + loads
+    lines = [
+        f"Machine: {machine()}; {loads}",
         "",
-        f"rereplicationEntryBatchSize {o.batch}",
+        f"rereplicationEntryBatchSize {o.batch} (entries in flight)",
         "",
         "| written (stored x3) | ledgers | lost bookie's share | restore from kill "
         "| copy from first mark "
@@ -317,7 +437,27 @@ def report(o: Outcome) -> str:
         f"| before the loss | {o.base_rate:,.0f} | {o.base_p50_ms:.1f} | {o.base_p99_ms:.1f} |",
         f"| during the repair | {o.repair_rate:,.0f} | {o.repair_p50_ms:.1f} "
         f"| {o.repair_p99_ms:.1f} |",
-    ])
+        "",
+        "| CPU ms per MiB copied, kill to done | all | producer's share (est.) | repair |",
+        "|---|---|---|---|",
+        f"| this process (worker, auditor, producer) | {o.worker_cpu_ms:.1f} "
+        f"| {o.worker_producer_ms:.1f} | {o.worker_cpu_ms - o.worker_producer_ms:.1f} |",
+        f"| the five surviving bookies | {o.bookies_cpu_ms:.1f} "
+        f"| {o.bookies_producer_ms:.1f} | {o.bookies_cpu_ms - o.bookies_producer_ms:.1f} |",
+    ]
+    if o.stages:
+        lines += [
+            "",
+            f"Stages alone (64 MiB between two survivors after the repair, {o.batch} in "
+            "flight, no producer):",
+            "",
+            "| stage | MiB/s | CPU ms/MiB source bookie | target bookie | worker |",
+            "|---|---|---|---|---|",
+            *(f"| {st.name} | {st.mib_s:.1f} | {st.cpu_ms_per_mib['source']:.1f} "
+              f"| {st.cpu_ms_per_mib['target']:.1f} | {st.cpu_ms_per_mib['worker']:.1f} |"
+              for st in o.stages),
+        ]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -328,10 +468,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="the producer's baseline phase")
     parser.add_argument("--lease-ttl", type=int, default=2,
                         help="the bookies' registration lease: how soon a loss is seen")
-    parser.add_argument("--batch", type=int, default=10,
-                        help="rereplicationEntryBatchSize (upstream default 10)")
+    parser.add_argument("--batch", type=int, default=100,
+                        help="rereplicationEntryBatchSize (default 100 as Pulsar ships it; "
+                             "BookKeeper's own default is 10)")
     args = parser.parse_args(argv)
-    print(report(run(args.size_mib, args.seconds, args.lease_ttl, args.batch)))
+    load_before = os.getloadavg()
+    outcome = run(args.size_mib, args.seconds, args.lease_ttl, args.batch)
+    print(report(outcome, load_before))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ class AutoRecoveryConfig:
     openLedgerRereplicationGracePeriod: int = 30000
     lockReleaseOfFailedLedgerGracePeriod: int = 300000
     repairedPlacementPolicyNotAdheringBookieEnable: bool = False
-    rereplicationEntryBatchSize: int = 10
+    # Pulsar ships 100 in its conf/bookkeeper.conf (BookKeeper's own default is 10)
+    rereplicationEntryBatchSize: int = 100
     replicationRateByBytes: int = -1
     rwRereplicateBackoffMs: int = 5000
     # the periodic data checks (storage.autorecovery.checker): ledgers checked at a time

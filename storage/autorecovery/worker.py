@@ -17,9 +17,11 @@ For each marked ledger it can lock (ephemeral `urL<id>` lock on its lease):
    `repairedPlacementPolicyNotAdheringBookieEnable` a segment failing the isolation-aware
    check gets `replace_to_adhere`'s ensemble instead;
 4. the entries the replaced index stores (its stripe of the segment) are read from surviving
-   replicas and written to the new bookie with RECOVERY_ADD, `rereplicationEntryBatchSize` at
-   a time, at most `replicationRateByBytes` bytes/s (-1: no limit); the first and last entry
-   copied are read back from the new bookie and compared byte for byte;
+   replicas (spread over them; known-lost bookies last) and written to the new bookie with
+   RECOVERY_ADD, a window of `rereplicationEntryBatchSize` entries in flight, at most
+   `replicationRateByBytes` bytes/s (-1: no limit); an entry counts as copied once the new
+   bookie acknowledged it (after its journal's fdatasync); the first and last entry copied
+   are read back from the new bookie and compared byte for byte;
 5. the segment's metadata is updated by CAS (only if the old bookie is still at that index);
 6. nothing left to repair: the mark is removed, at the version read when the lock was taken
    (a mark merged or made again meanwhile stays for the next round). Otherwise the ledger is
@@ -34,6 +36,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from placement import NotEnoughBookies, PlacementConfig, Topology, write_set
@@ -246,35 +249,45 @@ class ReplicationWorker:
         targets = self._targets(md, ensemble, available, topology)
         if not targets:
             return md
+        lost = frozenset(b for b in ensemble if b not in available)
         for index, new in targets.items():
-            await self._copy(md, start, end, index, new)
+            await self._copy(md, start, end, index, new, avoid=lost)
         return await self._swap(md.ledger_id, start,
                                 {i: (ensemble[i], new) for i, new in targets.items()})
 
     async def _copy(self, md: LedgerMetadata, start: int, end: int, index: int,
-                    new: str) -> None:
-        """The entries of [start, end] striped to `index`, copied to `new` and verified."""
+                    new: str, avoid: frozenset[str] = frozenset()) -> None:
+        """The entries of [start, end] striped to `index`, copied to `new` and verified.
+
+        A window of `rereplicationEntryBatchSize` entries is in flight: each entry is read
+        from a surviving replica (the bookie being replaced and `avoid`, the ones known lost,
+        only as a last resort; the stripe's reads spread over the survivors), then written to
+        `new` with RECOVERY_ADD, and the next entry starts as soon as one is acknowledged
+        (after the target's fdatasync) rather than when the whole batch is. Upstream copies
+        sub-fragments of that many entries one after the other; the bound on entries in
+        flight is the same, the idle time at each batch's end is gone."""
         reader = ReadableLedger(md, self.client.bookies)
         key = master_key(md.password or b"")
         stripe = [e for e in range(start, end + 1)
                   if index in write_set(e, md.ensemble_size, md.write_quorum_size)]
-        copied: dict[int, bytes] = {}
+        last_resort = avoid | {md.ensembles[start][index]}
+        ends = {stripe[0], stripe[-1]} if stripe else set()
+        copied: dict[int, bytes] = {}  # the first and last entry, for the read-back check
 
         async def one(entry_id: int) -> None:
-            packaged, _ = await reader.read_packaged(entry_id)
+            packaged, _ = await reader.read_packaged(entry_id, avoid=last_resort, spread=True)
             await self._throttle(len(packaged))
             connection = await self.client.bookies.get(new)
             await connection.add(md.ledger_id, entry_id, key, packaged, recovery=True)
-            copied[entry_id] = packaged
+            if entry_id in ends:
+                copied[entry_id] = packaged
             self.copied_entries += 1
             self.copied_bytes += len(packaged)
 
-        batch = self.config.rereplicationEntryBatchSize
         try:
-            for i in range(0, len(stripe), batch):
-                await asyncio.gather(*(one(e) for e in stripe[i:i + batch]))
+            await in_window(one, stripe, self.config.rereplicationEntryBatchSize)
             connection = await self.client.bookies.get(new)
-            for entry_id in {stripe[0], stripe[-1]} if stripe else set():
+            for entry_id in ends:
                 if await connection.read(md.ledger_id, entry_id) != copied[entry_id]:
                     raise Deferred(self.config.rwRereplicateBackoffMs / 1000,
                                    f"entry {entry_id} read back from {new} differs")
@@ -385,6 +398,31 @@ class ReplicationWorker:
             await self._swap(ledger_id, start, {position: (bookie_out, bookie_in)})
         finally:
             await self.marks.unlock(ledger_id)
+
+
+async def in_window(work: Callable[[int], Awaitable[None]], items: list[int],
+                    window: int) -> None:
+    """`work(item)` for every item, at most `window` at a time, each next one started as
+    soon as one finishes; the first failure cancels the rest and is raised."""
+    pending = iter(items)
+
+    async def lane() -> None:
+        for item in pending:
+            await work(item)
+
+    lanes = [asyncio.ensure_future(lane()) for _ in range(min(window, len(items)))]
+    if not lanes:
+        return
+    try:
+        done, _ = await asyncio.wait(lanes, return_when=asyncio.FIRST_EXCEPTION)
+        for lane_done in done:
+            error = lane_done.exception()
+            if error is not None:
+                raise error
+    finally:
+        for lane_task in lanes:
+            lane_task.cancel()
+        await asyncio.gather(*lanes, return_exceptions=True)
 
 
 class Stale(Exception):

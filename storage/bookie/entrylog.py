@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storage.bookie.errors import CorruptEntry
+from storage.bookie.fileio import pwrite_all
 from storage.bookie.format import (
     RECORD_HEADER,
     RECORD_HEADER_LEN,
@@ -101,7 +102,7 @@ class EntryLogger:
         for body in bodies:
             if offset >= self.log_size_limit:
                 if parts:
-                    self._write_synced(b"".join(parts), start)
+                    self._write_synced(parts, start)
                     parts = []
                 self._roll()
                 log_id, start = self._log_id, 0
@@ -111,17 +112,15 @@ class EntryLogger:
             locations.append(Location(log_id, offset + RECORD_HEADER_LEN, size))
             offset += RECORD_HEADER_LEN + size
             if offset - start >= WRITE_CHUNK:
-                self._write_synced(b"".join(parts), start)
+                self._write_synced(parts, start)
                 parts, start = [], offset
         if parts:
-            self._write_synced(b"".join(parts), start)
+            self._write_synced(parts, start)
         self._offset = offset
         return locations
 
-    def _write_synced(self, data: bytes, offset: int) -> None:
-        written = os.pwrite(self._fd, data, offset)
-        if written != len(data):
-            raise OSError(f"short entry-log write: {written} of {len(data)} bytes")
+    def _write_synced(self, parts: list[bytes], offset: int) -> None:
+        pwrite_all(self._fd, parts, offset, "entry-log")  # not joined: no second copy
         os.fdatasync(self._fd)
 
     def _reader(self, log_id: int) -> int:

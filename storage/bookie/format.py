@@ -86,7 +86,8 @@ def check_entry(packaged: bytes, ledger_id: int, entry_id: int) -> None:
     if len(packaged) < ENTRY_OVERHEAD:
         raise CorruptEntry(f"entry of {len(packaged)} bytes is shorter than its header")
     found_ledger, found_entry, digest = _CHECK.unpack_from(packaged)
-    if digest != crc32c(packaged[ENTRY_OVERHEAD:], crc32c(packaged[:HEADER_LEN])):
+    view = memoryview(packaged)  # no copy of the payload (64 KiB entries: one fewer copy)
+    if digest != crc32c(view[ENTRY_OVERHEAD:], crc32c(view[:HEADER_LEN])):
         raise CorruptEntry(f"digest mismatch in ledger {ledger_id} entry {entry_id}")
     if found_ledger != ledger_id or found_entry != entry_id:
         raise CorruptEntry(

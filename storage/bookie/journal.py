@@ -6,7 +6,7 @@ acknowledged before that. Callbacks rather than futures: a future per record cos
 rest of the journal's per-record work.
 
 Records appended during one event-loop iteration are handed to a dedicated journal thread in
-one go (one lock and one wake-up per iteration, not per record); that thread does `pwrite` +
+one go (one lock and one wake-up per iteration, not per record); that thread does `pwritev` +
 `fdatasync` for a whole group (the design measured best in
 reference/storage-pipeline-anchors.md §2.3) and hands the group's callbacks back to the loop
 with one `call_soon_threadsafe`. While one group is being synced, the next one gathers, which
@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from storage.bookie.fileio import pwrite_all
 from storage.bookie.format import RECORD_HEADER_LEN, decode_record, record_header
 from storage.bookie.metrics import BookieMetrics
 
@@ -243,9 +244,9 @@ class Journal:
                 return
             parts, dones, count = group
             error: BaseException | None = None
-            data = b"".join(parts)
+            size = sum(len(part) for part in parts)
             try:
-                synced = self._write(data)
+                synced = self._write(parts, size)
             except OSError as exc:
                 log.exception("journal write failed")
                 error = exc
@@ -253,7 +254,7 @@ class Journal:
                 self.groups += 1
                 self.records += count
                 if self.metrics is not None:
-                    self.metrics.journal_synced(synced, count, len(data))
+                    self.metrics.journal_synced(synced, count, size)
             if dones:
                 self._loop.call_soon_threadsafe(self._complete, dones, error)
 
@@ -289,17 +290,15 @@ class Journal:
                 self._oldest = time.monotonic()
         return parts, dones, len(parts) // 2
 
-    def _write(self, data: bytes) -> float:
-        """In the journal thread: one pwrite and one fdatasync for a whole group; the
-        fdatasync's duration (s)."""
-        end = self._offset + len(data)
+    def _write(self, parts: list[bytes], size: int) -> float:
+        """In the journal thread: one pwritev (the record parts as they are, not joined) and
+        one fdatasync for a whole group; the fdatasync's duration (s)."""
+        end = self._offset + size
         if end > self._allocated:
-            step = max(self.settings.journalPreAllocSizeMB * 1024 * 1024, len(data))
+            step = max(self.settings.journalPreAllocSizeMB * 1024 * 1024, size)
             os.posix_fallocate(self._fd, self._allocated, step)
             self._allocated += step
-        written = os.pwrite(self._fd, data, self._offset)
-        if written != len(data):
-            raise OSError(f"short journal write: {written} of {len(data)} bytes")
+        pwrite_all(self._fd, parts, self._offset, "journal")
         synced = time.perf_counter()
         os.fdatasync(self._fd)
         synced = time.perf_counter() - synced

@@ -174,7 +174,7 @@ class Connection(asyncio.Protocol):
         out, self._out = self._out, []
         transport = self.transport
         if transport is not None and not transport.is_closing():
-            transport.write(b"".join(out))
+            transport.writelines(out)  # one writev under uvloop, no joined copy
 
     def data_received(self, data: bytes) -> None:
         try:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 
 from placement import NotEnoughBookies, write_set
@@ -107,14 +107,28 @@ class ReadableLedger:
         return Entry(entry_id, entry_payload(packaged), header.last_add_confirmed,
                      header.length)
 
-    async def read_packaged(self, entry_id: int) -> tuple[bytes, EntryHeader]:
-        """The entry as a bookie stores it (for copying it elsewhere) and its checked header."""
+    async def read_packaged(
+        self, entry_id: int, *, avoid: Collection[str] = (), spread: bool = False,
+    ) -> tuple[bytes, EntryHeader]:
+        """The entry as a bookie stores it (for copying it elsewhere) and its checked header.
+
+        Replicas are tried in write-set order; `avoid` (bookies known lost or being replaced)
+        go last, still tried if every other one fails. `spread` starts at a different replica
+        for consecutive entries, so a copy that reads a whole stripe shares the reads among
+        the replicas instead of asking mostly the first one."""
         md = self.metadata
         ensemble = md.ensemble_for(entry_id)
+        order = [ensemble[i] for i in write_set(entry_id, md.ensemble_size,
+                                                md.write_quorum_size)]
+        if avoid or spread:
+            first = [b for b in order if b not in avoid]
+            if spread and first:
+                turn = entry_id % len(first)
+                first = first[turn:] + first[:turn]
+            order = first + [b for b in order if b in avoid]
         failures: dict[str, str] = {}
         missing = 0
-        for index in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
-            bookie = ensemble[index]
+        for bookie in order:
             try:
                 connection = await self.bookies.get(bookie)
                 packaged = await connection.read(self.ledger_id, entry_id)
