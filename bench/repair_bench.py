@@ -13,8 +13,8 @@ holds `--size-mib` MiB of entries (each stored three times), and closed. Then:
 3. the victim is killed (-9) with the producer still running, and auto-recovery (the auditor
    and one replication worker, as the service runs them with `autoRecoveryDaemonEnabled`,
    upstream defaults except `lostBookieRecoveryDelay=0`) restores every ledger: the time from
-   the kill to no mark left and no ensemble naming the victim, the time from the first mark
-   of a ledger holding data once the victim's registration is gone (the copy itself), the
+   the kill to no mark left and no ensemble naming the victim, the time from the first entry
+   copied to the end (the copy itself), the
    bytes the worker copied, and the producer's p50/p99 over the repair; CPU ms per MiB
    copied of this process (worker, auditor, producer client) and of the surviving bookies,
    with the producer's share estimated from its CPU per add before the loss;
@@ -59,7 +59,6 @@ from storage.autorecovery import (
     AutoRecovery,
     AutoRecoveryConfig,
     UnderReplication,
-    registered_bookies,
 )
 from storage.autorecovery.worker import in_window
 from storage.bookie.client import BookieClient
@@ -257,9 +256,7 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
         marks = UnderReplication(keys)
         killed = time.perf_counter()
         processes[victim].kill()
-        data_ledgers = set(holding)
         first_mark: float | None = None
-        lost_seen: float | None = None
         shown = 0.0
         deadline = time.perf_counter() + 3600
         while time.perf_counter() < deadline:
@@ -268,14 +265,11 @@ async def measure(etcd_url: str, processes: dict[str, subprocess.Popen[bytes]],
                 shown = time.perf_counter()
                 progress(f"{len(pending)} marked, {recovery.worker.copied_bytes / MiB:.0f} MiB "
                          f"copied, stuck: {recovery.worker.stuck}")
-            if lost_seen is None and victim not in await registered_bookies(keys):
-                lost_seen = time.perf_counter()
-            if (first_mark is None and lost_seen is not None
-                    and any(m.ledger_id in data_ledgers for m in pending)):
-                # The copy starts: the loss is visible and a ledger holding data is marked.
-                # (Marks made before the registration expired are the auditor's first
-                # check failing to read the killed bookie; the worker finds nothing to
-                # repair while the bookie is still registered and removes them.)
+            if first_mark is None and recovery.worker.copied_bytes > 0:
+                # The copy has started: the first entry reached the new bookie (polled every
+                # 50 ms). Marks come first from the auditor's all-ledgers check, which cannot
+                # read the killed bookie (the worker reads the replicas it names and repairs
+                # at once), or from the bookie audit once the registration has expired.
                 first_mark = time.perf_counter()
             if first_mark is not None and not pending:
                 left = [lid for lid in holding
@@ -424,7 +418,7 @@ def report(o: Outcome, load_before: tuple[float, float, float] | None = None) ->
         f"rereplicationEntryBatchSize {o.batch} (entries in flight)",
         "",
         "| written (stored x3) | ledgers | lost bookie's share | restore from kill "
-        "| copy from first mark "
+        "| copy from first entry copied "
         "| copied | copy rate | raw read+write | copy / raw |",
         "|---|---|---|---|---|---|---|---|---|",
         f"| {o.size_mib} MiB | {o.ledgers} | {o.victim_share_mib:.0f} MiB in "
