@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pickle
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -50,9 +51,10 @@ from pipeline.partitions import (
     NS_KINDS,
     PARTIAL,
     PLANNED,
-    VERDICTS,
-    ByPartition,
+    TASK_RESULT,
     Judge,
+    PartitionResult,
+    audit_files,
     audit_partition,
 )
 from pipeline.report import render_report
@@ -77,13 +79,25 @@ def shuffle_partitions(fragments: int) -> int:
     return max(2, min(400, math.ceil(fragments / 250_000)))
 
 
-def _whole_files(spark: Any, fragments: Path) -> None:
-    """Read every part file of `fragments` whole, in one task (never split at row groups),
-    so a ledger's fragments (one file each) stay in one partition."""
-    largest = max((f.stat().st_size for f in ([fragments] if fragments.is_file()
-                                              else fragments.rglob("*.parquet"))), default=1)
-    spark.conf.set("spark.sql.files.maxPartitionBytes", str(largest + 1))
-    spark.conf.set("spark.sql.files.minPartitionNum", "1")
+def fragment_files(fragments: Path) -> list[Path]:
+    """The Parquet part files of the `fragments` table (as Spark lists them: hidden and
+    `_`-prefixed files skipped), in name order."""
+    if fragments.is_file():
+        return [fragments]
+    return sorted(f for f in fragments.rglob("*.parquet")
+                  if not any(part.startswith(("_", ".")) for part in
+                             f.relative_to(fragments).parts))
+
+
+def file_tasks(files: Sequence[Path], tasks: int) -> list[list[str]]:
+    """`files` dealt to at most `tasks` tasks, whole files only (a ledger's fragments are
+    in one file), balancing bytes: largest file first onto the lightest task."""
+    bins: list[tuple[int, int, list[str]]] = [(0, i, []) for i in range(max(1, min(tasks,
+                                                                                 len(files))))]
+    for f in sorted(files, key=lambda f: -f.stat().st_size):
+        size, i, paths = min(bins)
+        bins[bins.index((size, i, paths))] = (size + f.stat().st_size, i, [*paths, str(f)])
+    return [sorted(paths) for _, _, paths in sorted(bins, key=lambda b: b[1]) if paths]
 
 
 def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda _: None
@@ -116,10 +130,23 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
              + ("fragments carry their ledger's columns: no join" if flat
                 else "joining fragments to ledgers"))
 
+    verdict_dir = out / "fragment_verdicts"
+    verdict_dir.mkdir(parents=True, exist_ok=True)
+    for old in verdict_dir.iterdir():
+        if old.is_file():
+            old.unlink()
+    target = str(verdict_dir.resolve())
+    result_schema = _spark_schema(TASK_RESULT)
     if flat:
-        _whole_files(spark, paths["fragments"])
-        fragments = (spark.read.parquet(str(paths["fragments"]))
-                     .select(*FRAGMENTS_DENORMALISED.names))
+        # each task reads its own part files with pyarrow and writes its own verdict part:
+        # only the file names go in and the per-task results come out through the JVM
+        groups = file_tasks(fragment_files(paths["fragments"]), partitions)
+        task_rows = spark.sparkContext.parallelize(
+            [(i, [str(Path(f).resolve()) for f in g]) for i, g in enumerate(groups)],
+            max(1, len(groups)))
+        tasks = spark.createDataFrame(task_rows, "part int, paths array<string>")
+        returned = tasks.mapInArrow(lambda it: audit_files(it, judge.value, target),
+                                    result_schema).collect()
     else:
         ledger_cols = ledgers_raw.select(
             "ledger_id", "namespace", "state", "write_quorum", "ack_quorum",
@@ -130,13 +157,17 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
                      .join(ledger_cols, "ledger_id")
                      .repartition(partitions, "ledger_id")
                      .select(*FRAGMENTS_DENORMALISED.names))
-    results = spark.sparkContext.accumulator({}, ByPartition())
-    out.mkdir(parents=True, exist_ok=True)
-    (fragments.mapInArrow(lambda it: audit_partition(it, judge.value, results),
-                          _spark_schema(VERDICTS))
-     .write.mode("overwrite").parquet(str(out / "fragment_verdicts")))
+        returned = fragments.mapInArrow(lambda it: audit_partition(it, judge.value, target),
+                                        result_schema).collect()
+    results = {r["part"]: r for r in returned}  # a re-run task's part replaces itself
+    for stray in set(p.name for p in verdict_dir.iterdir()) - {r["file"]
+                                                               for r in results.values()}:
+        (verdict_dir / stray).unlink()  # e.g. a temporary file of a killed attempt
     check_seconds = time.perf_counter() - started
-    parts = [results.value[k] for k in sorted(results.value)]
+    parts: list[PartitionResult] = [pickle.loads(results[k]["result"]) for k in sorted(results)]
+    judged = sum(int(r["fragments"]) for r in results.values())
+    if judged != n_fragments:
+        raise RuntimeError(f"the check judged {judged:,} fragments of {n_fragments:,}")
     progress(f"2/5 every fragment judged, {len(parts)} partitions, in {check_seconds:.1f}s")
 
     partial = pa.concat_tables([p.partial for p in parts] or [PARTIAL.empty_table()])
