@@ -49,6 +49,7 @@ from pipeline.io import spark_session
 from pipeline.partitions import (
     FINDINGS,
     NS_KINDS,
+    NS_TOTALS,
     PARTIAL,
     PLANNED,
     TASK_RESULT,
@@ -56,6 +57,7 @@ from pipeline.partitions import (
     PartitionResult,
     audit_files,
     audit_partition,
+    namespace_totals,
 )
 from pipeline.report import render_report
 from pipeline.schema import (
@@ -100,6 +102,13 @@ def file_tasks(files: Sequence[Path], tasks: int) -> list[list[str]]:
     return [sorted(paths) for _, _, paths in sorted(bins, key=lambda b: b[1]) if paths]
 
 
+def _file_tasks_frame(spark: Any, groups: list[list[str]]) -> Any:
+    """A DataFrame of TASKS rows (part, paths), one partition per row."""
+    rows = [(i, [str(Path(f).resolve()) for f in g]) for i, g in enumerate(groups)]
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))),
+                                 "part int, paths array<string>")
+
+
 def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda _: None
               ) -> dict[str, Any]:
     """Audit `snapshot` with `spark`, write every output under `out`, return the summary."""
@@ -117,11 +126,18 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     flat = denormalised(paths["fragments"])
 
-    ledgers_raw = spark.read.parquet(str(paths["ledgers"]))
-    ns_rows = (ledgers_raw.groupBy("namespace")
-               .agg(F.count("*").alias("ledgers"), F.sum("length").alias("bytes"),
-                    F.sum(F.col("length") * F.col("write_quorum")).alias("stored_bytes"))
-               .collect())
+    ledgers_raw = spark.read.parquet(str(paths["ledgers"]))  # lazy: read only to join
+    # ledgers and bytes per namespace: Python tasks read the `ledgers` files with pyarrow
+    ns_totals = (_file_tasks_frame(spark, file_tasks(fragment_files(paths["ledgers"]),
+                                                     partitions))
+                 .mapInArrow(namespace_totals, _spark_schema(NS_TOTALS)).collect())
+    ns_sum: dict[str | None, dict[str, Any]] = {}
+    for r in ns_totals:
+        row = ns_sum.setdefault(r["namespace"], {"namespace": r["namespace"], "ledgers": 0,
+                                                 "bytes": 0, "stored_bytes": 0})
+        for k in ("ledgers", "bytes", "stored_bytes"):
+            row[k] += r[k] or 0
+    ns_rows = list(ns_sum.values())
     named = sorted(r["namespace"] for r in ns_rows if r["namespace"] is not None)
     ns_names: list[str | None] = [*named, *([None] if len(named) < len(ns_rows) else [])]
     judge = spark.sparkContext.broadcast(Judge(cluster, ns_names))
@@ -140,11 +156,8 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
     if flat:
         # each task reads its own part files with pyarrow and writes its own verdict part:
         # only the file names go in and the per-task results come out through the JVM
-        groups = file_tasks(fragment_files(paths["fragments"]), partitions)
-        task_rows = spark.sparkContext.parallelize(
-            [(i, [str(Path(f).resolve()) for f in g]) for i, g in enumerate(groups)],
-            max(1, len(groups)))
-        tasks = spark.createDataFrame(task_rows, "part int, paths array<string>")
+        tasks = _file_tasks_frame(spark, file_tasks(fragment_files(paths["fragments"]),
+                                                    partitions))
         returned = tasks.mapInArrow(lambda it: audit_files(it, judge.value, target),
                                     result_schema).collect()
     else:
