@@ -233,23 +233,23 @@ def aggregate(judge: Judge, seen: Sequence[tuple[Any, ...]]) -> pa.Table:
     ens = np.concatenate([np.pad(e, ((0, 0), (0, width_e - e.shape[1])), constant_values=-1)
                           for e in ens_all])
     lid_f, ns_f = np.concatenate(lids), np.concatenate(ns_all)
+    rank_f = ledger_rank(lid_f)
     bad_f = np.concatenate(kinds_all) != 0
     valid = ens >= 0
     size = np.maximum(valid.sum(axis=1), 1)
     share = np.concatenate(bytes_all) * np.concatenate(qw_all) / size
     rows = np.nonzero(valid)[0]
-    lid_m, bk, share_m, bad_m = lid_f[rows], ens[valid], share[rows], bad_f[rows]
+    lid_m, bk, share_m, bad_m = rank_f[rows], ens[valid], share[rows], bad_f[rows]
     out = []
     for dim, key, lid_all, bad_all, share_all in (
             ("bookie", bk, lid_m, bad_m, share_m),
             ("rack", topology.rack[bk], lid_m, bad_m, share_m),
             ("region", topology.region[bk], lid_m, bad_m, share_m),
             ("group", topology.group[bk], lid_m, bad_m, share_m),
-            ("namespace", ns_f, lid_f, bad_f, share * size)):
+            ("namespace", ns_f, rank_f, bad_f, share * size)):
         k = key.astype(np.int64) + 1  # group -1 (none) -> 0
         width = int(k.max()) + 1 if len(k) else 1
-        pairs = np.unique(lid_all * width + k)
-        n_ledgers = np.bincount(pairs % width, minlength=width)
+        n_ledgers = ledgers_per_key(lid_all, k, width)
         replicas = np.bincount(k, minlength=width)
         violating = np.bincount(k, weights=bad_all, minlength=width)
         nbytes = np.bincount(k, weights=share_all, minlength=width)
@@ -262,6 +262,38 @@ def aggregate(judge: Judge, seen: Sequence[tuple[Any, ...]]) -> pa.Table:
             pa.array(violating[present].astype(np.int64)), pa.array(nbytes[present])],
             schema=PARTIAL))
     return pa.concat_tables(out)
+
+
+def ledger_rank(lid: Any) -> Any:
+    """Each row's ledger as a dense index 0..n-1 (ledgers in order of id)."""
+    if len(lid) == 0 or bool((lid[1:] >= lid[:-1]).all()):  # read from ledger-sorted files
+        return np.concatenate([[0], np.cumsum(lid[1:] != lid[:-1])]).astype(np.int64)
+    return np.unique(lid, return_inverse=True)[1].astype(np.int64)
+
+
+#: cells of the (ledger, key) bitmap `ledgers_per_key` marks at once
+BITMAP_CELLS = 1 << 23
+
+
+def ledgers_per_key(rank: Any, key: Any, width: int) -> Any:
+    """How many distinct ledgers (dense `rank`) have a row with each key 0..width-1: a
+    bitmap of (ledger, key) cells, a slice of ledgers at a time (no sort)."""
+    out = np.zeros(width, np.int64)
+    if len(rank) == 0:
+        return out
+    order = None if bool((rank[1:] >= rank[:-1]).all()) else np.argsort(rank, kind="stable")
+    rank_s = rank if order is None else rank[order]
+    key_s = key if order is None else key[order]
+    step = max(1, BITMAP_CELLS // width)
+    last = int(rank_s[-1])
+    for lo in range(0, last + 1, step):
+        a, b = np.searchsorted(rank_s, [lo, lo + step])
+        if a == b:
+            continue
+        cells = np.zeros(step * width, bool)
+        cells[(rank_s[a:b] - lo) * width + key_s[a:b]] = True
+        out += np.bincount(np.flatnonzero(cells) % width, minlength=width)
+    return out
 
 
 def findings_of(bad: pa.Table) -> pa.Table:
