@@ -257,23 +257,29 @@ def write_outputs(cluster: Cluster, out: Path, snapshot: Path,
         [("ledger_id", "ascending"), ("segment", "ascending")])
     steps = planned.filter(pc.greater_equal(planned.column("position"), 0)).sort_by(
         [("ledger_id", "ascending"), ("segment", "ascending"), ("position", "ascending")])
-    moves = [{"ledger_id": m["ledger_id"], "segment": m["segment"], "position": m["position"],
-              "bookie_out": ids[m["bookie_out_index"]], "bookie_in": ids[m["bookie_in_index"]],
-              "bookie_out_index": m["bookie_out_index"],
-              "bookie_in_index": m["bookie_in_index"], "bytes": m["bytes"]}
-             for m in steps.to_pylist()]
+    # the plan stays columnar (it grows with the number of violating fragments)
+    id_array = pa.array(ids, pa.string())
+    out_index = steps.column("bookie_out_index").cast(pa.int32())
+    in_index = steps.column("bookie_in_index").cast(pa.int32())
+    moves = pa.table([steps.column("ledger_id"), steps.column("segment"),
+                      steps.column("position"), pc.take(id_array, out_index),
+                      pc.take(id_array, in_index), out_index, in_index,
+                      steps.column("bytes")], schema=PLAN_SCHEMA)
     unfixable = [{"ledger_id": h["ledger_id"], "segment": h["segment"],
                   "violations": h["violations"], "remaining": h["remaining"],
                   "kinds": ",".join(kind_names(h["remaining"])), "reason": h["reason"]}
                  for h in heads.filter(pc.not_equal(heads.column("remaining"), 0)).to_pylist()]
     n_planned = heads.num_rows
-    pq.write_table(pa.Table.from_pylist(moves, schema=PLAN_SCHEMA), out / "repair_plan.parquet")
+    pq.write_table(moves, out / "repair_plan.parquet")
     pq.write_table(pa.Table.from_pylist(unfixable, schema=UNFIXABLE_SCHEMA),
                    out / "unfixable.parquet")
-    load: dict[str, float] = {}
-    for m in moves:
-        load[m["bookie_in"]] = load.get(m["bookie_in"], 0.0) + m["bytes"]
-        load[m["bookie_out"]] = load.get(m["bookie_out"], 0.0) - m["bytes"]
+    moved = moves.column("bytes").to_numpy()
+    in_np = in_index.to_numpy(zero_copy_only=False)
+    out_np = out_index.to_numpy(zero_copy_only=False)
+    net = (np.bincount(in_np, weights=moved, minlength=len(ids))
+           - np.bincount(out_np, weights=moved, minlength=len(ids)))
+    touched = np.union1d(in_np, out_np).astype(np.int64)
+    top = touched[np.argsort(-net[touched], kind="stable")][:50]
 
     by_kind = {k.name or "": sum(n[k.name or ""] for n in namespaces) for k in KINDS}
     summary = {
@@ -286,12 +292,11 @@ def write_outputs(cluster: Cluster, out: Path, snapshot: Path,
         "violations_by_kind": {k: v for k, v in by_kind.items() if v},
         "skew": {dim: skew([a["bytes"] for a in aggregates if a["dim"] == dim])
                  for dim in DIMS},
-        "plan": {"moves": len(moves), "fragments": n_planned,
+        "plan": {"moves": moves.num_rows, "fragments": n_planned,
                  "fixed_fragments": n_planned - len(unfixable),
                  "unfixable_fragments": len(unfixable),
-                 "bytes_moved": sum(m["bytes"] for m in moves),
-                 "load_added_per_bookie": dict(sorted(load.items(),
-                                                      key=lambda kv: -kv[1])[:50])},
+                 "bytes_moved": float(moved.sum()),
+                 "load_added_per_bookie": {ids[i]: float(net[i]) for i in top}},
         "check_seconds": round(check_seconds, 2),
         "seconds": round(seconds, 2),
     }
