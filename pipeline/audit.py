@@ -5,23 +5,25 @@ Stages (each printed with its elapsed time on stderr):
 1. check the snapshot's tables (Parquet footers) and build the `Cluster` from the small
    tables on the driver; broadcast it (its int-encoded form `BatchTopology`, `PolicyTable`
    for the check, the whole of it for the repair plan); ledgers and bytes per namespace
-   from the `ledgers` table (one small aggregation, which also names the namespaces);
+   from Python tasks that read the `ledgers` files with pyarrow (which also names the
+   namespaces);
 2. judge every fragment with `placement.batch.check_batch` inside `mapInArrow` (numpy over
    int-encoded ensembles; no per-row Python anywhere). When `fragments` carries its
-   ledger's columns (`schema.LEDGER_COLUMNS`, written by synth and snapshot) the files
-   are read whole, one task each, and nothing is shuffled; otherwise fragments are joined
-   to `ledgers` and repartitioned by ledger id. Either way a ledger's fragments share a
-   partition. The judged fragments are cached once and written as `fragment_verdicts/`;
-3. ledgers, replicas and bytes per bookie, rack, region, group and namespace from a second
-   `mapInArrow` over the cache that pre-aggregates each partition with numpy (a ledger's
-   fragments share a partition, so its distinct counts add up); per-ledger findings and
-   violations per namespace and kind from the violating fragments only;
-4. the repair plan for the violating fragments only (`pipeline.plan`), in the executors
-   (a third `mapInArrow`), its rows brought to the driver as Arrow;
+   ledger's columns (`schema.LEDGER_COLUMNS`, written by synth and snapshot) each task gets
+   only a list of whole part files, reads them itself with pyarrow and writes its own
+   verdict part, so the fragments never pass through the JVM; otherwise fragments are
+   joined to `ledgers` and repartitioned by ledger id, and each partition's task writes its
+   part the same way. Either way a ledger's fragments share a task, which also computes
+   that task's aggregates (ledgers, replicas and bytes per bookie, rack, region, group and
+   namespace), per-ledger findings, violations per namespace and kind, and the repair plan
+   of its violating fragments (`pipeline.plan`), and returns them as its one result row;
+3. the driver adds up the tasks' aggregates and findings;
+4. (the repair plan was made in step 2, in the executors);
 5. Parquet tables, summary.json and report.html under `--out`.
 
-Outputs: fragment_verdicts/ and ledger_findings/ (Spark part files); aggregates.parquet,
-namespaces.parquet, repair_plan.parquet, unfixable.parquet, summary.json, report.html.
+Outputs: fragment_verdicts/ (one part per task: ids and verdicts), ledger_findings/;
+aggregates.parquet, namespaces.parquet, repair_plan.parquet, unfixable.parquet,
+summary.json, report.html.
 Exit 2 with a message naming the problem when the snapshot is missing a table or a
 column has the wrong type.
 """
