@@ -115,9 +115,16 @@ def run_measured(cmd: list[str]) -> tuple[float, dict[str, int], str]:
     return wall, measured, out
 
 
+def say(line: str) -> None:
+    """A progress line on stderr, with the time and the load average."""
+    print(f"[bench {time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.1f}] {line}",
+          file=sys.stderr, flush=True)
+
+
 def snapshot(data: Path, ledgers: int) -> Path:
     where = data / f"snapshot-{ledgers}"
     if not (where / "ground_truth").exists():
+        say(f"synth: {ledgers:,} ledgers into {where}")
         generate(SynthSpec(ledgers=ledgers, bookies=1000, racks=10, groups=4, seed=7), where)
     return where
 
@@ -196,19 +203,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-plain", action="store_true")
     args = parser.parse_args(argv)
     snap = snapshot(args.data, args.ledgers)
+    say(f"Spark audit, local[2], {args.ledgers:,} ledgers")
     results: dict[str, object] = {"spark_local2": spark_run(snap, args.data / "out")}
     print(json.dumps(results), flush=True)
     if not args.skip_plain:
+        say("plain audit")
         results["plain"] = plain_run(snap)
         spark = results["spark_local2"]
         plain = results["plain"]
         assert isinstance(spark, dict) and isinstance(plain, dict)
         results["ratio_wall"] = round(float(plain["wall_s"]) / float(spark["wall_s"]), 2)
         results["ratio_audit"] = round(float(plain["wall_s"]) / float(spark["audit_s"]), 2)
+    say("numpy batch check, one process")
     results["numpy_single_process"] = numpy_run(snap)
     for more in args.also:
         big = snapshot(args.data, more)
+        say(f"Spark audit, local[2], {more:,} ledgers")
         results[f"spark_local2_{more}"] = spark_run(big, args.data / f"out-{more}")
+    say("done")
     print(json.dumps(results, indent=2))
 
 

@@ -5,23 +5,25 @@ Stages (each printed with its elapsed time on stderr):
 1. check the snapshot's tables (Parquet footers) and build the `Cluster` from the small
    tables on the driver; broadcast it (its int-encoded form `BatchTopology`, `PolicyTable`
    for the check, the whole of it for the repair plan); ledgers and bytes per namespace
-   from the `ledgers` table (one small aggregation, which also names the namespaces);
+   from Python tasks that read the `ledgers` files with pyarrow (which also names the
+   namespaces);
 2. judge every fragment with `placement.batch.check_batch` inside `mapInArrow` (numpy over
    int-encoded ensembles; no per-row Python anywhere). When `fragments` carries its
-   ledger's columns (`schema.LEDGER_COLUMNS`, written by synth and snapshot) the files
-   are read whole, one task each, and nothing is shuffled; otherwise fragments are joined
-   to `ledgers` and repartitioned by ledger id. Either way a ledger's fragments share a
-   partition. The judged fragments are cached once and written as `fragment_verdicts/`;
-3. ledgers, replicas and bytes per bookie, rack, region, group and namespace from a second
-   `mapInArrow` over the cache that pre-aggregates each partition with numpy (a ledger's
-   fragments share a partition, so its distinct counts add up); per-ledger findings and
-   violations per namespace and kind from the violating fragments only;
-4. the repair plan for the violating fragments only (`pipeline.plan`), in the executors
-   (a third `mapInArrow`), its rows brought to the driver as Arrow;
+   ledger's columns (`schema.LEDGER_COLUMNS`, written by synth and snapshot) each task gets
+   only a list of whole part files, reads them itself with pyarrow and writes its own
+   verdict part, so the fragments never pass through the JVM; otherwise fragments are
+   joined to `ledgers` and repartitioned by ledger id, and each partition's task writes its
+   part the same way. Either way a ledger's fragments share a task, which also computes
+   that task's aggregates (ledgers, replicas and bytes per bookie, rack, region, group and
+   namespace), per-ledger findings, violations per namespace and kind, and the repair plan
+   of its violating fragments (`pipeline.plan`), and returns them as its one result row;
+3. the driver adds up the tasks' aggregates and findings;
+4. (the repair plan was made in step 2, in the executors);
 5. Parquet tables, summary.json and report.html under `--out`.
 
-Outputs: fragment_verdicts/ and ledger_findings/ (Spark part files); aggregates.parquet,
-namespaces.parquet, repair_plan.parquet, unfixable.parquet, summary.json, report.html.
+Outputs: fragment_verdicts/ (one part per task: ids and verdicts), ledger_findings/;
+aggregates.parquet, namespaces.parquet, repair_plan.parquet, unfixable.parquet,
+summary.json, report.html.
 Exit 2 with a message naming the problem when the snapshot is missing a table or a
 column has the wrong type.
 """
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pickle
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -48,12 +51,15 @@ from pipeline.io import spark_session
 from pipeline.partitions import (
     FINDINGS,
     NS_KINDS,
+    NS_TOTALS,
     PARTIAL,
     PLANNED,
-    VERDICTS,
-    ByPartition,
+    TASK_RESULT,
     Judge,
+    PartitionResult,
+    audit_files,
     audit_partition,
+    namespace_totals,
 )
 from pipeline.report import render_report
 from pipeline.schema import (
@@ -77,13 +83,32 @@ def shuffle_partitions(fragments: int) -> int:
     return max(2, min(400, math.ceil(fragments / 250_000)))
 
 
-def _whole_files(spark: Any, fragments: Path) -> None:
-    """Read every part file of `fragments` whole, in one task (never split at row groups),
-    so a ledger's fragments (one file each) stay in one partition."""
-    largest = max((f.stat().st_size for f in ([fragments] if fragments.is_file()
-                                              else fragments.rglob("*.parquet"))), default=1)
-    spark.conf.set("spark.sql.files.maxPartitionBytes", str(largest + 1))
-    spark.conf.set("spark.sql.files.minPartitionNum", "1")
+def fragment_files(fragments: Path) -> list[Path]:
+    """The Parquet part files of the `fragments` table (as Spark lists them: hidden and
+    `_`-prefixed files skipped), in name order."""
+    if fragments.is_file():
+        return [fragments]
+    return sorted(f for f in fragments.rglob("*.parquet")
+                  if not any(part.startswith(("_", ".")) for part in
+                             f.relative_to(fragments).parts))
+
+
+def file_tasks(files: Sequence[Path], tasks: int) -> list[list[str]]:
+    """`files` dealt to at most `tasks` tasks, whole files only (a ledger's fragments are
+    in one file), balancing bytes: largest file first onto the lightest task."""
+    bins: list[tuple[int, int, list[str]]] = [(0, i, []) for i in range(max(1, min(tasks,
+                                                                                 len(files))))]
+    for f in sorted(files, key=lambda f: -f.stat().st_size):
+        size, i, paths = min(bins)
+        bins[bins.index((size, i, paths))] = (size + f.stat().st_size, i, [*paths, str(f)])
+    return [sorted(paths) for _, _, paths in sorted(bins, key=lambda b: b[1]) if paths]
+
+
+def _file_tasks_frame(spark: Any, groups: list[list[str]]) -> Any:
+    """A DataFrame of TASKS rows (part, paths), one partition per row."""
+    rows = [(i, [str(Path(f).resolve()) for f in g]) for i, g in enumerate(groups)]
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))),
+                                 "part int, paths array<string>")
 
 
 def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda _: None
@@ -103,11 +128,18 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     flat = denormalised(paths["fragments"])
 
-    ledgers_raw = spark.read.parquet(str(paths["ledgers"]))
-    ns_rows = (ledgers_raw.groupBy("namespace")
-               .agg(F.count("*").alias("ledgers"), F.sum("length").alias("bytes"),
-                    F.sum(F.col("length") * F.col("write_quorum")).alias("stored_bytes"))
-               .collect())
+    ledgers_raw = spark.read.parquet(str(paths["ledgers"]))  # lazy: read only to join
+    # ledgers and bytes per namespace: Python tasks read the `ledgers` files with pyarrow
+    ns_totals = (_file_tasks_frame(spark, file_tasks(fragment_files(paths["ledgers"]),
+                                                     partitions))
+                 .mapInArrow(namespace_totals, _spark_schema(NS_TOTALS)).collect())
+    ns_sum: dict[str | None, dict[str, Any]] = {}
+    for r in ns_totals:
+        row = ns_sum.setdefault(r["namespace"], {"namespace": r["namespace"], "ledgers": 0,
+                                                 "bytes": 0, "stored_bytes": 0})
+        for k in ("ledgers", "bytes", "stored_bytes"):
+            row[k] += r[k] or 0
+    ns_rows = list(ns_sum.values())
     named = sorted(r["namespace"] for r in ns_rows if r["namespace"] is not None)
     ns_names: list[str | None] = [*named, *([None] if len(named) < len(ns_rows) else [])]
     judge = spark.sparkContext.broadcast(Judge(cluster, ns_names))
@@ -116,10 +148,20 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
              + ("fragments carry their ledger's columns: no join" if flat
                 else "joining fragments to ledgers"))
 
+    verdict_dir = out / "fragment_verdicts"
+    verdict_dir.mkdir(parents=True, exist_ok=True)
+    for old in verdict_dir.iterdir():
+        if old.is_file():
+            old.unlink()
+    target = str(verdict_dir.resolve())
+    result_schema = _spark_schema(TASK_RESULT)
     if flat:
-        _whole_files(spark, paths["fragments"])
-        fragments = (spark.read.parquet(str(paths["fragments"]))
-                     .select(*FRAGMENTS_DENORMALISED.names))
+        # each task reads its own part files with pyarrow and writes its own verdict part:
+        # only the file names go in and the per-task results come out through the JVM
+        tasks = _file_tasks_frame(spark, file_tasks(fragment_files(paths["fragments"]),
+                                                    partitions))
+        returned = tasks.mapInArrow(lambda it: audit_files(it, judge.value, target),
+                                    result_schema).collect()
     else:
         ledger_cols = ledgers_raw.select(
             "ledger_id", "namespace", "state", "write_quorum", "ack_quorum",
@@ -130,13 +172,17 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
                      .join(ledger_cols, "ledger_id")
                      .repartition(partitions, "ledger_id")
                      .select(*FRAGMENTS_DENORMALISED.names))
-    results = spark.sparkContext.accumulator({}, ByPartition())
-    out.mkdir(parents=True, exist_ok=True)
-    (fragments.mapInArrow(lambda it: audit_partition(it, judge.value, results),
-                          _spark_schema(VERDICTS))
-     .write.mode("overwrite").parquet(str(out / "fragment_verdicts")))
+        returned = fragments.mapInArrow(lambda it: audit_partition(it, judge.value, target),
+                                        result_schema).collect()
+    results = {r["part"]: r for r in returned}  # a re-run task's part replaces itself
+    for stray in set(p.name for p in verdict_dir.iterdir()) - {r["file"]
+                                                               for r in results.values()}:
+        (verdict_dir / stray).unlink()  # e.g. a temporary file of a killed attempt
     check_seconds = time.perf_counter() - started
-    parts = [results.value[k] for k in sorted(results.value)]
+    parts: list[PartitionResult] = [pickle.loads(results[k]["result"]) for k in sorted(results)]
+    judged = sum(int(r["fragments"]) for r in results.values())
+    if judged != n_fragments:
+        raise RuntimeError(f"the check judged {judged:,} fragments of {n_fragments:,}")
     progress(f"2/5 every fragment judged, {len(parts)} partitions, in {check_seconds:.1f}s")
 
     partial = pa.concat_tables([p.partial for p in parts] or [PARTIAL.empty_table()])
@@ -213,23 +259,29 @@ def write_outputs(cluster: Cluster, out: Path, snapshot: Path,
         [("ledger_id", "ascending"), ("segment", "ascending")])
     steps = planned.filter(pc.greater_equal(planned.column("position"), 0)).sort_by(
         [("ledger_id", "ascending"), ("segment", "ascending"), ("position", "ascending")])
-    moves = [{"ledger_id": m["ledger_id"], "segment": m["segment"], "position": m["position"],
-              "bookie_out": ids[m["bookie_out_index"]], "bookie_in": ids[m["bookie_in_index"]],
-              "bookie_out_index": m["bookie_out_index"],
-              "bookie_in_index": m["bookie_in_index"], "bytes": m["bytes"]}
-             for m in steps.to_pylist()]
+    # the plan stays columnar (it grows with the number of violating fragments)
+    id_array = pa.array(ids, pa.string())
+    out_index = steps.column("bookie_out_index").cast(pa.int32())
+    in_index = steps.column("bookie_in_index").cast(pa.int32())
+    moves = pa.table([steps.column("ledger_id"), steps.column("segment"),
+                      steps.column("position"), pc.take(id_array, out_index),
+                      pc.take(id_array, in_index), out_index, in_index,
+                      steps.column("bytes")], schema=PLAN_SCHEMA)
     unfixable = [{"ledger_id": h["ledger_id"], "segment": h["segment"],
                   "violations": h["violations"], "remaining": h["remaining"],
                   "kinds": ",".join(kind_names(h["remaining"])), "reason": h["reason"]}
                  for h in heads.filter(pc.not_equal(heads.column("remaining"), 0)).to_pylist()]
     n_planned = heads.num_rows
-    pq.write_table(pa.Table.from_pylist(moves, schema=PLAN_SCHEMA), out / "repair_plan.parquet")
+    pq.write_table(moves, out / "repair_plan.parquet")
     pq.write_table(pa.Table.from_pylist(unfixable, schema=UNFIXABLE_SCHEMA),
                    out / "unfixable.parquet")
-    load: dict[str, float] = {}
-    for m in moves:
-        load[m["bookie_in"]] = load.get(m["bookie_in"], 0.0) + m["bytes"]
-        load[m["bookie_out"]] = load.get(m["bookie_out"], 0.0) - m["bytes"]
+    moved = moves.column("bytes").to_numpy()
+    in_np = in_index.to_numpy(zero_copy_only=False)
+    out_np = out_index.to_numpy(zero_copy_only=False)
+    net = (np.bincount(in_np, weights=moved, minlength=len(ids))
+           - np.bincount(out_np, weights=moved, minlength=len(ids)))
+    touched = np.union1d(in_np, out_np).astype(np.int64)
+    top = touched[np.argsort(-net[touched], kind="stable")][:50]
 
     by_kind = {k.name or "": sum(n[k.name or ""] for n in namespaces) for k in KINDS}
     summary = {
@@ -242,12 +294,11 @@ def write_outputs(cluster: Cluster, out: Path, snapshot: Path,
         "violations_by_kind": {k: v for k, v in by_kind.items() if v},
         "skew": {dim: skew([a["bytes"] for a in aggregates if a["dim"] == dim])
                  for dim in DIMS},
-        "plan": {"moves": len(moves), "fragments": n_planned,
+        "plan": {"moves": moves.num_rows, "fragments": n_planned,
                  "fixed_fragments": n_planned - len(unfixable),
                  "unfixable_fragments": len(unfixable),
-                 "bytes_moved": sum(m["bytes"] for m in moves),
-                 "load_added_per_bookie": dict(sorted(load.items(),
-                                                      key=lambda kv: -kv[1])[:50])},
+                 "bytes_moved": float(moved.sum()),
+                 "load_added_per_bookie": {ids[i]: float(net[i]) for i in top}},
         "check_seconds": round(check_seconds, 2),
         "seconds": round(seconds, 2),
     }

@@ -6,18 +6,22 @@ workers unpickle `Judge` and these functions by name.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+import pickle
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.accumulators import AccumulatorParam
+import pyarrow.parquet as pq
 
 from pipeline.cluster import Cluster
 from pipeline.io import padded
 from pipeline.plan import plan_fragment
+from pipeline.schema import FRAGMENTS_DENORMALISED
 from placement.batch import check_batch
 
 CHECKED = pa.schema([
@@ -28,7 +32,12 @@ CHECKED = pa.schema([
     ("ensemble", pa.list_(pa.int32())), ("bytes", pa.float64()),
     ("adherence", pa.int32()), ("violations", pa.int32()),
 ])
-VERDICT_COLUMNS = [c for c in CHECKED.names if c not in ("state", "ns_index", "policy")]
+#: the verdict table: ids and verdicts only (namespace, quorums and ensemble are in the
+#: snapshot's `fragments` under the same (ledger_id, segment))
+VERDICT_COLUMNS = ["ledger_id", "segment", "first_entry_id", "last_entry_id", "bytes",
+                   "adherence", "violations"]
+#: rows per Arrow batch a task reads from its files
+BATCH_ROWS = 131_072
 PARTIAL = pa.schema([("dim", pa.string()), ("key", pa.int32()), ("ledgers", pa.int64()),
                      ("replicas", pa.int64()), ("violating_replicas", pa.int64()),
                      ("bytes", pa.float64())])
@@ -81,58 +90,135 @@ class PartitionResult:
     planned: pa.Table  # PLANNED
 
 
-class ByPartition(AccumulatorParam[dict[int, PartitionResult]]):
-    """Accumulator of {partition id: result}: a re-run task replaces its partition's
-    result instead of adding it twice, so the totals stay exact."""
-
-    def zero(self, value: dict[int, PartitionResult]) -> dict[int, PartitionResult]:
-        return {}
-
-    def addInPlace(self, value1: dict[int, PartitionResult],
-                   value2: dict[int, PartitionResult]) -> dict[int, PartitionResult]:
-        value1.update(value2)
-        return value1
+#: what each task of the check returns instead of its verdict rows (those it writes
+#: itself): the verdict part file it wrote, its row count, and its pickled PartitionResult
+TASK_RESULT = pa.schema([("part", pa.int32()), ("file", pa.string()),
+                         ("fragments", pa.int64()), ("result", pa.binary())])
 
 
-def audit_partition(batches: Iterator[pa.RecordBatch], judge: Judge, results: Any
-                    ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body, one pass over a partition of fragments with their ledger's
-    columns (FRAGMENTS_DENORMALISED): yields the verdict of every fragment (VERDICTS);
-    when the partition is done, adds its `PartitionResult` to the `results` accumulator.
+def part_name(part: int) -> str:
+    return f"part-{part:05d}.parquet"
 
-    A ledger's fragments all lie in one partition (the audit reads ledger-aligned files
-    whole, or repartitions by ledger id), so per-ledger counts and findings are complete.
+
+def judge_to_file(batches: Iterable[pa.RecordBatch], judge: Judge, verdict_dir: str,
+                  part: int) -> pa.RecordBatch:
+    """Judge every fragment of `batches` (FRAGMENTS_DENORMALISED columns, a ledger's
+    fragments all among them), write their verdicts (VERDICTS) to
+    `verdict_dir/part-NNNNN.parquet` (a temporary file renamed into place, so a re-run
+    task replaces its part whole and a failed one leaves no part), and return the
+    one-row TASK_RESULT: the partition's aggregates, findings, kinds per namespace and
+    repair plan, pickled.
     """
-    from pyspark import TaskContext
-
     c = judge.cluster
     seen: list[tuple[Any, ...]] = []
     bad_rows: list[pa.RecordBatch] = []
-    for b in batches:
-        ns = judge.ns_index(b.column("namespace"))
-        policy = judge.policy[ns]
-        ens = padded(b.column("ensemble"))
-        qw, qa = _np(b, "write_quorum"), _np(b, "ack_quorum")
-        verdict, kinds = check_batch(c.batch, c.policies, c.config, ens, qw, qa, policy)
-        first, last = _np(b, "first_entry_id"), _np(b, "last_entry_id")
-        entries = _np(b, "ledger_last_entry_id") + 1
-        length = _np(b, "ledger_length").astype(np.float64)
-        nbytes = np.where(entries > 0, length * (last - first + 1) / np.maximum(entries, 1), 0.0)
-        checked = pa.RecordBatch.from_arrays(
-            [b.column(n) for n in CHECKED.names[:6]]
-            + [pa.array(ns, pa.int32()), pa.array(policy, pa.int32())]
-            + [b.column(n) for n in CHECKED.names[8:11]]
-            + [pa.array(nbytes), pa.array(verdict.astype(np.int32)), pa.array(kinds)],
-            schema=CHECKED)
-        yield checked.select(VERDICT_COLUMNS)
-        seen.append((_np(b, "ledger_id"), ns, ens, qw, nbytes, kinds))
-        if (kinds != 0).any():
-            bad_rows.append(checked.filter(pa.array(kinds != 0)))
-    partial = aggregate(judge, seen)
-    bad = pa.Table.from_batches(bad_rows, schema=CHECKED)
+    target = os.path.join(verdict_dir, part_name(part))
+    temp = os.path.join(verdict_dir, f".{part_name(part)}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    rows = 0
+    try:
+        with pq.ParquetWriter(temp, VERDICTS) as writer:
+            for b in batches:
+                if b.num_rows == 0:
+                    continue
+                ns = judge.ns_index(b.column("namespace"))
+                policy = judge.policy[ns]
+                ens = padded(b.column("ensemble"))
+                qw, qa = _np(b, "write_quorum"), _np(b, "ack_quorum")
+                verdict, kinds = check_batch(c.batch, c.policies, c.config, ens, qw, qa,
+                                             policy)
+                first, last = _np(b, "first_entry_id"), _np(b, "last_entry_id")
+                entries = _np(b, "ledger_last_entry_id") + 1
+                length = _np(b, "ledger_length").astype(np.float64)
+                nbytes = np.where(entries > 0,
+                                  length * (last - first + 1) / np.maximum(entries, 1), 0.0)
+                writer.write_batch(pa.RecordBatch.from_arrays(
+                    [b.column(n) for n in VERDICT_COLUMNS[:4]]
+                    + [pa.array(nbytes), pa.array(verdict.astype(np.int32)),
+                       pa.array(kinds)], schema=VERDICTS))
+                rows += b.num_rows
+                seen.append((_np(b, "ledger_id"), ns, ens, qw, nbytes, kinds))
+                if (kinds != 0).any():
+                    keep = pa.array(kinds != 0)
+                    bad = b.filter(keep)
+                    bad_rows.append(pa.RecordBatch.from_arrays(
+                        [bad.column(n) for n in CHECKED.names[:6]]
+                        + [pa.array(ns[kinds != 0], pa.int32()),
+                           pa.array(policy[kinds != 0], pa.int32())]
+                        + [bad.column(n) for n in CHECKED.names[8:11]]
+                        + [pa.array(nbytes[kinds != 0]),
+                           pa.array(verdict[kinds != 0].astype(np.int32)),
+                           pa.array(kinds[kinds != 0])], schema=CHECKED))
+        os.replace(temp, target)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+    bad_table = pa.Table.from_batches(bad_rows, schema=CHECKED)
+    result = PartitionResult(aggregate(judge, seen), findings_of(bad_table),
+                             ns_kinds_of(bad_table), plan_rows(c, bad_table))
+    return pa.RecordBatch.from_arrays(
+        [pa.array([part], pa.int32()), pa.array([part_name(part)]), pa.array([rows], pa.int64()),
+         pa.array([pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)], pa.binary())],
+        schema=TASK_RESULT)
+
+
+def read_fragment_files(paths: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """The FRAGMENTS_DENORMALISED columns of the Parquet files `paths`, in batches."""
+    for path in paths:
+        for b in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS,
+                                                   columns=FRAGMENTS_DENORMALISED.names):
+            yield b.cast(FRAGMENTS_DENORMALISED)
+
+
+def audit_files(tasks: Iterator[pa.RecordBatch], judge: Judge, verdict_dir: str
+                ) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over rows of TASKS (part number, fragment file paths): the task
+    reads its files itself (pyarrow), so the fragments never pass through the JVM."""
+    for t in tasks:
+        for part, paths in zip(t.column("part").to_pylist(), t.column("paths").to_pylist(),
+                               strict=True):
+            yield judge_to_file(read_fragment_files(paths), judge, verdict_dir, part)
+
+
+#: ledgers, their bytes and their bytes x Qw per namespace (null: ledgers with none)
+NS_TOTALS = pa.schema([("namespace", pa.string()), ("ledgers", pa.int64()),
+                       ("bytes", pa.int64()), ("stored_bytes", pa.int64())])
+
+
+def namespace_totals(tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over rows of TASKS naming `ledgers` part files: each task reads its
+    files' namespace, length and write quorum with pyarrow and yields NS_TOTALS rows."""
+    for t in tasks:
+        for paths in t.column("paths").to_pylist():
+            totals = []
+            for path in paths:
+                for b in pq.ParquetFile(path).iter_batches(
+                        batch_size=BATCH_ROWS, columns=["namespace", "length", "write_quorum"]):
+                    length = b.column("length").cast(pa.int64())
+                    totals.append(pa.table({
+                        "namespace": b.column("namespace").cast(pa.string()),
+                        "length": length,
+                        "stored": pc.multiply(length, b.column("write_quorum").cast(pa.int64())),
+                    }).group_by("namespace", use_threads=False).aggregate(
+                        [([], "count_all"), ("length", "sum"), ("stored", "sum")]))
+            if not totals:
+                continue
+            summed = pa.concat_tables(totals).group_by("namespace", use_threads=False).aggregate(
+                [("count_all", "sum"), ("length_sum", "sum"), ("stored_sum", "sum")])
+            yield pa.RecordBatch.from_arrays(
+                [summed.column("namespace").combine_chunks(),
+                 *(summed.column(c).combine_chunks().cast(pa.int64()) for c in
+                   ("count_all_sum", "length_sum_sum", "stored_sum_sum"))], schema=NS_TOTALS)
+
+
+def audit_partition(batches: Iterator[pa.RecordBatch], judge: Judge, verdict_dir: str
+                    ) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over fragments already joined to their ledgers and partitioned by
+    ledger id (snapshots without the ledger columns in `fragments`): judges them, writes
+    the partition's verdict part and yields its TASK_RESULT row."""
+    from pyspark import TaskContext
+
     task = TaskContext.get()
-    results.add({task.partitionId() if task is not None else 0: PartitionResult(
-        partial, findings_of(bad), ns_kinds_of(bad), plan_rows(c, bad))})
+    yield judge_to_file(batches, judge, verdict_dir, task.partitionId() if task else 0)
 
 
 def aggregate(judge: Judge, seen: Sequence[tuple[Any, ...]]) -> pa.Table:
@@ -147,23 +233,23 @@ def aggregate(judge: Judge, seen: Sequence[tuple[Any, ...]]) -> pa.Table:
     ens = np.concatenate([np.pad(e, ((0, 0), (0, width_e - e.shape[1])), constant_values=-1)
                           for e in ens_all])
     lid_f, ns_f = np.concatenate(lids), np.concatenate(ns_all)
+    rank_f = ledger_rank(lid_f)
     bad_f = np.concatenate(kinds_all) != 0
     valid = ens >= 0
     size = np.maximum(valid.sum(axis=1), 1)
     share = np.concatenate(bytes_all) * np.concatenate(qw_all) / size
     rows = np.nonzero(valid)[0]
-    lid_m, bk, share_m, bad_m = lid_f[rows], ens[valid], share[rows], bad_f[rows]
+    lid_m, bk, share_m, bad_m = rank_f[rows], ens[valid], share[rows], bad_f[rows]
     out = []
     for dim, key, lid_all, bad_all, share_all in (
             ("bookie", bk, lid_m, bad_m, share_m),
             ("rack", topology.rack[bk], lid_m, bad_m, share_m),
             ("region", topology.region[bk], lid_m, bad_m, share_m),
             ("group", topology.group[bk], lid_m, bad_m, share_m),
-            ("namespace", ns_f, lid_f, bad_f, share * size)):
+            ("namespace", ns_f, rank_f, bad_f, share * size)):
         k = key.astype(np.int64) + 1  # group -1 (none) -> 0
         width = int(k.max()) + 1 if len(k) else 1
-        pairs = np.unique(lid_all * width + k)
-        n_ledgers = np.bincount(pairs % width, minlength=width)
+        n_ledgers = ledgers_per_key(lid_all, k, width)
         replicas = np.bincount(k, minlength=width)
         violating = np.bincount(k, weights=bad_all, minlength=width)
         nbytes = np.bincount(k, weights=share_all, minlength=width)
@@ -176,6 +262,38 @@ def aggregate(judge: Judge, seen: Sequence[tuple[Any, ...]]) -> pa.Table:
             pa.array(violating[present].astype(np.int64)), pa.array(nbytes[present])],
             schema=PARTIAL))
     return pa.concat_tables(out)
+
+
+def ledger_rank(lid: Any) -> Any:
+    """Each row's ledger as a dense index 0..n-1 (ledgers in order of id)."""
+    if len(lid) == 0 or bool((lid[1:] >= lid[:-1]).all()):  # read from ledger-sorted files
+        return np.concatenate([[0], np.cumsum(lid[1:] != lid[:-1])]).astype(np.int64)
+    return np.unique(lid, return_inverse=True)[1].astype(np.int64)
+
+
+#: cells of the (ledger, key) bitmap `ledgers_per_key` marks at once
+BITMAP_CELLS = 1 << 23
+
+
+def ledgers_per_key(rank: Any, key: Any, width: int) -> Any:
+    """How many distinct ledgers (dense `rank`) have a row with each key 0..width-1: a
+    bitmap of (ledger, key) cells, a slice of ledgers at a time (no sort)."""
+    out = np.zeros(width, np.int64)
+    if len(rank) == 0:
+        return out
+    order = None if bool((rank[1:] >= rank[:-1]).all()) else np.argsort(rank, kind="stable")
+    rank_s = rank if order is None else rank[order]
+    key_s = key if order is None else key[order]
+    step = max(1, BITMAP_CELLS // width)
+    last = int(rank_s[-1])
+    for lo in range(0, last + 1, step):
+        a, b = np.searchsorted(rank_s, [lo, lo + step])
+        if a == b:
+            continue
+        cells = np.zeros(step * width, bool)
+        cells[(rank_s[a:b] - lo) * width + key_s[a:b]] = True
+        out += np.bincount(np.flatnonzero(cells) % width, minlength=width)
+    return out
 
 
 def findings_of(bad: pa.Table) -> pa.Table:

@@ -159,3 +159,21 @@ def test_bad_input_is_a_clear_error(snapshot: Path, tmp_path: Path, damage: str,
                           timeout=60)
     assert done.returncode == 2
     assert message in done.stderr
+
+
+@pytest.mark.parametrize("cells", [1 << 23, 16])  # one bitmap, and many small slices
+def test_ledgers_per_key_counts_distinct_ledgers(cells: int,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from pipeline import partitions
+
+    monkeypatch.setattr(partitions, "BITMAP_CELLS", cells)
+    rng = np.random.default_rng(3)
+    lid = rng.integers(0, 500, 4000) * 7  # unsorted, sparse ids
+    key = rng.integers(0, 9, 4000)
+    order = np.argsort(lid, kind="stable")
+    for ids, keys in ((lid, key), (lid[order], key[order])):  # unsorted, then sorted
+        want = np.bincount(np.unique(ids * 9 + keys) % 9, minlength=9)
+        got = partitions.ledgers_per_key(partitions.ledger_rank(ids), keys, 9)
+        assert got.tolist() == want.tolist()
