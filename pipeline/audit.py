@@ -16,12 +16,14 @@ Stages (each printed with its elapsed time on stderr):
    part the same way. Either way a ledger's fragments share a task, which also computes
    that task's aggregates (ledgers, replicas and bytes per bookie, rack, region, group and
    namespace), per-ledger findings, violations per namespace and kind, and the repair plan
-   of its violating fragments (`pipeline.plan`), and returns them as its one result row;
-3. the driver adds up the tasks' aggregates and findings;
-4. (the repair plan was made in step 2, in the executors);
+   of its violating fragments (`pipeline.plan`); it writes its findings and plan as part
+   files beside its verdicts and returns only its aggregates and counts as its one row;
+3. the driver adds up the tasks' aggregates;
+4. the driver gathers the plan parts into repair_plan.parquet and unfixable.parquet one
+   part at a time (its memory does not grow with the number of violations);
 5. Parquet tables, summary.json and report.html under `--out`.
 
-Outputs: fragment_verdicts/ (one part per task: ids and verdicts), ledger_findings/;
+Outputs: fragment_verdicts/ and ledger_findings/ (one part per task);
 aggregates.parquet, namespaces.parquet, repair_plan.parquet, unfixable.parquet,
 summary.json, report.html.
 Exit 2 with a message naming the problem when the snapshot is missing a table or a
@@ -36,6 +38,7 @@ import math
 import pickle
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,11 +52,11 @@ import pyarrow.parquet as pq
 from pipeline.cluster import Cluster, build_cluster
 from pipeline.io import spark_session
 from pipeline.partitions import (
-    FINDINGS,
+    FINDINGS_DIR,
     NS_KINDS,
     NS_TOTALS,
     PARTIAL,
-    PLANNED,
+    PLAN_PARTS_DIR,
     TASK_RESULT,
     Judge,
     PartitionResult,
@@ -149,10 +152,12 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
                 else "joining fragments to ledgers"))
 
     verdict_dir = out / "fragment_verdicts"
-    verdict_dir.mkdir(parents=True, exist_ok=True)
-    for old in verdict_dir.iterdir():
-        if old.is_file():
-            old.unlink()
+    task_dirs = (verdict_dir, out / FINDINGS_DIR, out / PLAN_PARTS_DIR)
+    for directory in task_dirs:
+        directory.mkdir(parents=True, exist_ok=True)
+        for old in directory.iterdir():
+            if old.is_file():
+                old.unlink()
     target = str(verdict_dir.resolve())
     result_schema = _spark_schema(TASK_RESULT)
     if flat:
@@ -175,9 +180,10 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
         returned = fragments.mapInArrow(lambda it: audit_partition(it, judge.value, target),
                                         result_schema).collect()
     results = {r["part"]: r for r in returned}  # a re-run task's part replaces itself
-    for stray in set(p.name for p in verdict_dir.iterdir()) - {r["file"]
-                                                               for r in results.values()}:
-        (verdict_dir / stray).unlink()  # e.g. a temporary file of a killed attempt
+    written = {r["file"] for r in results.values()}
+    for directory in task_dirs:
+        for stray in {p.name for p in directory.iterdir()} - written:
+            (directory / stray).unlink()  # e.g. a temporary file of a killed attempt
     check_seconds = time.perf_counter() - started
     parts: list[PartitionResult] = [pickle.loads(results[k]["result"]) for k in sorted(results)]
     judged = sum(int(r["fragments"]) for r in results.values())
@@ -189,11 +195,6 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
     agg_rows = [{k.removesuffix("_sum"): v for k, v in r.items()}
                 for r in partial.group_by(["dim", "key"], use_threads=False)
                 .aggregate([(c, "sum") for c in PARTIAL.names[2:]]).to_pylist()]
-    findings = pa.concat_tables([p.findings for p in parts] or [FINDINGS.empty_table()])
-    (out / "ledger_findings").mkdir(exist_ok=True)
-    for old in (out / "ledger_findings").glob("*"):
-        old.unlink()
-    pq.write_table(findings.sort_by("ledger_id"), out / "ledger_findings" / "part-00000.parquet")
     kinds = pa.concat_tables([p.ns_kinds for p in parts] or [NS_KINDS.empty_table()])
     ns_kinds: dict[str | None, dict[str, Any]] = {}
     for r in (kinds.group_by(["ns_index", "kind"], use_threads=False)
@@ -201,12 +202,17 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
         name = Violation(r["kind"]).name or ""
         ns_kinds.setdefault(ns_names[r["ns_index"]], {})[name] = r["fragments_sum"]
     progress(f"3/5 findings and aggregates at {time.perf_counter() - started:.1f}s")
-    planned = pa.concat_tables([p.planned for p in parts] or [PLANNED.empty_table()])
-    n_planned = sum(p.findings.column("violating_fragments").to_numpy().sum() for p in parts)
+    n_planned = sum(p.violating_fragments for p in parts)
     progress(f"4/5 repair plan for {n_planned:,} violating fragments (made in the executors)")
 
+    plan_parts = sorted((out / PLAN_PARTS_DIR).glob("part-*.parquet"))
     summary = write_outputs(cluster, out, snapshot, ns_names, agg_rows, ns_rows, ns_kinds,
-                            planned, n_fragments, check_seconds, time.perf_counter() - started)
+                            plan_parts, n_fragments, check_seconds,
+                            time.perf_counter() - started,
+                            violating_ledgers=sum(p.violating_ledgers for p in parts))
+    for part in plan_parts:
+        part.unlink()
+    (out / PLAN_PARTS_DIR).rmdir()
     progress(f"5/5 wrote {out} in {summary['seconds']:.1f}s")
     return summary
 
@@ -220,8 +226,11 @@ def _spark_schema(schema: pa.Schema) -> Any:
 def write_outputs(cluster: Cluster, out: Path, snapshot: Path,
                   ns_names: Sequence[str | None], agg_rows: list[Any],
                   ns_rows: list[Any], ns_kinds: dict[str | None, dict[str, Any]],
-                  planned: pa.Table, n_fragments: int, check_seconds: float,
-                  seconds: float) -> dict[str, Any]:
+                  plan_parts: Sequence[Path], n_fragments: int, check_seconds: float,
+                  seconds: float, *, violating_ledgers: int) -> dict[str, Any]:
+    """aggregates.parquet, namespaces.parquet, repair_plan.parquet and unfixable.parquet
+    (gathered from the tasks' plan parts one part at a time, so the driver's memory does not
+    grow with the number of violations), summary.json and report.html."""
     racks, regions = cluster.location_names()
     names = {"bookie": list(cluster.bookie_ids), "rack": racks, "region": regions,
              "group": list(cluster.batch.groups), "namespace": ns_names}
@@ -255,33 +264,49 @@ def write_outputs(cluster: Cluster, out: Path, snapshot: Path,
     pq.write_table(pa.Table.from_pylist(namespaces), out / "namespaces.parquet")
 
     ids = cluster.bookie_ids
-    heads = planned.filter(pc.equal(planned.column("position"), -1)).sort_by(
-        [("ledger_id", "ascending"), ("segment", "ascending")])
-    steps = planned.filter(pc.greater_equal(planned.column("position"), 0)).sort_by(
-        [("ledger_id", "ascending"), ("segment", "ascending"), ("position", "ascending")])
-    # the plan stays columnar (it grows with the number of violating fragments)
     id_array = pa.array(ids, pa.string())
-    out_index = steps.column("bookie_out_index").cast(pa.int32())
-    in_index = steps.column("bookie_in_index").cast(pa.int32())
-    moves = pa.table([steps.column("ledger_id"), steps.column("segment"),
-                      steps.column("position"), pc.take(id_array, out_index),
-                      pc.take(id_array, in_index), out_index, in_index,
-                      steps.column("bytes")], schema=PLAN_SCHEMA)
-    unfixable = [{"ledger_id": h["ledger_id"], "segment": h["segment"],
-                  "violations": h["violations"], "remaining": h["remaining"],
-                  "kinds": ",".join(kind_names(h["remaining"])), "reason": h["reason"]}
-                 for h in heads.filter(pc.not_equal(heads.column("remaining"), 0)).to_pylist()]
-    n_planned = heads.num_rows
-    pq.write_table(moves, out / "repair_plan.parquet")
-    pq.write_table(pa.Table.from_pylist(unfixable, schema=UNFIXABLE_SCHEMA),
-                   out / "unfixable.parquet")
-    moved = moves.column("bytes").to_numpy()
-    in_np = in_index.to_numpy(zero_copy_only=False)
-    out_np = out_index.to_numpy(zero_copy_only=False)
-    net = (np.bincount(in_np, weights=moved, minlength=len(ids))
-           - np.bincount(out_np, weights=moved, minlength=len(ids)))
-    touched = np.union1d(in_np, out_np).astype(np.int64)
-    top = touched[np.argsort(-net[touched], kind="stable")][:50]
+    net = np.zeros(len(ids), np.float64)
+    touched = np.zeros(len(ids), bool)
+    n_planned = n_moves = n_unfixable = 0
+    bytes_moved = 0.0
+    reasons: Counter[str] = Counter()
+    with pq.ParquetWriter(out / "repair_plan.parquet", PLAN_SCHEMA) as plan_writer, \
+            pq.ParquetWriter(out / "unfixable.parquet", UNFIXABLE_SCHEMA) as unfixable_writer:
+        for part in plan_parts:
+            planned = pq.read_table(part)
+            heads = planned.filter(pc.equal(planned.column("position"), -1)).sort_by(
+                [("ledger_id", "ascending"), ("segment", "ascending")])
+            steps = planned.filter(pc.greater_equal(planned.column("position"), 0)).sort_by(
+                [("ledger_id", "ascending"), ("segment", "ascending"),
+                 ("position", "ascending")])
+            out_index = steps.column("bookie_out_index").cast(pa.int32())
+            in_index = steps.column("bookie_in_index").cast(pa.int32())
+            moves = pa.table([steps.column("ledger_id"), steps.column("segment"),
+                              steps.column("position"), pc.take(id_array, out_index),
+                              pc.take(id_array, in_index), out_index, in_index,
+                              steps.column("bytes")], schema=PLAN_SCHEMA)
+            plan_writer.write_table(moves)
+            unfixable = [{"ledger_id": h["ledger_id"], "segment": h["segment"],
+                          "violations": h["violations"], "remaining": h["remaining"],
+                          "kinds": ",".join(kind_names(h["remaining"])), "reason": h["reason"]}
+                         for h in heads.filter(pc.not_equal(heads.column("remaining"), 0))
+                         .to_pylist()]
+            unfixable_writer.write_table(pa.Table.from_pylist(unfixable,
+                                                              schema=UNFIXABLE_SCHEMA))
+            reasons.update(u["kinds"] + ": " + u["reason"][:160] for u in unfixable)
+            moved = moves.column("bytes").to_numpy()
+            in_np = in_index.to_numpy(zero_copy_only=False)
+            out_np = out_index.to_numpy(zero_copy_only=False)
+            net += (np.bincount(in_np, weights=moved, minlength=len(ids))
+                    - np.bincount(out_np, weights=moved, minlength=len(ids)))
+            touched[in_np] = True
+            touched[out_np] = True
+            n_planned += heads.num_rows
+            n_moves += moves.num_rows
+            n_unfixable += len(unfixable)
+            bytes_moved += float(moved.sum())
+    hit = np.flatnonzero(touched)
+    top = hit[np.argsort(-net[hit], kind="stable")][:50]
 
     by_kind = {k.name or "": sum(n[k.name or ""] for n in namespaces) for k in KINDS}
     summary = {
@@ -290,21 +315,21 @@ def write_outputs(cluster: Cluster, out: Path, snapshot: Path,
         "fragments": n_fragments,
         "ledgers": sum(n["ledgers"] for n in namespaces),
         "violating_fragments": sum(n["violating_fragments"] for n in namespaces),
-        "violating_ledgers": ds.dataset(out / "ledger_findings", format="parquet").count_rows(),
+        "violating_ledgers": violating_ledgers,
         "violations_by_kind": {k: v for k, v in by_kind.items() if v},
         "skew": {dim: skew([a["bytes"] for a in aggregates if a["dim"] == dim])
                  for dim in DIMS},
-        "plan": {"moves": moves.num_rows, "fragments": n_planned,
-                 "fixed_fragments": n_planned - len(unfixable),
-                 "unfixable_fragments": len(unfixable),
-                 "bytes_moved": float(moved.sum()),
+        "plan": {"moves": n_moves, "fragments": n_planned,
+                 "fixed_fragments": n_planned - n_unfixable,
+                 "unfixable_fragments": n_unfixable,
+                 "bytes_moved": bytes_moved,
                  "load_added_per_bookie": {ids[i]: float(net[i]) for i in top}},
         "check_seconds": round(check_seconds, 2),
         "seconds": round(seconds, 2),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "report.html").write_text(render_report(summary, aggregates, namespaces,
-                                                   unfixable, cluster))
+                                                   reasons, cluster))
     return summary
 
 

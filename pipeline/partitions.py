@@ -81,13 +81,34 @@ FINDINGS = pa.schema([("ledger_id", pa.int64()), ("namespace", pa.string()),
 
 @dataclass(frozen=True)
 class PartitionResult:
-    """What one partition reports besides its verdict rows: partial aggregates, the
-    violating fragments' per-ledger findings, kinds per namespace and repair plan."""
+    """What one partition reports besides the files it wrote (its verdicts, its violating
+    ledgers' findings and its repair plan, each a part file of the same name): partial
+    aggregates and kinds per namespace (bounded by the numbers of bookies, racks, groups
+    and namespaces, not by the data) and counts."""
 
     partial: pa.Table  # PARTIAL
-    findings: pa.Table  # FINDINGS
     ns_kinds: pa.Table  # NS_KINDS
-    planned: pa.Table  # PLANNED
+    violating_fragments: int
+    violating_ledgers: int
+
+
+#: beside `fragment_verdicts/`: each task's per-ledger findings (an output) and its part of
+#: the repair plan (gathered into repair_plan.parquet by the driver, one part at a time)
+FINDINGS_DIR = "ledger_findings"
+PLAN_PARTS_DIR = ".plan_parts"
+
+
+def _write_part(table: pa.Table, directory: str, part: int) -> None:
+    """`directory/part-NNNNN.parquet` through a temporary file renamed into place."""
+    os.makedirs(directory, exist_ok=True)
+    target = os.path.join(directory, part_name(part))
+    temp = os.path.join(directory, f".{part_name(part)}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    try:
+        pq.write_table(table, temp)
+        os.replace(temp, target)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
 
 
 #: what each task of the check returns instead of its verdict rows (those it writes
@@ -105,9 +126,11 @@ def judge_to_file(batches: Iterable[pa.RecordBatch], judge: Judge, verdict_dir: 
     """Judge every fragment of `batches` (FRAGMENTS_DENORMALISED columns, a ledger's
     fragments all among them), write their verdicts (VERDICTS) to
     `verdict_dir/part-NNNNN.parquet` (a temporary file renamed into place, so a re-run
-    task replaces its part whole and a failed one leaves no part), and return the
-    one-row TASK_RESULT: the partition's aggregates, findings, kinds per namespace and
-    repair plan, pickled.
+    task replaces its part whole and a failed one leaves no part), its violating ledgers'
+    findings and its repair plan to parts of the same name in FINDINGS_DIR and
+    PLAN_PARTS_DIR beside `verdict_dir`, and return the one-row TASK_RESULT: the
+    partition's aggregates, kinds per namespace and counts, pickled (so what reaches the
+    driver does not grow with the number of violations).
     """
     c = judge.cluster
     seen: list[tuple[Any, ...]] = []
@@ -153,8 +176,12 @@ def judge_to_file(batches: Iterable[pa.RecordBatch], judge: Judge, verdict_dir: 
         if os.path.exists(temp):
             os.unlink(temp)
     bad_table = pa.Table.from_batches(bad_rows, schema=CHECKED)
-    result = PartitionResult(aggregate(judge, seen), findings_of(bad_table),
-                             ns_kinds_of(bad_table), plan_rows(c, bad_table))
+    out_dir = os.path.dirname(os.path.abspath(verdict_dir))
+    findings = findings_of(bad_table)
+    _write_part(findings.sort_by("ledger_id"), os.path.join(out_dir, FINDINGS_DIR), part)
+    _write_part(plan_rows(c, bad_table), os.path.join(out_dir, PLAN_PARTS_DIR), part)
+    result = PartitionResult(aggregate(judge, seen), ns_kinds_of(bad_table),
+                             bad_table.num_rows, findings.num_rows)
     return pa.RecordBatch.from_arrays(
         [pa.array([part], pa.int32()), pa.array([part_name(part)]), pa.array([rows], pa.int64()),
          pa.array([pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)], pa.binary())],

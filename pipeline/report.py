@@ -152,7 +152,8 @@ document.body.dataset.rendered=n+'/'+document.querySelectorAll('svg.chart').leng
 
 def render_report(summary: Mapping[str, Any], aggregates: Sequence[Mapping[str, Any]],
                   namespaces: Sequence[Mapping[str, Any]],
-                  unfixable: Sequence[Mapping[str, Any]], cluster: Cluster) -> str:
+                  reasons: Counter[str], cluster: Cluster) -> str:
+    """The page; `reasons` counts the unfixable fragments by "kinds: reason"."""
     by_dim: dict[str, list[Mapping[str, Any]]] = {}
     for a in aggregates:
         by_dim.setdefault(a["dim"], []).append(a)
@@ -168,7 +169,6 @@ def render_report(summary: Mapping[str, Any], aggregates: Sequence[Mapping[str, 
     rack_names = sorted({k[0] for k in cells})
     group_names = sorted({k[1] for k in cells})
     plan = summary.get("plan", {})
-    reasons = Counter(u["kinds"] + ": " + u["reason"][:160] for u in unfixable)
     skew_rows = [(d, s.get("count", 0), f"{s.get('max_over_mean', 0):.2f}",
                   f"{s.get('cv', 0):.3f}") for d, s in summary.get("skew", {}).items()]
     facts = [("fragments", f"{summary['fragments']:,}"), ("ledgers", f"{summary['ledgers']:,}"),
