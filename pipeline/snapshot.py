@@ -27,7 +27,11 @@ What is read, all at Pulsar's paths (DESIGN.md section 3):
 Bookies are numbered by sorted id. A bookie named in an ensemble but neither registered nor
 in `/bookies` still gets an index (registered false, no rack, no group). A fragment's last
 entry id is the next fragment's first minus one; the last fragment's is the ledger's last
-entry id when closed, -1 otherwise. Disk figures are not in the metadata: null.
+entry id when closed, -1 otherwise. Disk figures are not in the metadata: each registered
+bookie is asked for them with BookKeeper's V3 GET_BOOKIE_INFO (the data file system's total
+and free bytes, as upstream's clients ask for disk-weighted placement; `disk_used` = total -
+free), 16 at a time with `--timeout`; a bookie that does not answer (or `--no-bookie-info`)
+leaves them null.
 
 Progress goes to stderr; stdout gets one JSON line of counts. Exit 2 with a message naming
 the problem when the store cannot be reached or a stored value cannot be decoded.
@@ -65,6 +69,7 @@ from pipeline.synth import write_table
 from placement import PlacementConfig
 from placement.config import parse_broker_conf
 from placement.topology import UNKNOWN_REGION, region_of
+from storage.bookie.client import BookieClient
 
 MANAGED_LEDGER_NAME = "pulsar/managed-ledger"
 PLACEMENT_POLICY_CONFIG = "EnsemblePlacementPolicyConfig"
@@ -334,11 +339,38 @@ async def managed_ledger_topics(source: Source) -> dict[int, str]:
     return out
 
 
-async def bookies_table(source: Source, ensemble_ids: Iterable[str]) -> pa.Table:
+BOOKIE_INFO_CONCURRENCY = 16
+
+
+async def bookie_disks(bookie_ids: Iterable[str], timeout: float
+                       ) -> dict[str, tuple[int, int]]:
+    """{bookie: (used, capacity)} bytes from each bookie's GET_BOOKIE_INFO answer; a bookie
+    that cannot be reached or answers an error is left out."""
+    gate = asyncio.Semaphore(BOOKIE_INFO_CONCURRENCY)
+    found: dict[str, tuple[int, int]] = {}
+
+    async def one(bookie: str) -> None:
+        async with gate:
+            try:
+                async with asyncio.timeout(timeout):
+                    async with await BookieClient.connect(bookie, timeout=timeout) as client:
+                        total, free = await client.bookie_info()
+            except Exception:  # unreachable, no V3, an error status, a bad id: unknown
+                return
+            if total > 0:
+                found[bookie] = (max(0, total - free), total)
+
+    await asyncio.gather(*(one(b) for b in bookie_ids))
+    return found
+
+
+async def bookies_table(source: Source, ensemble_ids: Iterable[str], *,
+                        bookie_info: bool = True, timeout: float = 10.0) -> pa.Table:
     rack_config = decode_rack_config(await source.get(paths.BOOKIES_RACK_CONFIG))
     available = await source.descendants(paths.BOOKIES_AVAILABLE, 1)
     readonly = await source.descendants(paths.BOOKIES_READONLY, 1)
     reg = registrations_of([*available, *readonly])
+    disks = await bookie_disks(sorted(reg.all), timeout) if bookie_info else {}
     placed: dict[str, tuple[str | None, dict[str, Any]]] = {}
     for group in sorted(rack_config):
         for bookie, info in rack_config[group].items():
@@ -354,7 +386,9 @@ async def bookies_table(source: Source, ensemble_ids: Iterable[str]) -> pa.Table
             "bookie_index": i, "bookie_id": bookie, "registered": bookie in reg.all,
             "read_only": bookie in reg.read_only, "rack": rack,
             "region": region_of(rack) if rack else UNKNOWN_REGION, "group": in_group,
-            "hostname": hostname, "disk_used": None, "disk_capacity": None,
+            "hostname": hostname,
+            "disk_used": disks[bookie][0] if bookie in disks else None,
+            "disk_capacity": disks[bookie][1] if bookie in disks else None,
         })
     return pa.Table.from_pylist(rows, schema=TABLES["bookies"])
 
@@ -412,8 +446,8 @@ Progress = Callable[[int, float], None]
 
 
 async def collect(source: Source, cfg: PlacementConfig, *, page_size: int = 500,
-                  concurrency: int = 4, progress: Progress | None = None
-                  ) -> dict[str, pa.Table]:
+                  concurrency: int = 4, progress: Progress | None = None,
+                  bookie_info: bool = True, timeout: float = 10.0) -> dict[str, pa.Table]:
     """The five tables of `source`'s cluster."""
     started = time.perf_counter()
     topics = await managed_ledger_topics(source)
@@ -429,7 +463,8 @@ async def collect(source: Source, cfg: PlacementConfig, *, page_size: int = 500,
         if progress is not None:
             progress(acc.count, time.perf_counter() - started)
     provisional = list(acc.seen)
-    bookies = await bookies_table(source, provisional)
+    bookies = await bookies_table(source, provisional, bookie_info=bookie_info,
+                                  timeout=timeout)
     final = {b: i for i, b in enumerate(bookies.column("bookie_id").to_pylist())}
     remap = np.array([final[b] for b in provisional] or [0], np.int32)
     ledgers = pa.Table.from_batches(acc.ledgers, schema=TABLES["ledgers"])
@@ -467,12 +502,12 @@ def _fragment_batch(frag: dict[str, list[Any]], remap: np.ndarray[Any, Any]) -> 
 
 async def snapshot(url: str, out: Path, cfg: PlacementConfig, *, page_size: int = 500,
                    concurrency: int = 4, progress: Progress | None = None,
-                   timeout: float = 10.0) -> dict[str, int]:
+                   timeout: float = 10.0, bookie_info: bool = True) -> dict[str, int]:
     """Read the cluster at `url` and write its snapshot under `out`; row counts."""
     source = open_source(url, timeout=timeout)
     try:
         tables = await collect(source, cfg, page_size=page_size, concurrency=concurrency,
-                               progress=progress)
+                               progress=progress, bookie_info=bookie_info, timeout=timeout)
     except MetastoreError as exc:
         raise SnapshotSourceError(f"metadata store {url}: {exc}") from None
     except SnapshotSourceError:
@@ -524,6 +559,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4,
                         help="pages of ledger metadata read at once (default 4)")
     parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--no-bookie-info", action="store_true",
+                        help="do not ask the registered bookies for their disk figures "
+                             "(GET_BOOKIE_INFO): disk columns null")
     args = parser.parse_args(argv)
     try:
         conf = parse_broker_conf(args.config.read_text(), str(args.config)) if args.config else {}
@@ -547,7 +585,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         counts = asyncio.run(snapshot(url, args.out, cfg, page_size=args.page_size,
                                       concurrency=args.concurrency, progress=progress,
-                                      timeout=args.timeout))
+                                      timeout=args.timeout,
+                                      bookie_info=not args.no_bookie_info))
     except SnapshotSourceError as exc:
         if progress.tty:
             print(file=sys.stderr)

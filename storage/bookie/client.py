@@ -54,6 +54,7 @@ from storage.bookie.protocol_v3 import (
     V2_CODE_OF_STATUS,
     V3Response,
     decode_v3_response,
+    encode_bookie_info_request,
     encode_list_entries_request,
     is_v3,
 )
@@ -246,6 +247,26 @@ class BookieClient:
             return await self.read(ledger_id, -1, fence=True, master_key=master_key)
         except NoEntry:
             return None
+
+    async def bookie_info(self) -> tuple[int, int]:
+        """(total, free) bytes of the bookie's data file system (V3 GET_BOOKIE_INFO, as
+        upstream's `BookieClient.getBookieInfo` asks for both). ResponseError for a status
+        other than EOK."""
+        if self._lost is not None or self._transport is None:
+            raise self._lost or ConnectionLost("not connected")
+        txn_id = next(self._txn_ids)
+        future: asyncio.Future[V3Response] = asyncio.get_running_loop().create_future()
+        self._v3_pending[txn_id] = future
+        self._queue_frame(encode_bookie_info_request(txn_id), future)
+        try:
+            response = await future
+        finally:
+            self._v3_pending.pop(txn_id, None)
+        body = response.getBookieInfoResponse
+        status = response.status or (body.status if body.HasField("status") else 0)
+        if status != 0:
+            raise error_for(V2_CODE_OF_STATUS.get(status, status), -1, -1)
+        return body.totalDiskCapacity, body.freeDiskSpace
 
     async def entries_of_ledger(self, ledger_id: int) -> EntryAvailability:
         """The entries of the ledger the bookie holds (V3 GET_LIST_OF_ENTRIES_OF_LEDGER).

@@ -11,8 +11,10 @@ V2 for the rest of the connection; the first byte tells them apart without tryin
 starts with its protocol version (2), a V3 message with the tag of its field 1, the header
 (0x0A: field 1, length-delimited), which no V2 version byte equals.
 
-Of the V3 operations our bookies answer GET_LIST_OF_ENTRIES_OF_LEDGER; every other one is
-answered EBADREQ with the request's header, as upstream answers an operation it does not know.
+Of the V3 operations our bookies answer GET_LIST_OF_ENTRIES_OF_LEDGER and GET_BOOKIE_INFO
+(the data file system's total and free bytes, which upstream's clients read for disk-weighted
+placement and the audit's snapshot reads for its bookies table); every other one is answered
+EBADREQ with the request's header, as upstream answers an operation it does not know.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from google.protobuf.message import DecodeError
 from storage.bookie.errors import MalformedFrame
 from storage.bookie.proto.bookkeeper_protocol_pb2 import (
     BKPacketHeader,
+    GetBookieInfoRequest,
     OperationType,
     ProtocolVersion,
     Request,
@@ -39,6 +42,9 @@ V3_FIRST_BYTE = 0x0A
 _FRAME_LEN = struct.Struct(">I")
 
 GET_LIST_OF_ENTRIES_OF_LEDGER: int = OperationType.GET_LIST_OF_ENTRIES_OF_LEDGER
+GET_BOOKIE_INFO: int = OperationType.GET_BOOKIE_INFO
+TOTAL_DISK_CAPACITY: int = GetBookieInfoRequest.TOTAL_DISK_CAPACITY
+FREE_DISK_SPACE: int = GetBookieInfoRequest.FREE_DISK_SPACE
 VERSION_THREE: int = ProtocolVersion.VERSION_THREE
 V3_EOK: int = StatusCode.EOK
 V3_ENOLEDGER: int = StatusCode.ENOLEDGER
@@ -78,6 +84,31 @@ def encode_list_entries_request(txn_id: int, ledger_id: int) -> bytes:
     request.header.txnId = txn_id
     request.getListOfEntriesOfLedgerRequest.ledgerId = ledger_id
     return _frame(request)
+
+
+def encode_bookie_info_request(txn_id: int,
+                               requested: int = TOTAL_DISK_CAPACITY | FREE_DISK_SPACE) -> bytes:
+    request = Request()
+    request.header.version = ProtocolVersion.VERSION_THREE
+    request.header.operation = OperationType.GET_BOOKIE_INFO
+    request.header.txnId = txn_id
+    request.getBookieInfoRequest.requested = requested
+    return _frame(request)
+
+
+def encode_bookie_info_response(request: Request, status: int, total: int | None = None,
+                                free: int | None = None) -> bytes:
+    """`Response` to GET_BOOKIE_INFO (upstream `GetBookieInfoProcessorV3`): the status in the
+    response and its body, and the fields the request's `requested` flags asked for."""
+    response = Response(header=response_header(request), status=status)  # type: ignore[arg-type]
+    body = response.getBookieInfoResponse
+    body.status = status  # type: ignore[assignment]
+    requested = request.getBookieInfoRequest.requested
+    if free is not None and requested & FREE_DISK_SPACE:
+        body.freeDiskSpace = free
+    if total is not None and requested & TOTAL_DISK_CAPACITY:
+        body.totalDiskCapacity = total
+    return _frame(response)
 
 
 def decode_v3_request(buf: bytes | memoryview, start: int, end: int) -> Request:

@@ -4,7 +4,9 @@ Frames are cut and parsed by `protocol` (no I/O there); a frame that does not pa
 that connection only. Adds are answered from the journal's callback (after the group's
 fdatasync), so a pipelined connection never waits on one request to send the next.
 
-V3 requests (`protocol_v3`) share the connection: GET_LIST_OF_ENTRIES_OF_LEDGER is answered
+V3 requests (`protocol_v3`) share the connection: GET_BOOKIE_INFO is answered with the data
+file system's total and free bytes (upstream's `GetBookieInfoProcessorV3`);
+GET_LIST_OF_ENTRIES_OF_LEDGER is answered
 as upstream's `GetListOfEntriesOfLedgerProcessorV3` (EBADVERSION unless the header says
 version 3, ENOLEDGER for a ledger the bookie does not know, else EOK with the entries in the
 `AvailabilityOfEntriesOfLedger` format); any other V3 operation gets EBADREQ.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import cast
@@ -34,6 +37,7 @@ from storage.bookie.protocol import (
     encode_response,
 )
 from storage.bookie.protocol_v3 import (
+    GET_BOOKIE_INFO,
     GET_LIST_OF_ENTRIES_OF_LEDGER,
     V3_EBADVERSION,
     V3_EIO,
@@ -42,6 +46,7 @@ from storage.bookie.protocol_v3 import (
     VERSION_THREE,
     V3Request,
     encode_bad_request,
+    encode_bookie_info_response,
     encode_list_entries_response,
 )
 
@@ -70,7 +75,11 @@ class RequestHandler:
             self._read(request, self._measured_read(send, self.metrics))
 
     def _v3(self, request: V3Request, send: Send) -> None:
-        if request.header.operation != GET_LIST_OF_ENTRIES_OF_LEDGER:
+        operation = request.header.operation
+        if operation == GET_BOOKIE_INFO:
+            send(self._bookie_info(request))
+            return
+        if operation != GET_LIST_OF_ENTRIES_OF_LEDGER:
             send(encode_bad_request(request))
             return
         if request.header.version != VERSION_THREE:
@@ -79,6 +88,19 @@ class RequestHandler:
         task = asyncio.ensure_future(self._list_entries(request, send))
         self._v3_tasks.add(task)
         task.add_done_callback(self._v3_tasks.discard)
+
+    def _bookie_info(self, request: V3Request) -> bytes:
+        """Total and free bytes of the file system holding the bookie's data (upstream sums
+        its ledger directories' file systems; ours are one directory)."""
+        if request.header.version != VERSION_THREE:
+            return encode_bookie_info_response(request, V3_EBADVERSION)
+        try:
+            stat = os.statvfs(self.bookie.settings.data_dir)
+        except OSError:
+            log.exception("reading the data directory's disk space failed")
+            return encode_bookie_info_response(request, V3_EIO)
+        return encode_bookie_info_response(request, V3_EOK, stat.f_blocks * stat.f_frsize,
+                                           stat.f_bavail * stat.f_frsize)
 
     async def _list_entries(self, request: V3Request, send: Send) -> None:
         ledger_id = request.getListOfEntriesOfLedgerRequest.ledgerId

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 from metastore import paths
@@ -125,6 +126,15 @@ def test_live_cluster_audit(degraded: Live, spark: Any, tmp_path: Path) -> None:
     cfg = PlacementConfig.from_broker_conf({})
     counts = asyncio.run(snapshot(degraded.cluster.etcd.url, tmp_path / "snap", cfg))
     assert counts["ledgers"] == len(degraded.ensembles)
+    # each registered bookie answered GET_BOOKIE_INFO: its data file system's figures; the
+    # stopped one is not registered and has none
+    bookies = pq.read_table(tmp_path / "snap" / "bookies").to_pylist()
+    for row in bookies:
+        if row["registered"]:
+            assert row["disk_capacity"] > 0 and 0 < row["disk_used"] <= row["disk_capacity"]
+        else:
+            assert row["disk_used"] is None and row["disk_capacity"] is None
+    assert any(r["registered"] for r in bookies) and any(not r["registered"] for r in bookies)
     summary = run_audit(spark, tmp_path / "snap", tmp_path / "audit")
     expected = degraded.expected()
     assert expected and any("NOT_REGISTERED" in k for k in expected.values())

@@ -170,10 +170,13 @@ class Request(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     HEADER_FIELD_NUMBER: _builtins.int
+    GETBOOKIEINFOREQUEST_FIELD_NUMBER: _builtins.int
     GETLISTOFENTRIESOFLEDGERREQUEST_FIELD_NUMBER: _builtins.int
     REQUESTCONTEXT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def header(self) -> Global___BKPacketHeader: ...
+    @_builtins.property
+    def getBookieInfoRequest(self) -> Global___GetBookieInfoRequest: ...
     @_builtins.property
     def getListOfEntriesOfLedgerRequest(self) -> Global___GetListOfEntriesOfLedgerRequest: ...
     @_builtins.property
@@ -182,16 +185,50 @@ class Request(_message.Message):
         self,
         *,
         header: Global___BKPacketHeader | None = ...,
+        getBookieInfoRequest: Global___GetBookieInfoRequest | None = ...,
         getListOfEntriesOfLedgerRequest: Global___GetListOfEntriesOfLedgerRequest | None = ...,
         requestContext: _abc.Iterable[Global___ContextPair] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["getListOfEntriesOfLedgerRequest", b"getListOfEntriesOfLedgerRequest", "header", b"header"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["getBookieInfoRequest", b"getBookieInfoRequest", "getListOfEntriesOfLedgerRequest", b"getListOfEntriesOfLedgerRequest", "header", b"header"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["getListOfEntriesOfLedgerRequest", b"getListOfEntriesOfLedgerRequest", "header", b"header", "requestContext", b"requestContext"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["getBookieInfoRequest", b"getBookieInfoRequest", "getListOfEntriesOfLedgerRequest", b"getListOfEntriesOfLedgerRequest", "header", b"header", "requestContext", b"requestContext"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Request: _TypeAlias = Request  # noqa: Y015
+
+@_typing.final
+class GetBookieInfoRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _Flags:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _FlagsEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[GetBookieInfoRequest._Flags.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        TOTAL_DISK_CAPACITY: GetBookieInfoRequest._Flags.ValueType  # 1
+        FREE_DISK_SPACE: GetBookieInfoRequest._Flags.ValueType  # 2
+
+    class Flags(_Flags, metaclass=_FlagsEnumTypeWrapper): ...
+    TOTAL_DISK_CAPACITY: GetBookieInfoRequest.Flags.ValueType  # 1
+    FREE_DISK_SPACE: GetBookieInfoRequest.Flags.ValueType  # 2
+
+    REQUESTED_FIELD_NUMBER: _builtins.int
+    requested: _builtins.int
+    """bitwise OR of Flags"""
+    def __init__(
+        self,
+        *,
+        requested: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["requested", b"requested"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["requested", b"requested"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetBookieInfoRequest: _TypeAlias = GetBookieInfoRequest  # noqa: Y015
 
 @_typing.final
 class GetListOfEntriesOfLedgerRequest(_message.Message):
@@ -218,10 +255,13 @@ class Response(_message.Message):
 
     HEADER_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
+    GETBOOKIEINFORESPONSE_FIELD_NUMBER: _builtins.int
     GETLISTOFENTRIESOFLEDGERRESPONSE_FIELD_NUMBER: _builtins.int
     status: Global___StatusCode.ValueType
     @_builtins.property
     def header(self) -> Global___BKPacketHeader: ...
+    @_builtins.property
+    def getBookieInfoResponse(self) -> Global___GetBookieInfoResponse: ...
     @_builtins.property
     def getListOfEntriesOfLedgerResponse(self) -> Global___GetListOfEntriesOfLedgerResponse: ...
     def __init__(
@@ -229,15 +269,41 @@ class Response(_message.Message):
         *,
         header: Global___BKPacketHeader | None = ...,
         status: Global___StatusCode.ValueType | None = ...,
+        getBookieInfoResponse: Global___GetBookieInfoResponse | None = ...,
         getListOfEntriesOfLedgerResponse: Global___GetListOfEntriesOfLedgerResponse | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["getListOfEntriesOfLedgerResponse", b"getListOfEntriesOfLedgerResponse", "header", b"header", "status", b"status"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["getBookieInfoResponse", b"getBookieInfoResponse", "getListOfEntriesOfLedgerResponse", b"getListOfEntriesOfLedgerResponse", "header", b"header", "status", b"status"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["getListOfEntriesOfLedgerResponse", b"getListOfEntriesOfLedgerResponse", "header", b"header", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["getBookieInfoResponse", b"getBookieInfoResponse", "getListOfEntriesOfLedgerResponse", b"getListOfEntriesOfLedgerResponse", "header", b"header", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Response: _TypeAlias = Response  # noqa: Y015
+
+@_typing.final
+class GetBookieInfoResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    TOTALDISKCAPACITY_FIELD_NUMBER: _builtins.int
+    FREEDISKSPACE_FIELD_NUMBER: _builtins.int
+    status: Global___StatusCode.ValueType
+    totalDiskCapacity: _builtins.int
+    freeDiskSpace: _builtins.int
+    def __init__(
+        self,
+        *,
+        status: Global___StatusCode.ValueType | None = ...,
+        totalDiskCapacity: _builtins.int | None = ...,
+        freeDiskSpace: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["freeDiskSpace", b"freeDiskSpace", "status", b"status", "totalDiskCapacity", b"totalDiskCapacity"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["freeDiskSpace", b"freeDiskSpace", "status", b"status", "totalDiskCapacity", b"totalDiskCapacity"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetBookieInfoResponse: _TypeAlias = GetBookieInfoResponse  # noqa: Y015
 
 @_typing.final
 class GetListOfEntriesOfLedgerResponse(_message.Message):

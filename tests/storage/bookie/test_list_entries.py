@@ -7,12 +7,14 @@ time out and fail with the connection like V2 ones (plain sockets as peers)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 
 import pytest
 
 from storage.bookie.client import BookieClient
 from storage.bookie.errors import BookieTimeout, ConnectionLost, MalformedFrame, NoLedger
+from storage.bookie.proto.bookkeeper_protocol_pb2 import Response
 from storage.bookie.protocol import encode_read
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, entry
@@ -107,3 +109,33 @@ async def test_v3_requests_time_out_and_fail_with_the_connection() -> None:
         await client.close()
     finally:
         server.close()
+
+
+async def test_bookie_info(start_bookie: BookieFactory) -> None:
+    """GET_BOOKIE_INFO as upstream's GetBookieInfoProcessorV3: the data file system's total and
+    free bytes for the flags asked (both here), EBADVERSION for a header that is not version
+    3; the snapshot's disk columns come from it."""
+    bookie = start_bookie()
+    # txnId 6, requested = TOTAL_DISK_CAPACITY | FREE_DISK_SPACE (field 105 = tag ca 06)
+    request = bytes.fromhex("0000000d" "0a06" "0803" "1008" "1806" "ca0602" "0803")
+    answer = Response()
+    answer.ParseFromString(exchange(bookie.port, request)[4:])
+    stat = os.statvfs(bookie.data_dir)
+    assert (answer.header.version, answer.header.operation, answer.header.txnId) == (3, 8, 6)
+    assert answer.status == 0 and answer.getBookieInfoResponse.status == 0
+    info = answer.getBookieInfoResponse
+    assert info.totalDiskCapacity == stat.f_blocks * stat.f_frsize
+    assert 0 < info.freeDiskSpace <= info.totalDiskCapacity
+    # only the free space asked for: no capacity in the answer
+    free_only = bytes.fromhex("0000000d" "0a06" "0803" "1008" "1806" "ca0602" "0802")
+    answer.ParseFromString(exchange(bookie.port, free_only)[4:])
+    assert answer.getBookieInfoResponse.HasField("freeDiskSpace")
+    assert not answer.getBookieInfoResponse.HasField("totalDiskCapacity")
+    # version 2 in the header: EBADVERSION (503) in the response and its body
+    version_two = bytes.fromhex("0000000d" "0a06" "0802" "1008" "1806" "ca0602" "0803")
+    assert exchange(bookie.port, version_two) == bytes.fromhex(
+        "00000011" "0a06" "0803" "1008" "1806" "10f703" "ca0603" "08f703"
+    )  # fmt: skip
+    async with await BookieClient.connect(bookie.bookie_id) as client:
+        total, free = await client.bookie_info()
+        assert total == stat.f_blocks * stat.f_frsize and 0 < free <= total
