@@ -248,20 +248,24 @@ class BookieClient:
         except NoEntry:
             return None
 
-    async def bookie_info(self) -> tuple[int, int]:
-        """(total, free) bytes of the bookie's data file system (V3 GET_BOOKIE_INFO, as
-        upstream's `BookieClient.getBookieInfo` asks for both). ResponseError for a status
-        other than EOK."""
+    async def _v3_call(self, frame: Callable[[int], bytes]) -> V3Response:
+        """Send the V3 request `frame(txnId)` and wait for the response with that txnId."""
         if self._lost is not None or self._transport is None:
             raise self._lost or ConnectionLost("not connected")
         txn_id = next(self._txn_ids)
         future: asyncio.Future[V3Response] = asyncio.get_running_loop().create_future()
         self._v3_pending[txn_id] = future
-        self._queue_frame(encode_bookie_info_request(txn_id), future)
+        self._queue_frame(frame(txn_id), future)
         try:
-            response = await future
+            return await future
         finally:
             self._v3_pending.pop(txn_id, None)
+
+    async def bookie_info(self) -> tuple[int, int]:
+        """(total, free) bytes of the bookie's data file system (V3 GET_BOOKIE_INFO, as
+        upstream's `BookieClient.getBookieInfo` asks for both). ResponseError for a status
+        other than EOK."""
+        response = await self._v3_call(encode_bookie_info_request)
         body = response.getBookieInfoResponse
         status = response.status or (body.status if body.HasField("status") else 0)
         if status != 0:
@@ -272,16 +276,8 @@ class BookieClient:
         """The entries of the ledger the bookie holds (V3 GET_LIST_OF_ENTRIES_OF_LEDGER).
         Raises NoLedger when the bookie does not know the ledger (ENOLEDGER), another
         ResponseError for another status, MalformedFrame for an answer that does not decode."""
-        if self._lost is not None or self._transport is None:
-            raise self._lost or ConnectionLost("not connected")
-        txn_id = next(self._txn_ids)
-        future: asyncio.Future[V3Response] = asyncio.get_running_loop().create_future()
-        self._v3_pending[txn_id] = future
-        self._queue_frame(encode_list_entries_request(txn_id, ledger_id), future)
-        try:
-            response = await future
-        finally:
-            self._v3_pending.pop(txn_id, None)
+        response = await self._v3_call(lambda txn_id: encode_list_entries_request(txn_id,
+                                                                                 ledger_id))
         body = response.getListOfEntriesOfLedgerResponse
         status = response.status
         if status == 0 and body.HasField("status"):
