@@ -57,6 +57,7 @@ from storage.bookie.protocol_v3 import (
     encode_bookie_info_request,
     encode_list_entries_request,
     is_v3,
+    response_status,
 )
 
 _ERRORS: dict[int, type[ResponseError]] = {
@@ -267,7 +268,7 @@ class BookieClient:
         other than EOK."""
         response = await self._v3_call(encode_bookie_info_request)
         body = response.getBookieInfoResponse
-        status = response.status or (body.status if body.HasField("status") else 0)
+        status = response_status(response, body)
         if status != 0:
             raise error_for(V2_CODE_OF_STATUS.get(status, status), -1, -1)
         return body.totalDiskCapacity, body.freeDiskSpace
@@ -279,9 +280,7 @@ class BookieClient:
         response = await self._v3_call(lambda txn_id: encode_list_entries_request(txn_id,
                                                                                  ledger_id))
         body = response.getListOfEntriesOfLedgerResponse
-        status = response.status
-        if status == 0 and body.HasField("status"):
-            status = body.status
+        status = response_status(response, body)
         if status != 0:
             raise error_for(V2_CODE_OF_STATUS.get(status, status), ledger_id, -1)
         try:

@@ -27,6 +27,8 @@ from storage.bookie.errors import MalformedFrame
 from storage.bookie.proto.bookkeeper_protocol_pb2 import (
     BKPacketHeader,
     GetBookieInfoRequest,
+    GetBookieInfoResponse,
+    GetListOfEntriesOfLedgerResponse,
     OperationType,
     ProtocolVersion,
     Request,
@@ -77,21 +79,24 @@ def is_v3(buf: bytes | memoryview, start: int) -> bool:
     return buf[start] == V3_FIRST_BYTE
 
 
-def encode_list_entries_request(txn_id: int, ledger_id: int) -> bytes:
+def _request(operation: int, txn_id: int) -> Request:
+    """A version-3 `Request` of `operation` with `txn_id`; the caller fills its body."""
     request = Request()
     request.header.version = ProtocolVersion.VERSION_THREE
-    request.header.operation = OperationType.GET_LIST_OF_ENTRIES_OF_LEDGER
+    request.header.operation = operation  # type: ignore[assignment]
     request.header.txnId = txn_id
+    return request
+
+
+def encode_list_entries_request(txn_id: int, ledger_id: int) -> bytes:
+    request = _request(GET_LIST_OF_ENTRIES_OF_LEDGER, txn_id)
     request.getListOfEntriesOfLedgerRequest.ledgerId = ledger_id
     return _frame(request)
 
 
 def encode_bookie_info_request(txn_id: int,
                                requested: int = TOTAL_DISK_CAPACITY | FREE_DISK_SPACE) -> bytes:
-    request = Request()
-    request.header.version = ProtocolVersion.VERSION_THREE
-    request.header.operation = OperationType.GET_BOOKIE_INFO
-    request.header.txnId = txn_id
+    request = _request(GET_BOOKIE_INFO, txn_id)
     request.getBookieInfoRequest.requested = requested
     return _frame(request)
 
@@ -147,6 +152,15 @@ def encode_list_entries_response(request: Request, status: int,
     if availability is not None:
         body.availabilityOfEntriesOfLedger = availability
     return _frame(response)
+
+
+def response_status(response: Response, body: GetBookieInfoResponse
+                    | GetListOfEntriesOfLedgerResponse) -> int:
+    """The answer's status: the response's, or its body's when the response says EOK."""
+    status: int = response.status
+    if status == StatusCode.EOK and body.HasField("status"):
+        status = body.status
+    return status
 
 
 def decode_v3_response(buf: bytes | memoryview, start: int, end: int) -> Response:
