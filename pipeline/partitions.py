@@ -10,6 +10,7 @@ import os
 import pickle
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,14 +99,16 @@ FINDINGS_DIR = "ledger_findings"
 PLAN_PARTS_DIR = ".plan_parts"
 
 
-def _write_part(table: pa.Table, directory: str, part: int) -> None:
-    """`directory/part-NNNNN.parquet` through a temporary file renamed into place."""
+@contextmanager
+def part_file(directory: str, part: int) -> Iterator[str]:
+    """A temporary path to write `directory/part-NNNNN.parquet` to, renamed into place when
+    the block ends without an error (so a task that runs again replaces its part whole and a
+    failed one leaves none) and removed otherwise."""
     os.makedirs(directory, exist_ok=True)
-    target = os.path.join(directory, part_name(part))
     temp = os.path.join(directory, f".{part_name(part)}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     try:
-        pq.write_table(table, temp)
-        os.replace(temp, target)
+        yield temp
+        os.replace(temp, os.path.join(directory, part_name(part)))
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
@@ -135,51 +138,46 @@ def judge_to_file(batches: Iterable[pa.RecordBatch], judge: Judge, verdict_dir: 
     c = judge.cluster
     seen: list[tuple[Any, ...]] = []
     bad_rows: list[pa.RecordBatch] = []
-    target = os.path.join(verdict_dir, part_name(part))
-    temp = os.path.join(verdict_dir, f".{part_name(part)}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     rows = 0
-    try:
-        with pq.ParquetWriter(temp, VERDICTS) as writer:
-            for b in batches:
-                if b.num_rows == 0:
-                    continue
-                ns = judge.ns_index(b.column("namespace"))
-                policy = judge.policy[ns]
-                ens = padded(b.column("ensemble"))
-                qw, qa = _np(b, "write_quorum"), _np(b, "ack_quorum")
-                verdict, kinds = check_batch(c.batch, c.policies, c.config, ens, qw, qa,
-                                             policy)
-                first, last = _np(b, "first_entry_id"), _np(b, "last_entry_id")
-                entries = _np(b, "ledger_last_entry_id") + 1
-                length = _np(b, "ledger_length").astype(np.float64)
-                nbytes = np.where(entries > 0,
-                                  length * (last - first + 1) / np.maximum(entries, 1), 0.0)
-                writer.write_batch(pa.RecordBatch.from_arrays(
-                    [b.column(n) for n in VERDICT_COLUMNS[:4]]
-                    + [pa.array(nbytes), pa.array(verdict.astype(np.int32)),
-                       pa.array(kinds)], schema=VERDICTS))
-                rows += b.num_rows
-                seen.append((_np(b, "ledger_id"), ns, ens, qw, nbytes, kinds))
-                if (kinds != 0).any():
-                    keep = pa.array(kinds != 0)
-                    bad = b.filter(keep)
-                    bad_rows.append(pa.RecordBatch.from_arrays(
-                        [bad.column(n) for n in CHECKED.names[:6]]
-                        + [pa.array(ns[kinds != 0], pa.int32()),
-                           pa.array(policy[kinds != 0], pa.int32())]
-                        + [bad.column(n) for n in CHECKED.names[8:11]]
-                        + [pa.array(nbytes[kinds != 0]),
-                           pa.array(verdict[kinds != 0].astype(np.int32)),
-                           pa.array(kinds[kinds != 0])], schema=CHECKED))
-        os.replace(temp, target)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+    with part_file(verdict_dir, part) as temp, pq.ParquetWriter(temp, VERDICTS) as writer:
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            ns = judge.ns_index(b.column("namespace"))
+            policy = judge.policy[ns]
+            ens = padded(b.column("ensemble"))
+            qw, qa = _np(b, "write_quorum"), _np(b, "ack_quorum")
+            verdict, kinds = check_batch(c.batch, c.policies, c.config, ens, qw, qa,
+                                         policy)
+            first, last = _np(b, "first_entry_id"), _np(b, "last_entry_id")
+            entries = _np(b, "ledger_last_entry_id") + 1
+            length = _np(b, "ledger_length").astype(np.float64)
+            nbytes = np.where(entries > 0,
+                              length * (last - first + 1) / np.maximum(entries, 1), 0.0)
+            writer.write_batch(pa.RecordBatch.from_arrays(
+                [b.column(n) for n in VERDICT_COLUMNS[:4]]
+                + [pa.array(nbytes), pa.array(verdict.astype(np.int32)),
+                   pa.array(kinds)], schema=VERDICTS))
+            rows += b.num_rows
+            seen.append((_np(b, "ledger_id"), ns, ens, qw, nbytes, kinds))
+            if (kinds != 0).any():
+                keep = pa.array(kinds != 0)
+                bad = b.filter(keep)
+                bad_rows.append(pa.RecordBatch.from_arrays(
+                    [bad.column(n) for n in CHECKED.names[:6]]
+                    + [pa.array(ns[kinds != 0], pa.int32()),
+                       pa.array(policy[kinds != 0], pa.int32())]
+                    + [bad.column(n) for n in CHECKED.names[8:11]]
+                    + [pa.array(nbytes[kinds != 0]),
+                       pa.array(verdict[kinds != 0].astype(np.int32)),
+                       pa.array(kinds[kinds != 0])], schema=CHECKED))
     bad_table = pa.Table.from_batches(bad_rows, schema=CHECKED)
     out_dir = os.path.dirname(os.path.abspath(verdict_dir))
     findings = findings_of(bad_table)
-    _write_part(findings.sort_by("ledger_id"), os.path.join(out_dir, FINDINGS_DIR), part)
-    _write_part(plan_rows(c, bad_table), os.path.join(out_dir, PLAN_PARTS_DIR), part)
+    with part_file(os.path.join(out_dir, FINDINGS_DIR), part) as temp:
+        pq.write_table(findings.sort_by("ledger_id"), temp)
+    with part_file(os.path.join(out_dir, PLAN_PARTS_DIR), part) as temp:
+        pq.write_table(plan_rows(c, bad_table), temp)
     result = PartitionResult(aggregate(judge, seen), ns_kinds_of(bad_table),
                              bad_table.num_rows, findings.num_rows)
     return pa.RecordBatch.from_arrays(
