@@ -21,7 +21,7 @@ from api.services.placement import PlacementService
 from api.services.rack_import import RackImportService
 from api.services.racks import RackService
 from api.services.storage_audit import StorageAuditService
-from api.services.storage_bookies import StorageBookieService
+from api.services.storage_bookies import StorageBookieService, registration_wait
 from api.services.tenants import TenantService
 from api.services.topics import TopicService
 from api.settings import Settings
@@ -142,7 +142,8 @@ class AppState:
             storage_bookies=StorageBookieService(
                 store, versioned_keys, config, local_bookies, client=ledgers, racks=racks,
                 recovery=settings.autorecovery,
-                node_id=f"{settings.advertisedAddress}:{settings.webServicePort}"),
+                node_id=f"{settings.advertisedAddress}:{settings.webServicePort}",
+                wait_seconds=registration_wait(settings.metadataStoreOperationTimeoutSeconds)),
             storage_audits=storage_audit_service(settings, ledgers, versioned_keys),
         )
         return cls(

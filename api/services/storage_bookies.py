@@ -56,7 +56,17 @@ from storage.ledger import LedgerClient
 WRITABLE = "writable"
 READ_ONLY = "read-only"
 STOPPED = "stopped"
-WAIT_SECONDS = 15.0  # below the request deadline (metadataStoreOperationTimeoutSeconds)
+# How long a start or read-only switch waits for the bookie's registration: at most this, and
+# at most REGISTRATION_WAIT_SHARE of the request deadline (metadataStoreOperationTimeoutSeconds),
+# so that a bookie slow to register gets the answer "done" (it was started or switched; its
+# state is in GET /admin/v2/storage/bookies) rather than a 503 saying nothing happened.
+WAIT_SECONDS = 15.0
+REGISTRATION_WAIT_SHARE = 0.8
+
+
+def registration_wait(request_deadline: float) -> float:
+    """The registration wait for a request deadline of `request_deadline` seconds."""
+    return min(WAIT_SECONDS, REGISTRATION_WAIT_SHARE * request_deadline)
 
 
 @dataclass(frozen=True)
@@ -101,8 +111,10 @@ class StorageBookieService:
         racks: RackService,
         recovery: AutoRecoveryConfig,
         node_id: str,
+        wait_seconds: float = WAIT_SECONDS,
     ) -> None:
         self.store = store
+        self.wait_seconds = wait_seconds
         self.ledgers = LedgerMetadataStore(keys)
         self.config = config
         self.local = local
@@ -238,8 +250,9 @@ class StorageBookieService:
             await self.racks.delete_bookie(bookie_id)
 
     async def _wait(self, done: Callable[[Registrations], bool]) -> None:
-        """Until the registrations satisfy `done` (bounded: the bookie may be slow to come)."""
-        deadline = time.monotonic() + WAIT_SECONDS
+        """Until the registrations satisfy `done` (bounded by `wait_seconds`, below the
+        request deadline: the bookie may be slow to come)."""
+        deadline = time.monotonic() + self.wait_seconds
         while time.monotonic() < deadline:
             if done(await read_registered_bookies(self.store)):
                 return

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from api.services.storage_bookies import registration_wait
 from cli.main import main as pulsar_admin
 from metastore.embedded import EmbeddedEtcd
 from metastore.paths import bookie_available, bookie_readonly
@@ -221,3 +222,39 @@ def test_kill_9_of_the_service_mid_pulsar_client_produce_loses_no_acknowledged_m
     rest = payloads[len(sent):]
     assert rest[-1] == "after-restart"
     assert rest[:-1] == in_flight[: len(rest) - 1]  # of the batch cut short, a prefix at most
+
+
+def test_registration_wait_stays_below_the_request_deadline() -> None:
+    """A start or read-only switch waits for the registration at most 80% of the request
+    deadline (15 s at most), so a slow bookie gets its answer before the 503 of the deadline."""
+    assert registration_wait(5) == pytest.approx(4.0)  # the service's default deadline
+    assert registration_wait(1) == pytest.approx(0.8)
+    assert registration_wait(30) == pytest.approx(15.0)
+
+
+def test_start_and_readonly_with_a_one_second_request_deadline(tmp_path: Path) -> None:
+    """With the shortest request deadline (1 s, a 0.8 s registration wait), stop, start and
+    read-only still answer 204, never a 503, and the bookie ends up as asked."""
+    etcd = EmbeddedEtcd(tmp_path / "etcd")
+    etcd.start()
+    server = ServerProcess(etcd.url, tmp_path / "service",
+                           extra_conf={"metadataStoreOperationTimeoutSeconds": "1"},
+                           extra_args=["--bookies", "1", "--bookie-port", "0",
+                                       "--data-dir", str(tmp_path / "data")])  # fmt: skip
+    try:
+        server.start()
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            wait_until(lambda: next(iter(listed(http).values()))["state"] == "writable", 30)
+            [bookie] = listed(http)
+            assert http.post(f"{BOOKIES}/{bookie}/stop").status_code == 204
+            started = http.put(f"{BOOKIES}/{bookie}")
+            assert started.status_code == 204, started.text
+            wait_until(lambda: listed(http)[bookie]["state"] == "writable", 30)
+            again = http.put(f"{BOOKIES}/{bookie}")
+            assert again.status_code == 409 and "already running" in again.json()["reason"]
+            switched = http.post(f"{BOOKIES}/{bookie}/readonly")
+            assert switched.status_code == 204, switched.text
+            wait_until(lambda: listed(http)[bookie]["state"] == "read-only", 30)
+    finally:
+        server.stop()
+        etcd.stop()
