@@ -122,9 +122,7 @@ class _Channel(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         try:
             buf, spans = self.reader.spans(data)
-            answer = self.client._on_response
-            for start, end in spans:
-                answer(buf, start, end)
+            self.client._on_frames(buf, spans)
         except MalformedFrame as exc:
             self.client._on_lost(ConnectionLost(f"bad frame from bookie: {exc}"))
 
@@ -171,6 +169,11 @@ class BookieClient:
     @property
     def connected(self) -> bool:
         return self._transport is not None and self._lost is None
+
+    @property
+    def awaiting(self) -> int:
+        """Requests sent whose answer or deadline this client still tracks (a gauge)."""
+        return len(self._deadlines)
 
     async def close(self) -> None:
         if self._transport is not None:
@@ -343,6 +346,19 @@ class BookieClient:
                     BookieTimeout(f"no answer from {self.host}:{self.port} in {self.timeout}s")
                 )
         self._sweeper = loop.call_later(self._sweep_every, self._sweep) if deadlines else None
+
+    def _on_frames(self, buf: bytes, spans: list[tuple[int, int]]) -> None:
+        """The response frames of one read; then the answered requests at the head of the
+        deadline queue are dropped from it. Dropped here, a read's worth at a time, rather
+        than by `_sweep`: a sweep that found half a second of answered adds (27,000 at 18k
+        ledger adds/s on three bookies) stalled the event loop for ~8 ms, every half second
+        per bookie, and that was the ledger's p99 latency."""
+        answer = self._on_response
+        for start, end in spans:
+            answer(buf, start, end)
+        deadlines = self._deadlines
+        while deadlines and deadlines[0][1].done():
+            deadlines.popleft()
 
     def _on_response(self, buf: bytes, start: int, end: int) -> None:
         """The response frame body at buf[start:end]: answer the oldest request it matches."""

@@ -122,9 +122,26 @@ class Index:
         mark: LogMark | None,
     ) -> None:
         """Store locations, ledger states and the mark in one durable transaction."""
+        self.commit_encoded(
+            [(_KEY.pack(lid, eid), location.encode()) for lid, eid, location in locations],
+            ledgers, mark,
+        )
+
+    @staticmethod
+    def key(ledger_id: int, entry_id: int) -> bytes:
+        """The location index's key of an entry (`commit_encoded`)."""
+        return _KEY.pack(ledger_id, entry_id)
+
+    def commit_encoded(
+        self,
+        locations: Iterable[tuple[bytes, bytes]],
+        ledgers: dict[int, LedgerState],
+        mark: LogMark | None,
+    ) -> None:
+        """`commit` of (`key`, `Location.encode`) pairs: the checkpoint's form, whose puts
+        are one C call (`putmulti`) rather than a Python call per entry."""
         with self.env.begin(write=True) as tx:
-            for ledger_id, entry_id, location in locations:
-                tx.put(_KEY.pack(ledger_id, entry_id), location.encode(), db=self._locations)
+            tx.cursor(db=self._locations).putmulti(locations)
             for ledger_id, state in ledgers.items():
                 tx.put(_LEDGER.pack(ledger_id), state.encode(), db=self._ledgers)
             if mark is not None and mark > self._mark_in(tx):

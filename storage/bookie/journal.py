@@ -193,12 +193,21 @@ class Journal:
         """Queue one record; `done(None)` runs after the fdatasync of its group."""
         if self._closing or self._loop is None:
             raise RuntimeError("journal is not running")
-        if not self._parts:
+        if not self._parts and not self._dones:
             self._loop.call_soon(self._hand_over)
         self._parts += (record_header(body), body)
         self._bytes += RECORD_HEADER_LEN + len(body)
         if done is not None:
             self._dones.append(done)
+
+    def when_durable(self, done: Done) -> None:
+        """`done(None)` once every record appended so far is durable (`done(error)` if the
+        write of their group failed): one callback for many records appended without one."""
+        if self._closing or self._loop is None:
+            raise RuntimeError("journal is not running")
+        if not self._parts and not self._dones:
+            self._loop.call_soon(self._hand_over)
+        self._dones.append(done)
 
     def append_future(self, body: bytes) -> asyncio.Future[None]:
         """`append`, as a future that completes when the record is durable."""
@@ -215,7 +224,7 @@ class Journal:
         return future
 
     def _hand_over(self) -> None:
-        if not self._parts:
+        if not self._parts and not self._dones:
             return
         batch = (self._parts, self._dones, self._bytes)
         self._parts, self._dones, self._bytes = [], [], 0

@@ -70,6 +70,13 @@ class OpStats:
         if value > self.maxima[ok]:
             self.maxima[ok] = value
 
+    def record_many(self, value: float, times: int, ok: bool = True) -> None:
+        """`record(value, ok)` `times` times over."""
+        self.buckets[ok][bisect_left(self.bounds, value)] += times
+        self.sums[ok] += value * times
+        if value > self.maxima[ok]:
+            self.maxima[ok] = value
+
     def count(self, ok: bool = True) -> int:
         return sum(self.buckets[ok])
 
@@ -108,6 +115,13 @@ class BookieMetrics:
         """An add answered `code`; `started` is its `time.perf_counter()` at arrival."""
         ok = code == EOK
         self.add.record((time.perf_counter() - started) * 1000.0, ok)
+        if ok:
+            self.write_bytes += size
+
+    def added_many(self, started: float, count: int, size: int, ok: bool) -> None:
+        """`count` adds that arrived together at `started` answered together (`size`: their
+        entries' bytes)."""
+        self.add.record_many((time.perf_counter() - started) * 1000.0, count, ok)
         if ok:
             self.write_bytes += size
 

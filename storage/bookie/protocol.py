@@ -228,6 +228,20 @@ def encode_add_response(code: int, ledger_id: int, entry_id: int) -> bytes:
     return _ADD_RESPONSE.pack(_RESPONSE.size, _ADD_RESPONSE_HEAD, code, ledger_id, entry_id)
 
 
+# The batch path of the server (`RequestHandler.handle_frames`): an add request with no
+# flags is recognised by its whole header; its response is a fixed prefix (length, header,
+# result) followed by the 16 id bytes the request's entry starts with, sliced, not re-packed.
+PLAIN_ADD_HEADER = _ADD_REQUEST_HEAD  # version 2, ADD_ENTRY, flags 0
+ADD_MIN_BODY = _ADD.size  # header, master key, ledger and entry id
+ADD_IDS_AT = 4 + MASTER_KEY_LENGTH  # where the entry (and its two ids) starts in an add body
+ADD_IDS = _IDS
+
+
+def add_response_prefix(code: int) -> bytes:
+    """The first 12 bytes of an add response with `code`; the request's id bytes follow."""
+    return _ADD_RESPONSE.pack(_RESPONSE.size, _ADD_RESPONSE_HEAD, code, 0, 0)[:12]
+
+
 def decode_response(body: bytes | memoryview) -> Response:
     opcode, code, ledger_id, entry_id = decode_response_head(body, 0, len(body))
     entry = bytes(body[_RESPONSE.size :]) if opcode == OpCode.READ_ENTRY else b""

@@ -4,6 +4,12 @@ Frames are cut and parsed by `protocol` (no I/O there); a frame that does not pa
 that connection only. Adds are answered from the journal's callback (after the group's
 fdatasync), so a pipelined connection never waits on one request to send the next.
 
+`RequestHandler.handle_frames` takes all the requests of one read at once: adds without
+flags (a writer's traffic) go through `Bookie.add_unacked` and are answered together by one
+journal callback, in one run of responses; every other request (reads, recovery adds, V3)
+goes through `handle`, in order. Measured (BENCHMARKS.md, session 4): the event loop's CPU per
+add went from 8.6-9.3 to 5.5-6 µs.
+
 V3 requests (`protocol_v3`) share the connection: GET_BOOKIE_INFO is answered with the data
 file system's total and free bytes (upstream's `GetBookieInfoProcessorV3`);
 GET_LIST_OF_ENTRIES_OF_LEDGER is answered
@@ -17,21 +23,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import struct
 import time
 from collections.abc import Callable
 from typing import cast
 
 from storage.bookie.availability import encode_availability
-from storage.bookie.bookie import Bookie
+from storage.bookie.bookie import DEFERRED, Bookie
 from storage.bookie.errors import MalformedFrame
 from storage.bookie.metrics import BookieMetrics
 from storage.bookie.protocol import (
+    ADD_IDS,
+    ADD_IDS_AT,
+    ADD_MIN_BODY,
+    PLAIN_ADD_HEADER,
     AddRequest,
     AnyRequest,
     FrameReader,
     OpCode,
     ReadRequest,
     ResultCode,
+    add_response_prefix,
     decode_request_at,
     encode_add_response,
     encode_response,
@@ -53,7 +65,11 @@ from storage.bookie.protocol_v3 import (
 log = logging.getLogger(__name__)
 
 Send = Callable[[bytes], None]
+Durable = Callable[[BaseException | None], None]
 _READ_RESPONSE_HEAD = 28  # frame length, header, status, ledger id, entry id
+_HEADER = struct.Struct(">I")  # a request body's first word: version, opcode, flags
+_ADDED = add_response_prefix(ResultCode.EOK)
+_NOT_ADDED = add_response_prefix(ResultCode.EIO)
 
 
 class RequestHandler:
@@ -73,6 +89,47 @@ class RequestHandler:
             self._read(request, send)
         else:
             self._read(request, self._measured_read(send, self.metrics))
+
+    def handle_frames(self, buf: bytes, spans: list[tuple[int, int]], send: Send) -> None:
+        """Every request of one read (the frame bodies at `spans` in `buf`), in order, each
+        answered as `handle` answers it. An add without flags (a writer's traffic) takes the
+        bookie's unacked path: checked, cached and journalled as `handle` would, but one
+        journal callback answers all of this read's adds with one run of responses, instead
+        of a request object, two closures and a pack per add."""
+        add = self.bookie.add_unacked
+        unpack_head, unpack_ids = _HEADER.unpack_from, ADD_IDS.unpack_from
+        acked: list[bytes] = []  # response parts: prefix, id bytes, prefix, id bytes, ...
+        size = 0
+        started = time.perf_counter()
+        for start, end in spans:
+            if end - start >= ADD_MIN_BODY and unpack_head(buf, start)[0] == PLAIN_ADD_HEADER:
+                at = start + ADD_IDS_AT
+                ledger_id, entry_id = unpack_ids(buf, at)
+                code = add(ledger_id, entry_id, buf[start + 4 : at], buf[at:end])
+                if code == 0:
+                    acked += (_ADDED, buf[at : at + ADD_IDS.size])
+                    size += end - at
+                    continue
+                if code != DEFERRED:
+                    send(encode_add_response(code, ledger_id, entry_id))
+                    continue
+            self.handle(decode_request_at(buf, start, end), send)
+        if acked:
+            self.bookie.when_durable(self._answer(acked, size, started, send))
+
+    def _answer(self, acked: list[bytes], size: int, started: float, send: Send) -> Durable:
+        """The journal callback of `handle_frames`' adds: their responses in one frame run,
+        EOK, or EIO each when their group could not be written."""
+        metrics = self.metrics
+
+        def durable(error: BaseException | None) -> None:
+            if error is not None:
+                acked[::2] = [_NOT_ADDED] * (len(acked) // 2)
+            send(b"".join(acked))
+            if metrics is not None:
+                metrics.added_many(started, len(acked) // 2, size, error is None)
+
+        return durable
 
     def _v3(self, request: V3Request, send: Send) -> None:
         operation = request.header.operation
@@ -201,9 +258,7 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         try:
             buf, spans = self.reader.spans(data)
-            handle, send = self.handler.handle, self.send
-            for start, end in spans:
-                handle(decode_request_at(buf, start, end), send)
+            self.handler.handle_frames(buf, spans, self.send)
         except MalformedFrame as exc:
             self._abort(f"malformed frame: {exc}")
         except Exception as exc:  # a bug or a closing bookie: lose this connection only
