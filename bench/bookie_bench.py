@@ -17,7 +17,9 @@ i.e. after the fdatasync of its journal group.
 Memory: the bookie's RSS is sampled every 50 ms through those runs, and then for a fresh
 bookie per write-cache size (`dbStorage_writeCacheMaxSizeMb`) under 64 outstanding adds for
 `--rss-seconds`, long enough to fill and checkpoint the cache many times: the growth over the
-idle RSS (the fixed overhead) against the cache size.
+idle RSS against the cache size, split into anonymous memory (the process's own: the write
+cache and the rest) and file-backed pages (mostly the LMDB index's mapped pages, page cache
+that grows with the number of entries indexed and that the kernel can reclaim).
 
     .venv/bin/python -m bench.bookie_bench [--seconds 3] [--rss-seconds 10]
 """
@@ -150,27 +152,42 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_mib(pid: int) -> float:
+def rss_parts(pid: int) -> dict[str, float]:
+    """VmRSS and its anonymous and file-backed parts (MiB) from /proc/<pid>/status. The
+    file-backed part includes the LMDB index's mapped pages (page cache, reclaimable)."""
+    found = {"VmRSS": 0.0, "RssAnon": 0.0, "RssFile": 0.0}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+        key, _, value = line.partition(":")
+        if key in found:
+            found[key] = int(value.split()[0]) / 1024
+    return found
+
+
+def rss_mib(pid: int) -> float:
+    return rss_parts(pid)["VmRSS"]
 
 
 class RssSampler:
-    """The peak RSS of a process, sampled every `every` seconds in a thread."""
+    """The peak RSS of a process (and of its anonymous and file-backed parts, each on its
+    own), sampled every `every` seconds in a thread."""
 
     def __init__(self, pid: int, every: float = 0.05) -> None:
         self.pid = pid
         self.every = every
-        self.peak = rss_mib(pid)
+        self.idle = rss_parts(pid)
+        self.peaks = dict(self.idle)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def peak(self) -> float:
+        return self.peaks["VmRSS"]
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
             with contextlib.suppress(OSError):
-                self.peak = max(self.peak, rss_mib(self.pid))
+                for key, value in rss_parts(self.pid).items():
+                    self.peaks[key] = max(self.peaks[key], value)
 
     def __enter__(self) -> RssSampler:
         self._thread.start()
@@ -206,9 +223,12 @@ def stop_bookie(process: subprocess.Popen[bytes]) -> None:
 @dataclass(frozen=True)
 class Memory:
     cache_mb: int
-    idle_mib: float
-    peak_mib: float
+    idle: dict[str, float]  # rss_parts at idle
+    peaks: dict[str, float]  # the peak of each under load
     adds: float  # 1 KiB adds during the sustained load
+
+    def grown(self, key: str) -> float:
+        return self.peaks[key] - self.idle[key]
 
 
 def sustained_rss(workdir: Path, etcd_url: str, cache_mb: int, seconds: float) -> Memory:
@@ -217,10 +237,9 @@ def sustained_rss(workdir: Path, etcd_url: str, cache_mb: int, seconds: float) -
     address, process = start_bookie(workdir, f"rss-{cache_mb}", etcd_url,
                                     {"dbStorage_writeCacheMaxSizeMb": str(cache_mb)})
     try:
-        idle = rss_mib(process.pid)
         with RssSampler(process.pid) as sampler:
             result = uvloop.run(bookie_level(address, 64, seconds, 500_000))
-        return Memory(cache_mb, idle, sampler.peak, result.rate * seconds)
+        return Memory(cache_mb, sampler.idle, sampler.peaks, result.rate * seconds)
     finally:
         stop_bookie(process)
 
@@ -273,17 +292,22 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
         f"Bookie RSS (default 64 MiB write cache): {idle:.0f} MiB idle after start, "
         f"{peak:.0f} MiB peak over the runs above (sampled every 50 ms).",
         "",
-        f"Sustained load (64 outstanding, {rss_seconds:.0f} s per row, RSS sampled every 50 ms):",
+        f"Sustained load (64 outstanding, {rss_seconds:.0f} s per row, RSS sampled every 50 ms; "
+        "anonymous memory is the process's own, file-backed RSS is mostly the LMDB index's "
+        "mapped pages, page cache the kernel can reclaim, growing with the entries indexed):",
         "",
-        "| dbStorage_writeCacheMaxSizeMb | adds (MiB written) | idle RSS MiB | peak RSS MiB "
-        "| peak - idle MiB | (peak - idle) / cache |",
-        "|---|---|---|---|---|---|",
+        "| dbStorage_writeCacheMaxSizeMb | adds (MiB written) | idle RSS MiB (anon + file) "
+        "| peak RSS MiB | peak - idle MiB | anon growth MiB | anon growth / cache "
+        "| file growth MiB |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for m in memory:
-        grown = m.peak_mib - m.idle_mib
+        anon = m.grown("RssAnon")
         lines.append(
-            f"| {m.cache_mb} | {m.adds:,.0f} ({m.adds / 1024:,.0f}) | {m.idle_mib:.0f} "
-            f"| {m.peak_mib:.0f} | {grown:.0f} | {grown / m.cache_mb:.2f} |"
+            f"| {m.cache_mb} | {m.adds:,.0f} ({m.adds / 1024:,.0f}) | {m.idle['VmRSS']:.0f} "
+            f"({m.idle['RssAnon']:.0f} + {m.idle['RssFile']:.0f}) | {m.peaks['VmRSS']:.0f} "
+            f"| {m.grown('VmRSS'):.0f} | {anon:.0f} | {anon / m.cache_mb:.2f} "
+            f"| {m.grown('RssFile'):.0f} |"
         )
     return "\n".join(lines)
 

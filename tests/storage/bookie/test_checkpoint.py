@@ -7,7 +7,7 @@ import asyncio
 import itertools
 from pathlib import Path
 
-from storage.bookie.bookie import Bookie, BookieSettings
+from storage.bookie.bookie import FLUSH_AT, Bookie, BookieSettings
 from storage.bookie.format import RECORD_HEADER_LEN
 from storage.bookie.protocol import AddRequest, ResultCode
 from tests.storage.bookie.support import MASTER_KEY, entry
@@ -40,5 +40,44 @@ async def test_checkpoint_writes_entries_sorted_and_once(tmp_path: Path) -> None
             assert after.offset == before.offset + before.size + RECORD_HEADER_LEN
         for ledger_id, entry_id in keys:
             assert bookie.read(ledger_id, entry_id) == (ResultCode.EOK, entry(ledger_id, entry_id))
+    finally:
+        await bookie.close()
+
+
+async def test_checkpoints_start_at_a_point_drawn_anew_each_time(tmp_path: Path) -> None:
+    """Between FLUSH_AT of the write cache's limit, a new point after each checkpoint, so the
+    Qw bookies of a ledger, which get the same entries at once, do not checkpoint together."""
+    settings = BookieSettings(tmp_path / "bookie", dbStorage_writeCacheMaxSizeMb=1)
+    bookie = Bookie(settings)
+    await bookie.open()
+    limit = 1024 * 1024
+    low, high = FLUSH_AT
+    points = []
+    try:
+        loop = asyncio.get_running_loop()
+        payload = b"\x05" * 4000
+        entry_id = 0
+        size = len(entry(3, 0, payload))
+        first = 0  # the first entry of the active half
+        for _ in range(8):
+            point = bookie.checkpoint_at
+            assert low * limit <= point <= high * limit
+            points.append(point)
+            checkpoints = bookie.checkpoints
+            while bookie.checkpoints == checkpoints:  # add until that checkpoint has run
+                done: asyncio.Future[int] = loop.create_future()
+                bookie.add(AddRequest(3, entry_id, MASTER_KEY, entry(3, entry_id, payload)),
+                           done.set_result)
+                assert await done == ResultCode.EOK
+                entry_id += 1
+                assert entry_id < 10_000
+            # It took the active half as it was when it reached the point (each add awaits
+            # its journal sync, so the checkpoint starts before the next add).
+            assert bookie.index is not None
+            assert bookie.index.last_entry(3) == first + -(-point // size) - 1
+            first = bookie.index.last_entry(3) + 1
+        assert len(set(points)) > 1
+        for entry_id_read in (0, entry_id - 1):
+            assert bookie.read(3, entry_id_read)[0] == ResultCode.EOK
     finally:
         await bookie.close()
