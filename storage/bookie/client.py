@@ -350,9 +350,9 @@ class BookieClient:
     def _on_frames(self, buf: bytes, spans: list[tuple[int, int]]) -> None:
         """The response frames of one read; then the answered requests at the head of the
         deadline queue are dropped from it. Dropped here, a read's worth at a time, rather
-        than by `_sweep`: a sweep that found half a second of answered adds (27,000 at 18k
-        ledger adds/s on three bookies) stalled the event loop for ~8 ms, every half second
-        per bookie, and that was the ledger's p99 latency."""
+        than by `_sweep`: a sweep that found half a second of answered adds (~9,000 per
+        bookie at 18k ledger adds/s) stalled the event loop for several ms, every half second
+        per bookie, and that was the ledger's p99 latency (BENCHMARKS.md)."""
         answer = self._on_response
         for start, end in spans:
             answer(buf, start, end)
