@@ -1,7 +1,8 @@
-"""A factory of bookie processes on free ports, against the session's real etcd."""
+"""A factory of bookie processes on free ports, against the session's real etcd; a small disk."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,3 +31,19 @@ def start_bookie(etcd: EmbeddedEtcd, raw_etcd: RawEtcd, tmp_path: Path) -> Itera
     yield start
     for process in started:
         process.kill()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 32 MiB tmpfs, so that filling the disk is quick and exact (needs root to mount)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(mount)], capture_output=True
+    )
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -8,11 +8,7 @@ import asyncio
 import os
 import socket
 import struct
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from storage.bookie.bookie import Bookie, BookieSettings
 from storage.bookie.format import RECORD_HEADER_LEN
@@ -118,22 +114,6 @@ async def test_one_read_of_mixed_requests_is_answered_in_full(
         [(lid, eid, ResultCode.EOK, entry(lid, eid)) for lid, eid in reads[:-1]]
         + [(1, 2, ResultCode.ENOENTRY, b"")]
     )
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 16 MiB tmpfs, so that filling it is quick and exact (needs root to mount)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True
-    )
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 async def test_a_journal_group_that_cannot_be_written_answers_eio_for_each_add(

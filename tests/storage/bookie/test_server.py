@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -104,22 +103,6 @@ def test_registration_follows_the_lease(start_bookie: BookieFactory, raw_etcd: R
     bookie.start()
     bookie.stop()  # a clean stop removes it at once
     assert raw_etcd.get(bookie_available(bookie.bookie_id)) is None
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 32 MiB tmpfs, so that filling the disk is quick and exact (needs root to mount)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(mount)], capture_output=True
-    )
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def fill(path: Path, leave_free: int) -> None:
