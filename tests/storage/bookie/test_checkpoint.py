@@ -58,24 +58,28 @@ async def test_checkpoints_start_at_a_point_drawn_anew_each_time(tmp_path: Path)
         payload = b"\x05" * 4000
         entry_id = 0
         size = len(entry(3, 0, payload))
-        first = 0  # the first entry of the active half
         for _ in range(8):
             point = bookie.checkpoint_at
             assert low * limit <= point <= high * limit
             points.append(point)
             checkpoints = bookie.checkpoints
-            while bookie.checkpoints == checkpoints:  # add until that checkpoint has run
+            active = 0  # bytes in the active half: every checkpoint so far took all of it
+            while active < point:
                 done: asyncio.Future[int] = loop.create_future()
                 bookie.add(AddRequest(3, entry_id, MASTER_KEY, entry(3, entry_id, payload)),
                            done.set_result)
                 assert await done == ResultCode.EOK
                 entry_id += 1
-                assert entry_id < 10_000
-            # It took the active half as it was when it reached the point (each add awaits
-            # its journal sync, so the checkpoint starts before the next add).
+                active += size
+            # The add that reached the point started a checkpoint, which took the half as it
+            # was then: up to that entry, and no further (nothing is added until it is done).
+            deadline = loop.time() + 10
+            while bookie.checkpoints == checkpoints:
+                assert loop.time() < deadline, "no checkpoint after the point was reached"
+                await asyncio.sleep(0.01)
             assert bookie.index is not None
-            assert bookie.index.last_entry(3) == first + -(-point // size) - 1
-            first = bookie.index.last_entry(3) + 1
+            assert bookie.index.last_entry(3) == entry_id - 1
+            assert bookie.write_cache_size == 0
         assert len(set(points)) > 1
         for entry_id_read in (0, entry_id - 1):
             assert bookie.read(3, entry_id_read)[0] == ResultCode.EOK
