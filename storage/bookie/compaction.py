@@ -34,7 +34,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from storage.bookie.bookie import Bookie
-from storage.bookie.entrylog import Location
+from storage.bookie.entrylog import HAND_OVER_EVERY, Location
 from storage.bookie.format import (
     RECORD_HEADER_LEN,
     decode_record,
@@ -42,6 +42,7 @@ from storage.bookie.format import (
     fence_record,
     master_key_record,
 )
+from storage.runtime import hand_over_gil
 
 log = logging.getLogger(__name__)
 
@@ -100,10 +101,14 @@ def live_entries(
             offset = 0
             pending: list[Move] = []
             size = 0
+            count = 0
             while True:
                 found = decode_record(data, offset)
                 if found is None:
                     break
+                count += 1
+                if not count % HAND_OVER_EVERY:
+                    hand_over_gil()
                 body, end = found
                 ledger_id, entry_id = entry_ids(body)
                 if entry_id >= 0:

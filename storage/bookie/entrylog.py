@@ -31,7 +31,7 @@ from storage.runtime import hand_over_gil
 _LOCATION = struct.Struct(">IQI")
 DEFAULT_LOG_SIZE_LIMIT = 1024 * 1024 * 1024
 WRITE_CHUNK = 1024 * 1024  # bytes per pwrite + fdatasync of a batch (see append_batch)
-HAND_OVER_EVERY = 128  # records appended between two hand_over_gil() (~100 µs of work)
+HAND_OVER_EVERY = 128  # records handled between two hand_over_gil() (~100 µs of work)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import lmdb
 
-from storage.bookie.entrylog import EntryLogger, Location, log_ids
+from storage.bookie.entrylog import HAND_OVER_EVERY, EntryLogger, Location, log_ids
 from storage.bookie.errors import CorruptEntry
 from storage.bookie.format import (
     METAENTRY_ID_FENCE_KEY,
@@ -32,6 +32,7 @@ from storage.bookie.format import (
     verify_entry,
 )
 from storage.bookie.journal import ZERO_MARK, LogMark
+from storage.runtime import hand_over_gil
 
 _KEY = struct.Struct(">QQ")
 _LEDGER = struct.Struct(">Q")
@@ -161,7 +162,9 @@ class Index:
         usage: dict[int, dict[int, int]] = {}
         unpack_key, unpack_location = _KEY.unpack, _LOCATION_SIZE.unpack
         with self.env.begin(db=self._locations) as tx:
-            for key, value in tx.cursor().iternext(keys=True, values=True):
+            for count, (key, value) in enumerate(tx.cursor().iternext(keys=True, values=True)):
+                if not count % HAND_OVER_EVERY:
+                    hand_over_gil()
                 ledger_id = unpack_key(key)[0]
                 log_id, _, size = unpack_location(value)
                 per_log = usage.get(log_id)
@@ -193,7 +196,9 @@ class Index:
         durable transaction; returns the entries moved."""
         moved = 0
         with self.env.begin(write=True, db=self._locations) as tx:
-            for ledger_id, entry_id, old, new in moves:
+            for count, (ledger_id, entry_id, old, new) in enumerate(moves, 1):
+                if not count % HAND_OVER_EVERY:
+                    hand_over_gil()
                 key = _KEY.pack(ledger_id, entry_id)
                 current = tx.get(key)
                 if current is not None and bytes(current) == old.encode():
