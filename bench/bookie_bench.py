@@ -12,7 +12,9 @@ At 64 outstanding the same closed loop is also run from the lean load generator 
 bookie's, so the issue's target (>= 50% of the raw grouped rate, p99 < 5 ms at 64
 outstanding) is judged on that row, which measures the bookie; the client row stays to show
 what a Python caller of the bookie gets. Both rows count an add only when the bookie acked it,
-i.e. after the fdatasync of its journal group.
+i.e. after the fdatasync of its journal group. Each row also shows the bookie's own records
+per synced journal group (from its statistics endpoint): the closed loop at N outstanding puts
+its N adds in one group, so the raw loop's N records per sync is the same grouping.
 
 Memory: the bookie's RSS is sampled every 50 ms through those runs, and then for a fresh
 bookie per write-cache size (`dbStorage_writeCacheMaxSizeMb`) under 64 outstanding adds for
@@ -39,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import uvloop
 
 from bench.harness import REPO, machine
@@ -61,6 +64,16 @@ class Result:
     rate: float
     p50_ms: float
     p99_ms: float
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    bookie: Result
+    raw: Result
+    cpu_us: float  # the bookie's CPU per add
+    client_cpu_us: float
+    group: float  # records per synced journal group
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -132,18 +145,47 @@ async def bookie_level(address: str, outstanding: int, seconds: float, base: int
     )
 
 
-def lean_row(address: str, pid: int, outstanding: int, seconds: float,
-             raw: Result) -> tuple[str, Result, Result, float, float]:
+def lean_row(address: str, pid: int, stats_port: int, outstanding: int, seconds: float,
+             raw: Result) -> Row:
     """The same closed loop from the lean generator (pre-built frames, plain socket)."""
     per_slot = max(LEAN_FRAMES_PER_SLOT, int(seconds * 1000))
     frames = build_frames(outstanding, per_slot, 900_000, PAYLOAD, MASTER_KEY)
+    groups = GroupCounter(stats_port)
     cpu0, client0 = cpu_seconds(pid), time.process_time()
     adds, elapsed, latencies = lean_run(address, frames, seconds, 900_000)
     cpu = (cpu_seconds(pid) - cpu0) / adds * 1e6
     client_cpu = (time.process_time() - client0) / adds * 1e6
     result = Result(outstanding, adds / elapsed, percentile(latencies, 0.5),
                     percentile(latencies, 0.99))
-    return f"{outstanding}, lean generator", result, raw, cpu, client_cpu
+    return Row(f"{outstanding}, lean generator", result, raw, cpu, client_cpu, groups.mean())
+
+
+_BATCH = "bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES"
+
+
+def journal_groups(stats_port: int) -> tuple[float, float]:
+    """Synced journal groups so far and the records they held, from the bookie's
+    Prometheus endpoint (the records-per-group summary's count and sum)."""
+    text = httpx.get(f"http://127.0.0.1:{stats_port}/metrics", timeout=10).text
+    found = {"count": 0.0, "sum": 0.0}
+    for line in text.splitlines():
+        for part in found:
+            if line.startswith(f'{_BATCH}_{part}{{success="true"}} '):
+                found[part] = float(line.rsplit(" ", 1)[1])
+    return found["count"], found["sum"]
+
+
+class GroupCounter:
+    """Records per synced journal group over a span of a run."""
+
+    def __init__(self, stats_port: int) -> None:
+        self.stats_port = stats_port
+        self.start = journal_groups(stats_port)
+
+    def mean(self) -> float:
+        count, records = journal_groups(self.stats_port)
+        groups = count - self.start[0]
+        return (records - self.start[1]) / groups if groups else 0.0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -250,13 +292,16 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
         etcd = EmbeddedEtcd(workdir / "etcd")
         etcd.start()
         try:
-            address, process = start_bookie(workdir, "bookie", etcd.url)
+            stats_port = free_port()
+            address, process = start_bookie(workdir, "bookie", etcd.url,
+                                            {"prometheusStatsHttpPort": str(stats_port)})
             try:
                 idle = rss_mib(process.pid)
-                rows: list[tuple[str, Result, Result, float, float]] = []
+                rows: list[Row] = []
                 with RssSampler(process.pid) as sampler:
                     for index, level in enumerate(LEVELS):
                         raw = raw_grouped(workdir, level, seconds)
+                        groups = GroupCounter(stats_port)
                         cpu0, client0 = cpu_seconds(process.pid), time.process_time()
                         result = uvloop.run(
                             bookie_level(address, level, seconds, 1000 * (index + 1))
@@ -264,9 +309,11 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
                         adds = result.rate * seconds
                         cpu = (cpu_seconds(process.pid) - cpu0) / adds * 1e6
                         client_cpu = (time.process_time() - client0) / adds * 1e6
-                        rows.append((str(level), result, raw, cpu, client_cpu))
+                        rows.append(Row(str(level), result, raw, cpu, client_cpu,
+                                        groups.mean()))
                         if level == LEAN_LEVEL:
-                            rows.append(lean_row(address, process.pid, level, seconds, raw))
+                            rows.append(lean_row(address, process.pid, stats_port, level,
+                                                 seconds, raw))
                 peak = sampler.peak
             finally:
                 stop_bookie(process)
@@ -278,14 +325,17 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
         f"{REPO} (a shared machine: rates are noisy, CPU µs per add much less so)",
         "",
         "| outstanding | bookie adds/s | p50 / p99 ms | raw grouped records/s | raw p50 / p99 ms "
-        "| bookie / raw | bookie CPU µs/add | client CPU µs/add |",
-        "|---|---|---|---|---|---|---|---|",
+        "| bookie / raw | bookie CPU µs/add | client CPU µs/add | bookie records per journal "
+        "group |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for level, result, raw, cpu, client_cpu in rows:
+    for row in rows:
+        result, raw = row.bookie, row.raw
         lines.append(
-            f"| {level} | {result.rate:,.0f} | {result.p50_ms:.2f} / {result.p99_ms:.2f} "
+            f"| {row.label} | {result.rate:,.0f} | {result.p50_ms:.2f} / {result.p99_ms:.2f} "
             f"| {raw.rate:,.0f} | {raw.p50_ms:.2f} / {raw.p99_ms:.2f} "
-            f"| {result.rate / raw.rate:.0%} | {cpu:.0f} | {client_cpu:.0f} |"
+            f"| {result.rate / raw.rate:.0%} | {row.cpu_us:.0f} | {row.client_cpu_us:.0f} "
+            f"| {row.group:.1f} |"
         )
     lines += [
         "",
