@@ -18,7 +18,12 @@ from api.response_shapes import (
     ProducerMessages,
     TopicNames,
 )
-from api.services.topics import ReadMessage
+from api.services.topics import (
+    INVALID_TOPIC_NAME,
+    MESSAGE_ID_NOT_FOUND,
+    NO_MESSAGES,
+    ReadMessage,
+)
 
 router = APIRouter(tags=["topics"])
 ADMIN = "/admin/v2/persistent/{tenant}/{namespace}"
@@ -26,17 +31,20 @@ ADMIN = "/admin/v2/persistent/{tenant}/{namespace}"
 AUTHORITATIVE = "Accepted for compatibility (this service owns every topic)"
 NAMESPACE_NOT_FOUND = "Namespace does not exist"
 INVALID_NAME = "Namespace name is not valid"
-TOPIC_NOT_FOUND = "Topic not found (or namespace does not exist)"
+TOPIC_NOT_FOUND = "Topic persistent://{tenant}/{namespace}/{topic} not found"
 # The message endpoints answer the payload's bytes and the message's metadata in headers.
+# The broker's PersistentTopics resource declares JSON for everything it produces, so the raw
+# payload goes out labelled `application/json`, as there.
 MESSAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": (
-            "The message payload as raw bytes; its id and metadata are in `X-Pulsar-*` headers "
-            "(`X-Pulsar-Message-ID: ledgerId:entryId`, `X-Pulsar-publish-time`, "
-            "`X-Pulsar-producer-name`, `X-Pulsar-sequence-id`, `X-Pulsar-PROPERTY-<key>`, ...)"
+            "The message payload as raw bytes (labelled application/json, as the broker does); "
+            "its id and metadata are in `X-Pulsar-*` headers (`X-Pulsar-Message-ID: "
+            "ledgerId:entryId`, `X-Pulsar-PROPERTY` with the properties as a JSON object, "
+            "`X-Pulsar-publish-time`, `X-Pulsar-producer-name`, `X-Pulsar-sequence-id`, ...)"
         ),
         "content": {
-            "application/octet-stream": {
+            "application/json": {
                 "schema": {"type": "string", "format": "binary"},
                 "example": "hello",
             }
@@ -51,9 +59,14 @@ def errors(reasons: dict[int, str]) -> dict[int | str, dict[str, Any]]:
 
 
 def _message_response(message: ReadMessage) -> Response:
-    return Response(
-        content=message.payload, media_type="application/octet-stream", headers=message.headers
+    """The payload, with the message's headers in the broker's order, a repeated one (such
+    as `X-Pulsar-replicated-to`) once per value. uvicorn writes header names in lower case
+    (HTTP names are case-insensitive; Jetty keeps the case it was given)."""
+    response = Response(content=message.payload, media_type="application/json")
+    response.raw_headers.extend(
+        (name.encode("latin-1"), value.encode("latin-1")) for name, value in message.headers
     )
+    return response
 
 
 def _id(text: str, what: str) -> int:
@@ -71,7 +84,7 @@ def _id(text: str, what: str) -> int:
     responses=errors(
         {
             404: "Namespace does not exist, or the topic does not and auto-creation is off",
-            412: f"{INVALID_NAME}, or not enough bookies for the namespace's placement",
+            412: f"{INVALID_TOPIC_NAME}, or not enough bookies for the namespace's placement",
             413: "A message is larger than maxMessageSize",
         }
     ),
@@ -122,7 +135,7 @@ async def list_topics(tenant: TenantName, namespace: NamespaceName, topics: Topi
         {
             404: NAMESPACE_NOT_FOUND,
             409: "This topic already exists",
-            412: f"{INVALID_NAME}, or not enough bookies for the namespace's placement",
+            412: f"{INVALID_TOPIC_NAME}, or not enough bookies for the namespace's placement",
         }
     ),
 )
@@ -144,7 +157,7 @@ async def create_topic(
     operation_id="deleteTopic",
     summary="Delete a topic.",
     status_code=204,
-    responses=errors({404: TOPIC_NOT_FOUND, 412: INVALID_NAME}),
+    responses=errors({404: TOPIC_NOT_FOUND, 412: INVALID_TOPIC_NAME}),
 )
 async def delete_topic(
     tenant: TenantName,
@@ -169,7 +182,7 @@ async def delete_topic(
     operation_id="getInternalStats",
     summary="Get the internal stats for the topic.",
     response_model=PersistentTopicInternalStats,
-    responses=errors({404: TOPIC_NOT_FOUND, 412: INVALID_NAME}),
+    responses=errors({404: TOPIC_NOT_FOUND, 412: INVALID_TOPIC_NAME}),
 )
 async def internal_stats(
     tenant: TenantName,
@@ -199,8 +212,8 @@ async def internal_stats(
         **MESSAGE_RESPONSES,
         **errors(
             {
-                404: f"{TOPIC_NOT_FOUND}; no such message; or an id that is not a number",
-                412: INVALID_NAME,
+                404: f"{TOPIC_NOT_FOUND}; {MESSAGE_ID_NOT_FOUND}; or an id that is not a number",
+                412: INVALID_TOPIC_NAME,
             }
         ),
     },
@@ -232,10 +245,8 @@ async def message_by_id(
         **MESSAGE_RESPONSES,
         **errors(
             {
-                400: "Invalid initial position: must be 'latest' or 'earliest'",
                 404: f"{TOPIC_NOT_FOUND}; or no message at that position",
-                405: "Invalid message position, it must be >= 1",
-                412: INVALID_NAME,
+                412: f"{INVALID_TOPIC_NAME}; or {NO_MESSAGES}",
             }
         ),
     },
@@ -246,11 +257,13 @@ async def examine_message(
     topic: TopicName,
     topics: TopicsDep,
     initialPosition: str = Query(
-        default="latest", description=("`latest` or `earliest`: the end counted from")
+        default="latest",
+        description="`earliest` counts from the earliest message; anything else from the latest",
     ),
     messagePosition: int = Query(
         default=1,
-        description=("1-based position from that end (1: the latest, or earliest, message)"),
+        description="1-based position from that end (1: the latest, or earliest, message; "
+        "below 1 counts as 1)",
     ),
     authoritative: bool = Query(default=False, description=AUTHORITATIVE),
 ) -> Response:

@@ -14,12 +14,23 @@ metadata headers the Java admin client parses.
 from __future__ import annotations
 
 import asyncio
+import base64
+import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api.errors import Conflict, InvalidInput, NotAllowed, NotFound, PayloadTooLarge
-from api.services.namespaces import NamespaceService
+from api.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    PreconditionFailed,
+    ServiceError,
+)
+from api.services.bookkeeper_admin import java_hash_map
+from api.services.namespaces import NamespaceService, is_valid_namespace_name
 from api.settings import Settings
 from metastore.readers import read_namespace_placement
 from metastore.store import MetadataStore
@@ -37,7 +48,10 @@ from storage.managed_ledger import (
     managed_ledger_name,
     managed_ledger_path,
 )
+from storage.managed_ledger.dates import format_date
 from storage.managed_ledger.message import (
+    COMPRESSION_NAMES,
+    COMPRESSION_NONE,
     MessageFormatError,
     MessageMetadata,
     decode_message,
@@ -46,7 +60,30 @@ from storage.managed_ledger.message import (
 
 DEFAULT_PRODUCER_NAME = "RestProducer"
 NON_PARTITIONED = -1
-TOPIC_NOT_FOUND = "Topic not found"
+INVALID_TOPIC_NAME = "Topic name is not valid"
+MESSAGE_ID_NOT_FOUND = "Message id not found"
+NO_MESSAGES = "Could not examine messages due to the total message is zero"
+LOCAL_CLUSTER = "__local__"  # replicate_to of a message produced with disableReplication
+_JAVA_LONG = re.compile(r"[+-]?[0-9]+")
+
+
+def topic_not_found(tenant: str, namespace: str, topic: str) -> NotFound:
+    """`AdminResource.getTopicNotFoundErrorMessage`."""
+    return NotFound(f"Topic persistent://{tenant}/{namespace}/{topic} not found")
+
+
+def require_valid_topic_name(tenant: str, namespace: str, topic: str) -> None:
+    """`AdminResource.validateTopicName`: 412 when `TopicName.get` would not parse."""
+    if not topic or not is_valid_namespace_name(tenant, namespace):
+        raise PreconditionFailed(INVALID_TOPIC_NAME)
+
+
+def parse_java_long(text: str) -> int:
+    """`Long.parseLong`; its NumberFormatException's text otherwise (the broker answers it
+    with a 500)."""
+    if _JAVA_LONG.fullmatch(text) and -(1 << 63) <= int(text) < 1 << 63:
+        return int(text)
+    raise ServiceError(f'For input string: "{text}"')
 
 
 @dataclass(frozen=True)
@@ -54,31 +91,123 @@ class ReadMessage:
     """A message read back: the payload and the headers of Pulsar's message endpoints."""
 
     payload: bytes
-    headers: dict[str, str]
+    headers: list[tuple[str, str]]  # names as the broker writes them, in its order
 
 
-def iso_time(ms: int) -> str:
-    seconds, millis = divmod(ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+_GSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\t": "\\t", "\b": "\\b", "\n": "\\n",
+                 "\r": "\\r", "\f": "\\f"}
+_GSON_HTML = "<>&='\u2028\u2029"
 
 
-def message_headers(position: Position, md: MessageMetadata, size: int) -> dict[str, str]:
-    headers = {
-        "X-Pulsar-Message-ID": f"{position.ledger_id}:{position.entry_id}",
-        "X-Pulsar-publish-time": iso_time(md.publish_time),
-        "X-Pulsar-producer-name": md.producer_name,
-        "X-Pulsar-sequence-id": str(md.sequence_id),
-        "X-Pulsar-uncompressed-size": str(md.uncompressed_size or size),
-    }
-    if md.event_time:
-        headers["X-Pulsar-event-time"] = iso_time(md.event_time)
+def _gson_string(text: str) -> str:
+    """A string as Gson's default (HTML-safe) `JsonWriter` writes it."""
+    out = ['"']
+    for char in text:
+        if char in _GSON_ESCAPES:
+            out.append(_GSON_ESCAPES[char])
+        elif char < " " or char in _GSON_HTML:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def gson_properties(properties: Mapping[str, str]) -> str:
+    """`new Gson().toJson(map)` of the properties as the broker collects them
+    (`Collectors.toMap`: a HashMap, so in HashMap order)."""
+    ordered = java_hash_map(properties.items())
+    return "{" + ",".join(f"{_gson_string(k)}:{_gson_string(v)}"
+                          for k, v in ordered.items()) + "}"
+
+
+def header_value(text: str) -> str:
+    """A header value as Jetty writes it: characters outside ISO-8859-1, CR and LF as `?`
+    (other control characters too here, which HTTP does not allow in a header either)."""
+    if text.isprintable() and text.isascii():
+        return text
+    return "".join("?" if ord(c) > 0xFF or (c < " " and c != "\t") or c == "\x7f" else c
+                   for c in text)
+
+
+def _java_long(value: int) -> str:
+    """A uint64 field as Java's `long` getter prints it."""
+    value &= (1 << 64) - 1
+    return str(value - (1 << 64) if value >> 63 else value)
+
+
+def _java_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def message_headers(position: Position, md: MessageMetadata) -> list[tuple[str, str]]:
+    """The headers of the broker's `generateResponseWithEntry` (Pulsar 4.0), in its order,
+    each sent only when the message has the field, as there."""
+    b64 = base64.b64encode
+    headers = [
+        ("X-Pulsar-Message-ID", f"{position.ledger_id}:{position.entry_id}"),
+        ("X-Pulsar-PROPERTY", gson_properties(md.properties)),
+        ("X-Pulsar-publish-time", format_date(md.publish_time)),
+    ]
+    if md.event_time is not None:
+        headers.append(("X-Pulsar-event-time", format_date(md.event_time)))
+    if md.deliver_at_time is not None:
+        headers.append(("X-Pulsar-deliver-at-time", format_date(md.deliver_at_time)))
+    if md.num_messages_in_batch is not None:
+        headers.append(("X-Pulsar-num-batch-message", str(md.num_messages_in_batch)))
+    if md.null_value is not None:
+        headers.append(("X-Pulsar-null-value", _java_bool(md.null_value)))
+    if md.num_chunks_from_msg is not None:
+        headers.append(("X-Pulsar-PROPERTY-TOTAL-CHUNKS", str(md.num_chunks_from_msg)))
+        headers.append(("X-Pulsar-PROPERTY-CHUNK-ID", str(md.chunk_id or 0)))
+    headers.append(("X-Pulsar-Is-Encrypted", _java_bool(bool(md.encryption_keys))))
+    headers.append(("X-Pulsar-producer-name", md.producer_name))
+    headers.append(("X-Pulsar-sequence-id", _java_long(md.sequence_id)))
+    if md.replicated_from is not None:
+        headers.append(("X-Pulsar-replicated-from", md.replicated_from))
+    headers += [("X-Pulsar-replicated-to", cluster) for cluster in md.replicate_to]
     if md.partition_key is not None:
-        headers["X-Pulsar-partition-key"] = md.partition_key
-    else:
-        headers["X-Pulsar-null-partition-key"] = "true"
-    for key, value in md.properties.items():
-        headers[f"X-Pulsar-PROPERTY-{key}"] = value
-    return headers
+        headers.append(("X-Pulsar-partition-key", md.partition_key))
+    if md.compression is not None:
+        headers.append(("X-Pulsar-compression",
+                        COMPRESSION_NAMES.get(md.compression, str(md.compression))))
+    if md.uncompressed_size is not None:
+        headers.append(("X-Pulsar-uncompressed-size", str(md.uncompressed_size)))
+    if md.encryption_algo is not None:
+        headers.append(("X-Pulsar-encryption-algo", md.encryption_algo))
+    headers += [("X-Pulsar-Base64-encryption-keys", b64(keys).decode())
+                for keys in md.encryption_keys]
+    if md.encryption_param is not None:
+        headers.append(("X-Pulsar-Base64-encryption-param", b64(md.encryption_param).decode()))
+    if md.schema_version is not None:
+        headers.append(("X-Pulsar-Base64-schema-version", b64(md.schema_version).decode()))
+    if md.partition_key_b64_encoded is not None:
+        headers.append(("X-Pulsar-partition-key-b64-encoded",
+                        _java_bool(md.partition_key_b64_encoded)))
+    if md.ordering_key is not None:
+        headers.append(("X-Pulsar-Base64-ordering-key", b64(md.ordering_key).decode()))
+    if md.marker_type is not None:
+        headers.append(("X-Pulsar-marker-type", str(md.marker_type)))
+    if md.txnid_least_bits is not None:
+        headers.append(("X-Pulsar-txnid-least-bits", _java_long(md.txnid_least_bits)))
+    if md.txnid_most_bits is not None:
+        headers.append(("X-Pulsar-txnid-most-bits", _java_long(md.txnid_most_bits)))
+    if md.highest_sequence_id is not None:
+        headers.append(("X-Pulsar-highest-sequence-id", _java_long(md.highest_sequence_id)))
+    if md.uuid is not None:
+        headers.append(("X-Pulsar-uuid", md.uuid))
+    if md.num_chunks_from_msg is not None:
+        headers.append(("X-Pulsar-num-chunks-from-msg", str(md.num_chunks_from_msg)))
+    if md.total_chunk_msg_size is not None:
+        headers.append(("X-Pulsar-total-chunk-msg-size", str(md.total_chunk_msg_size)))
+    if md.chunk_id is not None:
+        headers.append(("X-Pulsar-chunk-id", str(md.chunk_id)))
+    if md.null_partition_key is not None:
+        headers.append(("X-Pulsar-null-partition-key", _java_bool(md.null_partition_key)))
+    if md.txnid_least_bits is not None and md.txnid_most_bits is not None:
+        headers.append(("X-Pulsar-txn-aborted", "false"))  # no transactions here
+    headers.append(("X-Pulsar-txn-uncommitted", "false"))  # every entry is below the LAC
+    return [(name, header_value(value)) for name, value in headers]
 
 
 class TopicService:
@@ -119,11 +248,12 @@ class TopicService:
 
     async def _open(self, tenant: str, namespace: str, topic: str,
                     create: bool) -> ManagedLedger:
+        require_valid_topic_name(tenant, namespace, topic)
         config = await self.config_for(tenant, namespace)
         name = managed_ledger_name(tenant, namespace, topic)
         if (not create and self.factory.get_if_open(name) is None
                 and not await self._exists(name)):
-            raise NotFound(TOPIC_NOT_FOUND)
+            raise topic_not_found(tenant, namespace, topic)
         return await self.factory.open(name, config)
 
     def _auto_create_allowed(self, policies: dict[str, Any]) -> bool:
@@ -135,16 +265,18 @@ class TopicService:
     # -- admin --------------------------------------------------------------------------------
 
     async def create(self, tenant: str, namespace: str, topic: str) -> None:
+        require_valid_topic_name(tenant, namespace, topic)
         await self.namespaces.policies(tenant, namespace)
         if await self._exists(managed_ledger_name(tenant, namespace, topic)):
             raise Conflict("This topic already exists")
         await self._open(tenant, namespace, topic, create=True)
 
     async def delete(self, tenant: str, namespace: str, topic: str) -> None:
+        require_valid_topic_name(tenant, namespace, topic)
         await self.namespaces.policies(tenant, namespace)
         name = managed_ledger_name(tenant, namespace, topic)
         if self.factory.get_if_open(name) is None and not await self._exists(name):
-            raise NotFound(TOPIC_NOT_FOUND)
+            raise topic_not_found(tenant, namespace, topic)
         await self.factory.delete(name)
 
     async def list(self, tenant: str, namespace: str) -> list[str]:
@@ -173,32 +305,23 @@ class TopicService:
 
     async def produce(self, tenant: str, namespace: str, topic: str,
                       request: dict[str, Any]) -> dict[str, Any]:
+        require_valid_topic_name(tenant, namespace, topic)
         policies = (await self.namespaces.policies(tenant, namespace)).dump()
         messages = request.get("messages") or []
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise InvalidInput("messages must be a list of ProducerMessage objects")
         producer = request.get("producerName") or DEFAULT_PRODUCER_NAME
         limit = self.settings.maxMessageSize
-        encoded: list[bytes] = []
         now = int(time.time() * 1000)
+        encoded: list[bytes] = []
         for index, message in enumerate(messages):
             payload = str(message.get("payload") or "").encode()
             if len(payload) > limit:
                 raise PayloadTooLarge(
                     f"Message {index} of {len(payload)} bytes exceeds the maximum allowed "
                     f"message size of {limit} bytes (maxMessageSize)")
-            properties = {str(k): str(v) for k, v in (message.get("properties") or {}).items()}
-            event_time = message.get("eventTime")
-            md = MessageMetadata(
-                producer_name=producer,
-                sequence_id=int(message.get("sequenceId") or 0),
-                publish_time=now,
-                properties=properties,
-                partition_key=message.get("key"),
-                event_time=int(event_time) if event_time not in (None, "") else 0,
-                uncompressed_size=len(payload),
-            )
-            encoded.append(encode_message(md, payload))
+            encoded.append(encode_message(_metadata_of(message, producer, now, len(payload)),
+                                          payload))
         name = managed_ledger_name(tenant, namespace, topic)
         create = self._auto_create_allowed(policies)
         if not create and self.factory.get_if_open(name) is None and not await self._exists(
@@ -211,8 +334,9 @@ class TopicService:
         results = []
         for outcome in outcomes:
             if isinstance(outcome, LedgerError | ManagedLedgerError):
-                results.append({"messageId": str(NON_PARTITIONED), "errorCode": 2,
-                                "errorMsg": str(outcome), "schemaVersion": 0})
+                # ProducerAck's field order; errorMsg is the failure's message
+                results.append({"errorMsg": str(outcome), "messageId": str(NON_PARTITIONED),
+                                "errorCode": 2, "schemaVersion": 0})
             elif isinstance(outcome, BaseException):
                 raise outcome
             else:
@@ -226,15 +350,16 @@ class TopicService:
     async def _read(self, ledger: ManagedLedger, position: Position) -> ReadMessage:
         try:
             entry = await ledger.read_entry(position)
-        except (NoSuchEntry, InvalidPosition) as exc:
+        except InvalidPosition as exc:  # a ledger that is not the topic's (upstream #21919)
+            raise NotFound(MESSAGE_ID_NOT_FOUND) from exc
+        except NoSuchEntry as exc:
             raise NotFound(f"Message id {position} not found: {exc}") from exc
         try:
             message = decode_message(entry)
         except MessageFormatError:
-            return ReadMessage(entry, {
-                "X-Pulsar-Message-ID": f"{position.ledger_id}:{position.entry_id}"})
-        return ReadMessage(message.payload,
-                           message_headers(position, message.metadata, len(message.payload)))
+            return ReadMessage(entry, [
+                ("X-Pulsar-Message-ID", f"{position.ledger_id}:{position.entry_id}")])
+        return ReadMessage(message.payload, message_headers(position, message.metadata))
 
     async def message_by_id(self, tenant: str, namespace: str, topic: str, ledger_id: int,
                             entry_id: int) -> ReadMessage:
@@ -243,19 +368,54 @@ class TopicService:
 
     async def examine(self, tenant: str, namespace: str, topic: str, initial_position: str,
                       message_position: int) -> ReadMessage:
-        if initial_position not in ("latest", "earliest"):
-            raise InvalidInput(
-                "Invalid initial position: must be 'latest' or 'earliest'")
-        if message_position < 1:
-            raise NotAllowed("Invalid message position, it must be >= 1")
+        """`internalExamineMessageAsync`: a position below 1 counts as 1, and any initial
+        position but `earliest` counts from the latest message."""
         ledger = await self._open(tenant, namespace, topic, create=False)
+        if ledger.number_of_entries <= 0:
+            raise PreconditionFailed(NO_MESSAGES)
         try:
-            position = ledger.nth_position(message_position, initial_position == "latest")
+            position = ledger.nth_position(max(message_position, 1),
+                                           initial_position != "earliest")
         except NoSuchEntry as exc:
             raise NotFound(
                 f"Could not examine messages due to the total message count is "
                 f"{ledger.number_of_entries}") from exc
         return await self._read(ledger, position)
+
+
+def _metadata_of(message: dict[str, Any], producer: str, now: int,
+                 size: int) -> MessageMetadata:
+    """A ProducerMessage's metadata as `TopicsBase.buildMessage` and `messageToByteBuf` set
+    it (the key is plain text: this service has no key-value schema)."""
+    properties = {str(k): str(v) for k, v in (message.get("properties") or {}).items()}
+    key = message.get("key")
+    raw_event_time = message.get("eventTime")
+    event_time = None
+    if raw_event_time is not None and str(raw_event_time) != "":
+        event_time = parse_java_long(str(raw_event_time))
+    clusters = message.get("replicationClusters")
+    replicate_to = tuple(str(c) for c in clusters) if isinstance(clusters, list) else ()
+    if message.get("disableReplication"):
+        replicate_to = (LOCAL_CLUSTER,)
+    deliver_at, deliver_after = message.get("deliverAt") or 0, message.get("deliverAfterMs") or 0
+    deliver_at_time = None
+    if deliver_at and event_time is not None:
+        deliver_at_time = int(deliver_at)
+    elif deliver_after:
+        deliver_at_time = (event_time or 0) + int(deliver_after)
+    return MessageMetadata(
+        producer_name=producer,
+        sequence_id=int(message.get("sequenceId") or 0),
+        publish_time=now,
+        properties=properties,
+        partition_key=None if key is None else str(key),
+        partition_key_b64_encoded=None if key is None else False,
+        event_time=event_time,
+        replicate_to=replicate_to,
+        deliver_at_time=deliver_at_time,
+        compression=COMPRESSION_NONE,
+        uncompressed_size=size,
+    )
 
 
 def _metadata_text(md: Any) -> str:

@@ -3,6 +3,11 @@ paths: create, delete, list, stats-internal, get-message-by-id, examine-message.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import typer
@@ -101,7 +106,9 @@ def stats_internal(
 
 
 def hex_dump(data: bytes) -> str:
-    """Netty's `ByteBufUtil.prettyHexDump`."""
+    """Netty's `ByteBufUtil.prettyHexDump` (empty for no bytes)."""
+    if not data:
+        return ""
     lines = ["         +-------------------------------------------------+",
              "         |  0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f |",
              "+--------+-------------------------------------------------+----------------+"]
@@ -114,18 +121,64 @@ def hex_dump(data: bytes) -> str:
     return "\n".join(lines)
 
 
-def describe_message(response: Response) -> TextResult:
-    """What the Java tool prints for a message: its id, properties, then a hex dump.
-    Header names are matched without regard to case, as HTTP defines them."""
+_ISO_TIME = re.compile(
+    r"(\d{4,})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.(\d{1,9}))?)?"
+    r"(Z|[+-]\d\d:\d\d(?::\d\d)?)")
+
+
+def parse_date(text: str) -> int:
+    """Pulsar's `DateFormatter.parse`: an ISO-8601 time with its offset, in ms (0 when it
+    does not parse)."""
+    found = _ISO_TIME.fullmatch(text.strip())
+    if found is None:
+        return 0
+    year, month, day, hour, minute, second, fraction, offset = found.groups()
+    try:
+        when = datetime(int(year), int(month), int(day), int(hour), int(minute),
+                        int(second or 0), tzinfo=UTC)
+    except ValueError:
+        return 0
+    if offset != "Z":
+        sign = -1 if offset[0] == "-" else 1
+        parts = [int(p) for p in offset[1:].split(":")] + [0]
+        when -= sign * timedelta(hours=parts[0], minutes=parts[1], seconds=parts[2])
+    millis = int((fraction or "0").ljust(9, "0")[:3])
+    return int(when.timestamp()) * 1000 + millis
+
+
+def message_properties(headers: Mapping[str, str]) -> dict[str, str]:
+    """`TopicsImpl`: the properties of the `X-Pulsar-PROPERTY` JSON header, in a TreeMap
+    (sorted by UTF-16 code units); with the batch size when the broker sent one."""
+    properties: dict[str, str] = {}
+    raw = headers.get("x-pulsar-property")
+    if raw is not None:
+        with contextlib.suppress(ValueError):
+            parsed = json.loads(raw)
+            if isinstance(parsed, dict):
+                properties.update({str(k): v if isinstance(v, str) else json.dumps(v)
+                                   for k, v in parsed.items()})
+    if "x-pulsar-batch-size" in headers:
+        properties["X-Pulsar-batch-size"] = headers["x-pulsar-batch-size"]
+    return dict(sorted(properties.items(), key=lambda kv: kv[0].encode("utf-16-be")))
+
+
+def describe_message(response: Response, *, by_id: bool = False) -> TextResult:
+    """What the Java tool prints for a message (Pulsar 4.0 `CmdTopics`): its id, times,
+    properties, then a hex dump of the payload. Header names are matched without regard to
+    case."""
     headers = {name.lower(): value for name, value in response.headers.items()}
-    out = [f"Message ID: {headers.get('x-pulsar-message-id', '')}:-1"]
-    prefix = "x-pulsar-property-"
-    properties = {k[len(prefix):]: v for k, v in headers.items() if k.startswith(prefix)}
+    out = [f"Message ID: {headers.get('x-pulsar-message-id', '')}",
+           f"Publish time: {parse_date(headers.get('x-pulsar-publish-time', ''))}",
+           f"Event time: {parse_date(headers.get('x-pulsar-event-time', ''))}"]
+    if by_id:
+        out.append("Redelivery count: 0")
+    deliver_at = parse_date(headers.get("x-pulsar-deliver-at-time", ""))
+    if deliver_at:
+        out.append(f"Deliver at time: {deliver_at}")
+    properties = message_properties(headers)
     if properties:
         out.append("Properties:")
         out.extend(f"{k}    {v}" for k, v in properties.items())
-    if "x-pulsar-event-time" in headers:
-        out.append(f"Event Time: {headers['x-pulsar-event-time']}")
     out.append(hex_dump(response.content))
     return TextResult("\n".join(out))
 
@@ -142,7 +195,7 @@ def get_message_by_id(
 ) -> TextResult:  # fmt: skip
     """Get message by its ledgerId and entryId."""
     url = topic_path(topic) + path("ledger", str(ledger_id), "entry", str(entry_id))
-    return describe_message(admin(ctx).request("GET", url))
+    return describe_message(admin(ctx).request("GET", url), by_id=True)
 
 
 @command(app, "examine-message")

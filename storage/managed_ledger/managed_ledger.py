@@ -34,6 +34,7 @@ from storage.ledger.errors import NoSuchEntry, NoSuchLedger
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from storage.ledger.recovery import recover
 from storage.managed_ledger.config import ManagedLedgerConfig
+from storage.managed_ledger.dates import format_date
 from storage.managed_ledger.errors import InvalidPosition, ManagedLedgerClosed
 
 
@@ -260,19 +261,22 @@ class ManagedLedger:
         current = self._current
         last = (f"{current.ledger_id}:{current.last_add_confirmed}" if current is not None
                 else "-1:-1")
+        # Each ledger's LedgerInfo as stored: the open one has no counts until it is closed
+        # (the broker's list shows it with 0 entries and size 0; the current* fields count it).
         ledgers = []
-        for ledger_id, count in self.positions():
-            size = (current.length if current is not None and ledger_id == current.ledger_id
-                    else self.ledgers[ledger_id].size)
-            ledgers.append({"ledgerId": ledger_id, "entries": count, "size": size,
-                            "offloaded": False, "underReplicated": False})
+        for ledger_id in sorted(self.ledgers):
+            info = self.ledgers[ledger_id]
+            is_open = current is not None and ledger_id == current.ledger_id
+            ledgers.append({"ledgerId": ledger_id, "entries": 0 if is_open else info.entries,
+                            "size": 0 if is_open else info.size, "offloaded": False,
+                            "underReplicated": False})
         return {
             "entriesAddedCounter": self.entries_added,
             "numberOfEntries": self.number_of_entries,
             "totalSize": self.total_size,
             "currentLedgerEntries": 0 if current is None else current.last_add_confirmed + 1,
             "currentLedgerSize": 0 if current is None else current.length,
-            "lastLedgerCreatedTimestamp": _iso(self.last_ledger_created_ms),
+            "lastLedgerCreatedTimestamp": format_date(self.last_ledger_created_ms),
             "waitingCursorsCount": 0,
             "pendingAddEntriesCount": 0 if current is None else current.pending_adds,
             "lastConfirmedEntry": last,
@@ -306,11 +310,3 @@ class ManagedLedger:
             with contextlib.suppress(NoSuchLedger):
                 await self.client.delete(ledger_id)
         await self.info.delete(self.name)
-
-
-def _iso(ms: int) -> str:
-    """Pulsar's DateFormatter.format: ISO-8601 with milliseconds and the zone offset."""
-    if ms <= 0:
-        return ""
-    seconds, millis = divmod(ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"

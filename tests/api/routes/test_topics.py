@@ -51,8 +51,11 @@ def test_produce_then_read_back_every_message(http: httpx.Client, topic_cluster:
         assert got.status_code == 200
         assert got.content == payload.encode()
         assert got.headers["X-Pulsar-Message-ID"] == f"{ledger}:{entry}"
-        assert got.headers["X-Pulsar-PROPERTY-k"] == "v"
+        assert got.headers["X-Pulsar-PROPERTY"] == '{"k":"v"}'
         assert got.headers["X-Pulsar-producer-name"] == "RestProducer"
+        assert got.headers["X-Pulsar-compression"] == "NONE"
+        assert got.headers["X-Pulsar-Is-Encrypted"] == "false"
+        assert "X-Pulsar-null-partition-key" not in got.headers  # the REST producer never sets it
     latest = http.get("/admin/v2/persistent/acme/strict/orders/examinemessage",
                       params={"initialPosition": "latest", "messagePosition": 1})
     assert latest.content == payloads[-1].encode()
@@ -75,7 +78,9 @@ def test_produce_then_read_back_every_message(http: httpx.Client, topic_cluster:
 
     stats = http.get("/admin/v2/persistent/acme/strict/orders/internalStats").json()
     assert stats["numberOfEntries"] == 25 and stats["entriesAddedCounter"] == 25
-    assert [ledger["entries"] for ledger in stats["ledgers"]] == [10, 10, 5]
+    # as the broker: the open ledger's LedgerInfo has no counts until it is closed
+    assert [ledger["entries"] for ledger in stats["ledgers"]] == [10, 10, 0]
+    assert stats["currentLedgerEntries"] == 5
     assert stats["lastConfirmedEntry"] == f"{ids[-1][0]}:{ids[-1][1]}"
 
 
@@ -91,7 +96,8 @@ def test_create_list_delete(http: httpx.Client, topic_cluster: Cluster) -> None:
     assert topic_cluster.raw.get(paths.ledger(ledger)) is None  # its ledgers went with it
     assert topic_cluster.raw.get("/managed-ledgers/acme/plain/persistent/made") is None
     gone = http.delete("/admin/v2/persistent/acme/plain/made")
-    assert gone.status_code == 404 and gone.json() == {"reason": "Topic not found"}
+    assert gone.status_code == 404
+    assert gone.json() == {"reason": "Topic persistent://acme/plain/made not found"}
 
 
 def test_under_replicated_when_an_ensemble_bookie_is_not_registered(
@@ -180,3 +186,57 @@ def test_kill_9_mid_produce_loses_no_acknowledged_message(topic_service: ServerP
         assert more.status_code == 200
 
 
+
+
+def test_message_headers_and_examine_as_the_broker(http: httpx.Client,
+                                                   topic_cluster: Cluster) -> None:
+    """Pulsar 4.0's `generateResponseWithEntry` and `internalExamineMessageAsync`: header
+    names as written, properties as one Gson object in HashMap order, Java's dates, and
+    the examine parameters' defaults."""
+    empty = "/admin/v2/persistent/acme/plain/quiet"
+    assert http.put(empty).status_code == 204
+    nothing = http.get(f"{empty}/examinemessage")
+    assert nothing.status_code == 412
+    assert nothing.json() == {
+        "reason": "Could not examine messages due to the total message is zero"}
+
+    message = {"payload": "p", "key": "k1", "eventTime": "1789490671800", "deliverAfterMs": 5,
+               "disableReplication": True,
+               "properties": {"zeta": "1", "a<b": "x=y", "k": "v"}}
+    sent = http.post("/topics/persistent/acme/plain/heads", json={"messages": [message]})
+    assert sent.status_code == 200, sent.text
+    ledger, entry = message_id(sent.json()["messagePublishResults"][0])
+    got = http.get(f"/admin/v2/persistent/acme/plain/heads/ledger/{ledger}/entry/{entry}")
+    assert got.headers["content-type"] == "application/json"
+    assert got.headers["X-Pulsar-PROPERTY"] == (
+        '{"zeta":"1","a\\u003cb":"x\\u003dy","k":"v"}')  # HashMap order, Gson's escapes
+    assert got.headers["X-Pulsar-event-time"] == "2026-09-15T16:44:31.8Z"
+    assert got.headers["X-Pulsar-deliver-at-time"] == "2026-09-15T16:44:31.805Z"
+    assert got.headers["X-Pulsar-partition-key"] == "k1"
+    assert got.headers["X-Pulsar-partition-key-b64-encoded"] == "false"
+    assert got.headers["X-Pulsar-replicated-to"] == "__local__"
+    assert got.headers["X-Pulsar-txn-uncommitted"] == "false"
+    publish = got.headers["X-Pulsar-publish-time"]
+    assert publish.endswith("Z") and ".000" not in publish
+
+    base = "/admin/v2/persistent/acme/plain/heads/examinemessage"
+    for params in ({"messagePosition": 0}, {"messagePosition": -3},
+                   {"initialPosition": "sideways"}):
+        clamped = http.get(base, params=params)
+        assert clamped.status_code == 200, (params, clamped.text)
+        assert clamped.content == b"p"
+    other = http.get(f"/admin/v2/persistent/acme/plain/heads/ledger/{ledger + 1000}/entry/0")
+    assert other.status_code == 404 and other.json() == {"reason": "Message id not found"}
+
+    stats = http.get("/admin/v2/persistent/acme/plain/heads/internalStats").json()
+    assert stats["lastLedgerCreatedTimestamp"].endswith("Z")
+
+    bad_time = http.post("/topics/persistent/acme/plain/heads",
+                         json={"messages": [{"payload": "x", "eventTime": "abc"}]})
+    assert bad_time.status_code == 500
+    assert bad_time.json() == {"reason": 'For input string: "abc"'}
+    for path in ("/topics/persistent/acme/b@d/t", "/admin/v2/persistent/acme/b@d/t/internalStats"):
+        invalid = (http.post(path, json={"messages": []}) if path.startswith("/topics")
+                   else http.get(path))
+        assert invalid.status_code == 412 and invalid.json() == {
+            "reason": "Topic name is not valid"}
