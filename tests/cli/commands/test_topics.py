@@ -49,7 +49,7 @@ def test_topic_commands(topic_service: ServerProcess) -> None:
     by_id = admin(topic_service, "topics", "get-message-by-id", topic, "-l", str(last_ledger),
                   "-e", str(last_entry))
     assert by_id.code == 0
-    assert by_id.out.splitlines() == lines[:3] + ["Redelivery count: 0"] + lines[3:]
+    assert by_id.out.splitlines() == [*lines[:3], "Redelivery count: 0", *lines[3:]]
 
     assert admin(topic_service, "topics", "delete", topic).code == 0
     gone = admin(topic_service, "topics", "delete", topic)

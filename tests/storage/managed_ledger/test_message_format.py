@@ -3,14 +3,14 @@ kept with their presence, written in field-number order, Java's date printing.""
 
 from __future__ import annotations
 
-from datetime import timedelta, timezone
+from datetime import UTC, timedelta, timezone
 
 from storage.managed_ledger.dates import format_date
 from storage.managed_ledger.message import (
     MessageMetadata,
     decode_message,
-    encode_metadata,
     encode_message,
+    encode_metadata,
 )
 
 
@@ -39,10 +39,10 @@ def test_fields_are_written_in_field_number_order() -> None:
 
 
 def test_dates_print_as_java_iso_offset_date_time() -> None:
-    assert format_date(1_789_490_671_800, timezone.utc) == "2026-09-15T16:44:31.8Z"
-    assert format_date(1_789_490_671_000, timezone.utc) == "2026-09-15T16:44:31Z"
-    assert format_date(1_789_490_671_050, timezone.utc) == "2026-09-15T16:44:31.05Z"
-    assert format_date(0, timezone.utc) == "1970-01-01T00:00:00Z"
-    assert format_date(-1, timezone.utc) == "1969-12-31T23:59:59.999Z"
+    assert format_date(1_789_490_671_800, UTC) == "2026-09-15T16:44:31.8Z"
+    assert format_date(1_789_490_671_000, UTC) == "2026-09-15T16:44:31Z"
+    assert format_date(1_789_490_671_050, UTC) == "2026-09-15T16:44:31.05Z"
+    assert format_date(0, UTC) == "1970-01-01T00:00:00Z"
+    assert format_date(-1, UTC) == "1969-12-31T23:59:59.999Z"
     india = timezone(timedelta(hours=5, minutes=30))
     assert format_date(1_789_490_671_123, india) == "2026-09-15T22:14:31.123+05:30"
