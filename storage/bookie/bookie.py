@@ -205,6 +205,9 @@ class Bookie:
 
     def _replay_record(self, body: bytes) -> None:
         ledger_id, entry_id = entry_ids(body)
+        if ledger_id < 0:  # never admitted now; a journal written before that check had them
+            log.warning("journal: record of ledger %d ignored (ledger ids are >= 0)", ledger_id)
+            return
         if entry_id == METAENTRY_ID_LEDGER_KEY:
             old = self._ledgers.get(ledger_id)
             state = LedgerState(parse_master_key_record(body), old.fenced if old else False)
@@ -278,7 +281,7 @@ class Bookie:
         or the error code to answer."""
         if self.readonly and not flags & FLAG_HIGH_PRIORITY:
             return ResultCode.EREADONLY
-        if entry_id < 0:
+        if ledger_id < 0 or entry_id < 0:  # the index keys are unsigned, as ledger ids are
             return ResultCode.EBADREQ
         try:
             check_entry(entry, ledger_id, entry_id)
@@ -319,7 +322,11 @@ class Bookie:
         self._put(request.ledger_id, request.entry_id, request.entry, reply)
 
     def fence(self, ledger_id: int, master_key: bytes, reply: Reply) -> None:
-        """Fence a ledger; `reply(EOK)` once the fence record is journalled and synced."""
+        """Fence a ledger; `reply(EOK)` once the fence record is journalled and synced
+        (EBADREQ for a negative ledger id, which no ledger has)."""
+        if ledger_id < 0:
+            reply(ResultCode.EBADREQ)
+            return
         state = self._ledgers.get(ledger_id)
         if state is None:
             self.journal.append(master_key_record(ledger_id, master_key))
@@ -353,6 +360,8 @@ class Bookie:
             if found is None:
                 return ResultCode.ENOENTRY, b""
             entry_id = found
+        elif entry_id < 0:  # below -1 (LAST_ADD_CONFIRMED): no such entry
+            return ResultCode.ENOENTRY, b""
         key = (ledger_id, entry_id)
         entry = self._active.entries.get(key)
         if entry is None and self._flushing is not None:
@@ -433,7 +442,7 @@ class Bookie:
             await asyncio.sleep(self.settings.flushInterval / 1000)
             try:
                 await self.checkpoint()
-            except OSError:
+            except Exception:  # the next interval tries again; never stop checkpointing
                 log.exception("checkpoint failed; the journal still covers every entry")
 
     async def checkpoint(self) -> None:

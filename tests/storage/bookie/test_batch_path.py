@@ -15,6 +15,7 @@ from storage.bookie.format import RECORD_HEADER_LEN
 from storage.bookie.journal import ZERO_MARK, Journal, JournalSettings, replay
 from storage.bookie.metrics import BookieMetrics
 from storage.bookie.protocol import (
+    FLAG_DO_FENCING,
     FLAG_HIGH_PRIORITY,
     FLAG_RECOVERY_ADD,
     OpCode,
@@ -187,3 +188,36 @@ async def test_when_durable_runs_after_the_records_before_it_are_synced(
         assert await asyncio.wait_for(nothing, 10) is None
     finally:
         await journal.close()
+
+
+async def test_negative_ledger_ids_are_refused_and_leave_the_bookie_whole(
+    start_bookie: BookieFactory,
+) -> None:
+    """Ledger ids are never negative: an add or a fencing read of one answers EBADREQ and
+    stores nothing (the index keys are unsigned: a stored one broke every later checkpoint),
+    and a read below entry -1 answers ENOENTRY instead of closing the connection."""
+    bookie = start_bookie()
+    frames = [
+        encode_add(-1, 0, MASTER_KEY, entry(-1, 0)),
+        encode_read(-1, 0, MASTER_KEY, FLAG_DO_FENCING),
+        encode_add(1, 0, MASTER_KEY, entry(1, 0)),
+        encode_read(1, -5),
+        encode_read(-1, 0),
+    ]
+    with socket.create_connection(("127.0.0.1", bookie.port)) as sock:
+        sock.sendall(b"".join(frames))
+        found = receive(sock, len(frames))
+    assert sorted((opcode, lid, eid, code) for opcode, code, lid, eid, _ in found) == sorted([
+        (OpCode.ADD_ENTRY, -1, 0, ResultCode.EBADREQ),
+        (OpCode.READ_ENTRY, -1, 0, ResultCode.EBADREQ),
+        (OpCode.ADD_ENTRY, 1, 0, ResultCode.EOK),
+        (OpCode.READ_ENTRY, 1, -5, ResultCode.ENOENTRY),
+        (OpCode.READ_ENTRY, -1, 0, ResultCode.ENOLEDGER),
+    ])
+    bookie.kill()
+    bookie.start()  # replays the journal and checkpoints: nothing of ledger -1 in it
+    with socket.create_connection(("127.0.0.1", bookie.port)) as sock:
+        sock.sendall(encode_read(1, 0) + encode_add(1, 1, MASTER_KEY, entry(1, 1)))
+        found = receive(sock, 2)
+    assert sorted((lid, eid, code) for _, code, lid, eid, _ in found) == [
+        (1, 0, ResultCode.EOK), (1, 1, ResultCode.EOK)]
