@@ -70,10 +70,19 @@ def _message_response(message: ReadMessage) -> Response:
 
 
 def _id(text: str, what: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise NotFound(f"Invalid {what}: {text}") from None
+    """A path id as Jersey converts a `long` (`Long.valueOf`): an optional sign and decimal
+    digits within a Java long; otherwise 404 as Jersey answers. Python's `int` alone would
+    also take `1_0` and surrounding blanks."""
+    digits = text[1:] if text[:1] in "+-" else text
+    if digits and "_" not in digits and digits.strip() == digits:
+        try:
+            value = int(text)
+        except ValueError:
+            pass
+        else:
+            if -(1 << 63) <= value < 1 << 63:
+                return value
+    raise NotFound(f"Invalid {what}: {text}")
 
 
 @router.post(

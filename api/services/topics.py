@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -73,8 +75,13 @@ def topic_not_found(tenant: str, namespace: str, topic: str) -> NotFound:
 
 
 def require_valid_topic_name(tenant: str, namespace: str, topic: str) -> None:
-    """`AdminResource.validateTopicName`: 412 when `TopicName.get` would not parse."""
-    if not topic or not is_valid_namespace_name(tenant, namespace):
+    """`AdminResource.validateTopicName`: 412 when `TopicName.get` would not parse. Beyond
+    upstream's rule, a local name with a NUL (or an encoded slash, which reaches here as
+    one: `api.encoded_slash`) or a `/`, or that is `.` or `..`, is refused too: a slash
+    would make it another namespace's name, and a NUL, which ZooKeeper refuses in a path,
+    would otherwise share one managed ledger with the encoded slash."""
+    if (not topic or "\x00" in topic or "/" in topic or topic in (".", "..")
+            or not is_valid_namespace_name(tenant, namespace)):
         raise PreconditionFailed(INVALID_TOPIC_NAME)
 
 
@@ -130,10 +137,14 @@ def header_value(text: str) -> str:
                    for c in text)
 
 
-def _java_long(value: int) -> str:
-    """A uint64 field as Java's `long` getter prints it."""
+def _signed(value: int) -> int:
+    """A uint64 field as Java's `long` getter returns it."""
     value &= (1 << 64) - 1
-    return str(value - (1 << 64) if value >> 63 else value)
+    return value - (1 << 64) if value >> 63 else value
+
+
+def _java_long(value: int) -> str:
+    return str(_signed(value))
 
 
 def _java_bool(value: bool) -> str:
@@ -147,10 +158,10 @@ def message_headers(position: Position, md: MessageMetadata) -> list[tuple[str, 
     headers = [
         ("X-Pulsar-Message-ID", f"{position.ledger_id}:{position.entry_id}"),
         ("X-Pulsar-PROPERTY", gson_properties(md.properties)),
-        ("X-Pulsar-publish-time", format_date(md.publish_time)),
+        ("X-Pulsar-publish-time", format_date(_signed(md.publish_time))),
     ]
     if md.event_time is not None:
-        headers.append(("X-Pulsar-event-time", format_date(md.event_time)))
+        headers.append(("X-Pulsar-event-time", format_date(_signed(md.event_time))))
     if md.deliver_at_time is not None:
         headers.append(("X-Pulsar-deliver-at-time", format_date(md.deliver_at_time)))
     if md.num_messages_in_batch is not None:
@@ -310,12 +321,13 @@ class TopicService:
         messages = request.get("messages") or []
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise InvalidInput("messages must be a list of ProducerMessage objects")
-        producer = request.get("producerName") or DEFAULT_PRODUCER_NAME
+        producer = java_string(request.get("producerName"), "producerName") or (
+            DEFAULT_PRODUCER_NAME)
         limit = self.settings.maxMessageSize
         now = int(time.time() * 1000)
         encoded: list[bytes] = []
         for index, message in enumerate(messages):
-            payload = str(message.get("payload") or "").encode()
+            payload = (java_string(message.get("payload"), "payload") or "").encode()
             if len(payload) > limit:
                 raise PayloadTooLarge(
                     f"Message {index} of {len(payload)} bytes exceeds the maximum allowed "
@@ -383,34 +395,108 @@ class TopicService:
         return await self._read(ledger, position)
 
 
+def _kind(value: object) -> str:
+    return "Array value" if isinstance(value, list) else "Object value"
+
+
+def java_string(value: object, name: str) -> str | None:
+    """A `String` field as Jackson binds it: scalars are taken as their JSON text, an
+    object or array is a 400."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    raise InvalidInput(f"Cannot deserialize value of type `java.lang.String` from "
+                       f"{_kind(value)} (field `{name}`)")
+
+
+def java_long(value: object, name: str) -> int:
+    """A `long` field as Jackson binds it: null is 0, a float is truncated, a string must
+    hold a Java long; anything else is a 400."""
+    number: int | None = None
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and math.isfinite(value):
+        number = int(value)
+    elif isinstance(value, str) and _JAVA_LONG.fullmatch(value.strip()):
+        number = int(value.strip())
+    if number is None or not -(1 << 63) <= number < 1 << 63:
+        raise InvalidInput(f"Cannot deserialize value of type `long` from {json.dumps(value)}"
+                           f": not a valid `long` value (field `{name}`)")
+    return number
+
+
+def java_bool(value: object, name: str) -> bool:
+    """A `boolean` field as Jackson binds it (null is false; "true"/"false" as strings)."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in ("true", "false"):
+        return value == "true"
+    raise InvalidInput(f"Cannot deserialize value of type `boolean` from {json.dumps(value)}"
+                       f" (field `{name}`)")
+
+
+def _string_map(value: object, name: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput(f"Cannot deserialize value of type `java.util.Map` from "
+                           f"{_kind(value) if isinstance(value, list) else json.dumps(value)}"
+                           f" (field `{name}`)")
+    out = {}
+    for key, item in value.items():
+        text = java_string(item, f"{name}.{key}")
+        if text is None:
+            raise InvalidInput(f"A null value for `{name}.{key}`: properties are strings")
+        out[str(key)] = text
+    return out
+
+
+def _string_list(value: object, name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InvalidInput(f"Cannot deserialize value of type `java.util.List` from "
+                           f"{json.dumps(value) if not isinstance(value, dict) else 'Object value'}"
+                           f" (field `{name}`)")
+    return tuple(java_string(item, name) or "" for item in value)
+
+
 def _metadata_of(message: dict[str, Any], producer: str, now: int,
                  size: int) -> MessageMetadata:
     """A ProducerMessage's metadata as `TopicsBase.buildMessage` and `messageToByteBuf` set
-    it (the key is plain text: this service has no key-value schema)."""
-    properties = {str(k): str(v) for k, v in (message.get("properties") or {}).items()}
-    key = message.get("key")
-    raw_event_time = message.get("eventTime")
+    it (the key is plain text: this service has no key-value schema); its fields bound as
+    Jackson binds them, a field of the wrong type a 400."""
+    properties = _string_map(message.get("properties"), "properties")
+    key = java_string(message.get("key"), "key")
+    raw_event_time = java_string(message.get("eventTime"), "eventTime")
     event_time = None
-    if raw_event_time is not None and str(raw_event_time) != "":
-        event_time = parse_java_long(str(raw_event_time))
-    clusters = message.get("replicationClusters")
-    replicate_to = tuple(str(c) for c in clusters) if isinstance(clusters, list) else ()
-    if message.get("disableReplication"):
+    if raw_event_time is not None and raw_event_time != "":
+        event_time = parse_java_long(raw_event_time)
+    replicate_to = _string_list(message.get("replicationClusters"), "replicationClusters")
+    if java_bool(message.get("disableReplication"), "disableReplication"):
         replicate_to = (LOCAL_CLUSTER,)
-    deliver_at, deliver_after = message.get("deliverAt") or 0, message.get("deliverAfterMs") or 0
+    deliver_at = java_long(message.get("deliverAt"), "deliverAt")
+    deliver_after = java_long(message.get("deliverAfterMs"), "deliverAfterMs")
     deliver_at_time = None
     if deliver_at and event_time is not None:
-        deliver_at_time = int(deliver_at)
+        deliver_at_time = deliver_at
     elif deliver_after:
-        deliver_at_time = (event_time or 0) + int(deliver_after)
+        deliver_at_time = (event_time or 0) + deliver_after
     return MessageMetadata(
         producer_name=producer,
-        sequence_id=int(message.get("sequenceId") or 0),
+        sequence_id=java_long(message.get("sequenceId"), "sequenceId") & ((1 << 64) - 1),
         publish_time=now,
         properties=properties,
-        partition_key=None if key is None else str(key),
+        partition_key=key,
         partition_key_b64_encoded=None if key is None else False,
-        event_time=event_time,
+        event_time=None if event_time is None else event_time & ((1 << 64) - 1),
         replicate_to=replicate_to,
         deliver_at_time=deliver_at_time,
         compression=COMPRESSION_NONE,

@@ -8,6 +8,7 @@ import base64
 import threading
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -240,3 +241,44 @@ def test_message_headers_and_examine_as_the_broker(http: httpx.Client,
                    else http.get(path))
         assert invalid.status_code == 412 and invalid.json() == {
             "reason": "Topic name is not valid"}
+
+
+def test_wrong_types_and_names_are_refused_and_store_nothing(
+    http: httpx.Client, topic_cluster: Cluster
+) -> None:
+    """Fields bound as Jackson binds them (a wrong type is a 400, not a 500 or a mangled
+    value), names that would collide refused, ids parsed as Jersey parses a long."""
+    url = "/topics/persistent/acme/plain/typed"
+    for message in ({"payload": {"a": 1}}, {"payload": "x", "properties": [1, 2]},
+                    {"payload": "x", "properties": {"a": None}},
+                    {"payload": "x", "key": {"k": 1}}, {"payload": "x", "sequenceId": "abc"},
+                    {"payload": "x", "sequenceId": True}, {"payload": "x", "eventTime": [1]},
+                    {"payload": "x", "replicationClusters": "c1"},
+                    {"payload": "x", "disableReplication": "maybe"}):
+        refused = http.post(url, json={"messages": [{"payload": "ok"}, message]})
+        assert refused.status_code == 400, (message, refused.text)
+        assert refused.json()["reason"]
+    named = http.post(url, json={"producerName": 7, "messages": [
+        {"payload": 12, "sequenceId": "5", "properties": {"n": 1, "b": True}}]})
+    assert named.status_code == 200, named.text
+    ledger, entry = message_id(named.json()["messagePublishResults"][0])
+    got = http.get(f"/admin/v2/persistent/acme/plain/typed/ledger/{ledger}/entry/{entry}")
+    assert got.content == b"12" and got.headers["X-Pulsar-producer-name"] == "7"
+    assert got.headers["X-Pulsar-sequence-id"] == "5"
+    assert got.headers["X-Pulsar-PROPERTY"] == '{"b":"true","n":"1"}'
+
+    for name in ("a%2Fb", "a%00b", "%2E%2E"):
+        for response in (http.post(f"/topics/persistent/acme/plain/{name}",
+                                   json={"messages": [{"payload": "x"}]}),
+                         http.put(f"/admin/v2/persistent/acme/plain/{name}")):
+            assert response.status_code in (404, 412), (name, response.text)
+            if response.status_code == 412:
+                assert response.json() == {"reason": "Topic name is not valid"}
+    listed = http.get("/admin/v2/persistent/acme/plain").json()
+    assert not any("\x00" in topic or topic.endswith("/a") for topic in listed)
+
+    base = f"/admin/v2/persistent/acme/plain/typed/ledger/{ledger}/entry"
+    for bad in ("1_0", "%EF%BC%BF1", f"{1 << 63}"):
+        response = http.get(f"{base}/{bad}")
+        assert response.status_code == 404
+        assert response.json() == {"reason": f"Invalid entry id: {unquote(bad)}"}
