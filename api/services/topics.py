@@ -34,6 +34,7 @@ from api.errors import (
 from api.services.bookkeeper_admin import java_hash_map
 from api.services.namespaces import NamespaceService, is_valid_namespace_name
 from api.settings import Settings
+from metastore.ledger_metadata import LedgerMetadata, LedgerState
 from metastore.readers import read_namespace_placement
 from metastore.store import MetadataStore
 from placement import AffinityGroups, PlacementConfig
@@ -504,10 +505,22 @@ def _metadata_of(message: dict[str, Any], producer: str, now: int,
     )
 
 
-def _metadata_text(md: Any) -> str:
-    """LedgerMetadata as the broker's `LedgerMetadata.toString()` roughly prints it."""
-    ensembles = {first: list(b) for first, b in md.ensembles.items()}
-    return (f"LedgerMetadata{{formatVersion=3, ensembleSize={md.ensemble_size}, "
-            f"writeQuorumSize={md.write_quorum_size}, ackQuorumSize={md.ack_quorum_size}, "
-            f"state={md.state.name}, digestType=CRC32C, password=base64:, "
-            f"ensembles={ensembles}, customMetadata={{...}}}}")
+def _metadata_text(md: LedgerMetadata) -> str:
+    """`LedgerMetadataImpl.toSafeString()`, as the broker puts it in internal stats: Guava's
+    `toStringHelper`, the password never shown, custom metadata values in base64 in HashMap
+    order (`Collectors.toMap`)."""
+    parts = [f"formatVersion={md.format_version}", f"ensembleSize={md.ensemble_size}",
+             f"writeQuorumSize={md.write_quorum_size}", f"ackQuorumSize={md.ack_quorum_size}",
+             f"state={md.state.name}"]
+    if md.state == LedgerState.CLOSED:
+        parts += [f"length={md.length}", f"lastEntryId={md.last_entry_id}"]
+    if md.password is not None:
+        digest = "null" if md.digest_type is None else md.digest_type.name
+        parts += [f"digestType={digest}", "password=OMITTED"]
+    ensembles = ", ".join(f"{first}=[{', '.join(bookies)}]"
+                          for first, bookies in md.ensembles.items())
+    custom = java_hash_map((key, "base64:" + base64.b64encode(value).decode())
+                           for key, value in md.custom_metadata.items())
+    parts += ["ensembles={" + ensembles + "}",
+              "customMetadata={" + ", ".join(f"{k}={v}" for k, v in custom.items()) + "}"]
+    return "LedgerMetadata{" + ", ".join(parts) + "}"

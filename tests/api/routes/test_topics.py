@@ -5,6 +5,7 @@ groups, bad input, and a kill -9 of the service in the middle of a produce loop.
 from __future__ import annotations
 
 import base64
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -109,6 +110,11 @@ def test_under_replicated_when_an_ensemble_bookie_is_not_registered(
     ledgers = http.get(url, params={"metadata": "true"}).json()["ledgers"]
     assert ledgers and not any(ledger["underReplicated"] for ledger in ledgers)
     assert all("metadata" in ledger for ledger in ledgers)
+    text = ledgers[-1]["metadata"]  # LedgerMetadataImpl.toSafeString()
+    assert re.fullmatch(
+        r"LedgerMetadata\{formatVersion=3, ensembleSize=2, writeQuorumSize=2, ackQuorumSize=2, "
+        r"state=OPEN, digestType=CRC32C, password=OMITTED, ensembles=\{0=\[[0-9.:]+, "
+        r"[0-9.:]+\]\}, customMetadata=\{.*application=base64:cHVsc2Fy.*\}\}", text), text
     key = paths.bookie_available(topic_cluster.ids[0])
     saved = topic_cluster.raw.get(key)
     topic_cluster.raw.delete(key)
