@@ -12,6 +12,10 @@ from metastore.codec import dump_json
 
 # Streams that last as long as the client listens (they bound their own writes instead).
 UNBOUNDED_PATHS = frozenset({"/admin/v2/watch"})
+# The REST producer: once its adds are in flight, their outcome is the answer (each add is
+# bounded by the bookie client's timeout and the ensemble changes after it); a 503 cut in
+# between would hide messages that were stored, and a retry would store them twice.
+UNBOUNDED_PREFIXES = ("/topics/",)
 
 
 class RequestDeadline:
@@ -20,7 +24,9 @@ class RequestDeadline:
         self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") in UNBOUNDED_PATHS:
+        path = scope.get("path", "")
+        if (scope["type"] != "http" or path in UNBOUNDED_PATHS
+                or path.startswith(UNBOUNDED_PREFIXES)):
             await self.app(scope, receive, send)
             return
         started = False

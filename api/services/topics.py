@@ -66,6 +66,7 @@ NON_PARTITIONED = -1
 INVALID_TOPIC_NAME = "Topic name is not valid"
 MESSAGE_ID_NOT_FOUND = "Message id not found"
 NO_MESSAGES = "Could not examine messages due to the total message is zero"
+YIELD_EVERY = 500  # messages of one produce request handled between two loop turns
 LOCAL_CLUSTER = "__local__"  # replicate_to of a message produced with disableReplication
 _JAVA_LONG = re.compile(r"[+-]?[0-9]+")
 
@@ -328,6 +329,8 @@ class TopicService:
         now = int(time.time() * 1000)
         encoded: list[bytes] = []
         for index, message in enumerate(messages):
+            if index and not index % YIELD_EVERY:
+                await asyncio.sleep(0)  # a large request does not hold the loop
             payload = (java_string(message.get("payload"), "payload") or "").encode()
             if len(payload) > limit:
                 raise PayloadTooLarge(
@@ -341,9 +344,14 @@ class TopicService:
                 name):
             raise NotFound("Topic not exist")
         ledger = await self._open(tenant, namespace, topic, create=True)
-        # all adds of the request in flight at once; the managed ledger keeps call order
-        outcomes = await asyncio.gather(*(ledger.add_entry(entry) for entry in encoded),
-                                        return_exceptions=True)
+        # all adds of the request in flight at once (started a piece at a time, so that a
+        # large request does not hold the loop); the managed ledger keeps call order
+        adds: list[asyncio.Future[Position]] = []
+        for first in range(0, len(encoded), YIELD_EVERY):
+            adds += [asyncio.ensure_future(ledger.add_entry(entry))
+                     for entry in encoded[first:first + YIELD_EVERY]]
+            await asyncio.sleep(0)
+        outcomes = await asyncio.gather(*adds, return_exceptions=True)
         results = []
         for outcome in outcomes:
             if isinstance(outcome, LedgerError | ManagedLedgerError):
