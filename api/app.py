@@ -22,7 +22,7 @@ from api.metrics import install_metrics
 from api.openapi_doc import OpenApiApp
 from api.openapi_errors import install_error_responses
 from api.rate_limit import WriteRateLimit
-from api.request_rules import RequestRules, require_json_media_type
+from api.request_rules import RequestRules, produce_body_limit, require_json_media_type
 from api.routes import ROUTERS
 from api.secrets import install_log_masking
 from api.services.cluster_metadata import Initialised, keep_initializing
@@ -55,7 +55,7 @@ def create_server_app(settings: Settings, bookies: LocalBookies | None = None) -
             settings.httpWriteRequestsPerClientMaxPerSecond,
             lambda: getattr(app.state, "pulsar", None),
         )
-    return RequestRules(served, limit)
+    return RequestRules(served, limit, produce_body_limit(settings.maxMessageSize))
 
 
 def request_timeout(settings: Settings) -> float:

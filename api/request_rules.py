@@ -6,7 +6,9 @@ can forget a rule. A request that breaks one is answered at once with Pulsar's e
 
 - the URI: its path and query must percent-decode to UTF-8 (400);
 - the size: a body over `httpMaxRequestSize` bytes is 413, refused from its Content-Length
-  before it is read, or as soon as a streamed body passes the limit;
+  before it is read, or as soon as a streamed body passes the limit (on the REST producer's
+  paths the limit is at least `produce_body_limit(maxMessageSize)`, so that a message the
+  broker accepts fits);
 - JSON bodies (a JSON content type): they must parse as strict JSON that Java's Jackson can
   hold: no NaN/Infinity, no number that overflows a double, no integer beyond a Java long,
   no text that does not encode as UTF-8 (a lone surrogate such as `"\\ud800"`), at most
@@ -37,6 +39,7 @@ from api.errors import UnsupportedMediaType
 from metastore.codec import dump_json
 
 MAX_JSON_DEPTH = 64
+PRODUCE_PREFIX = "/topics/"
 JAVA_LONG_MIN, JAVA_LONG_MAX = -(2**63), 2**63 - 1
 JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
 # A run of 19 digits or more may be an integer beyond a Java long, which orjson reads as a
@@ -158,6 +161,12 @@ def header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def produce_body_limit(max_message_size: int) -> int:
+    """A REST produce body that holds one message of `max_message_size` bytes, with room
+    for JSON escapes in up to half of it and the request's other fields."""
+    return 2 * max_message_size + 64 * 1024
+
+
 def too_large(limit: int) -> RequestRejected:
     return RequestRejected(413, f"Request body exceeds httpMaxRequestSize ({limit} bytes)")
 
@@ -165,9 +174,13 @@ def too_large(limit: int) -> RequestRejected:
 class RequestRules:
     """The ASGI layer: checks, then hands the app the body it already read."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int,
+                 max_produce_bytes: int | None = None) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        # The REST producer's paths (`/topics/...`) may carry a message up to maxMessageSize
+        # in JSON, so their limit is the larger of the two.
+        self.max_produce_bytes = max(max_body_bytes, max_produce_bytes or 0)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -178,10 +191,12 @@ class RequestRules:
             if scope["method"] not in _WITH_BODY:
                 await self.app(scope, receive, send)
                 return
+            limit = (self.max_produce_bytes if scope["path"].startswith(PRODUCE_PREFIX)
+                     else self.max_body_bytes)
             length = header(scope, b"content-length")
-            if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
-                raise too_large(self.max_body_bytes)
-            body = await read_body(receive, self.max_body_bytes)
+            if length is not None and length.isdigit() and int(length) > limit:
+                raise too_large(limit)
+            body = await read_body(receive, limit)
             if body is None:  # the client went away
                 return
             check_body(scope["method"], scope["path"], header(scope, b"content-type"), body)
