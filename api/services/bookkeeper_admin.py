@@ -31,6 +31,7 @@ from typing import Any
 from api.services.isolation import jackson_pretty
 from metastore import paths
 from metastore.bookie_service_info import BOOKIE_RPC, decode_bookie_service_info
+from metastore.errors import NotFound
 from metastore.ledger_metadata import LedgerMetadata, encode_ledger_metadata
 from metastore.ledgers import LedgerMetadataStore
 from metastore.versioned_keys import VersionedKeys
@@ -116,11 +117,20 @@ class BookKeeperAdminService:
         """`GET /api/v1/ledger/metadata?ledger_id=N`: `{"N": <ledger bean>}`."""
         if "ledger_id" not in params:
             return NOT_GET_ANSWER
+        # A bad or unknown id is the caller's mistake: one line in the log, not a traceback
+        # (anyone can send them); upstream answers both with its bare 500.
         try:
             ledger_id = _java_number(params["ledger_id"], _JAVA_LONG_RANGE)
+        except ValueError as exc:
+            log.warning("ledger metadata: %s", exc)
+            return AdminAnswer(500, INTERNAL_ERROR)
+        try:
             found = await self.ledgers.read(ledger_id)
+        except NotFound:
+            log.warning("ledger metadata: no ledger %d", ledger_id)
+            return AdminAnswer(500, INTERNAL_ERROR)
         except Exception:
-            log.exception("ledger metadata of %r", params["ledger_id"])
+            log.exception("ledger metadata of ledger %d", ledger_id)
             return AdminAnswer(500, INTERNAL_ERROR)
         return AdminAnswer(200, jackson_pretty({str(ledger_id): ledger_bean(found.metadata)}))
 
