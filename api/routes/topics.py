@@ -18,6 +18,7 @@ from api.response_shapes import (
     ProducerMessages,
     TopicNames,
 )
+from api.services.bookkeeper_admin import parse_java_long
 from api.services.topics import (
     INVALID_TOPIC_NAME,
     MESSAGE_ID_NOT_FOUND,
@@ -70,19 +71,12 @@ def _message_response(message: ReadMessage) -> Response:
 
 
 def _id(text: str, what: str) -> int:
-    """A path id as Jersey converts a `long` (`Long.valueOf`): an optional sign and decimal
-    digits within a Java long; otherwise 404 as Jersey answers. Python's `int` alone would
-    also take `1_0` and surrounding blanks."""
-    digits = text[1:] if text[:1] in "+-" else text
-    if digits and "_" not in digits and digits.strip() == digits:
-        try:
-            value = int(text)
-        except ValueError:
-            pass
-        else:
-            if -(1 << 63) <= value < 1 << 63:
-                return value
-    raise NotFound(f"Invalid {what}: {text}")
+    """A path id as Jersey converts a `long`: 404 when `Long.parseLong` would refuse it
+    (Python's `int` alone would also take `1_0` and surrounding blanks)."""
+    try:
+        return parse_java_long(text)
+    except ValueError:
+        raise NotFound(f"Invalid {what}: {text}") from None
 
 
 @router.post(

@@ -274,13 +274,19 @@ def _base64(raw: bytes) -> str:
 
 
 def _java_number(text: str, bounds: tuple[int, int]) -> int:
-    """`Long.parseLong` / `Integer.parseInt`: optional sign, ASCII digits, in range."""
+    """`Long.parseLong` / `Integer.parseInt`: optional sign, ASCII digits, in range;
+    ValueError with Java's NumberFormatException text otherwise."""
     if not text.isascii() or not _JAVA_LONG.fullmatch(text):
-        raise ValueError(f"For input string: {text!r}")
+        raise ValueError(f'For input string: "{text}"')
     value = int(text)
     if not bounds[0] <= value <= bounds[1]:
-        raise ValueError(f"For input string: {text!r}")
+        raise ValueError(f'For input string: "{text}"')
     return value
+
+
+def parse_java_long(text: str) -> int:
+    """`Long.parseLong(text)` (see `_java_number`)."""
+    return _java_number(text, _JAVA_LONG_RANGE)
 
 
 def java_string_hash(text: str) -> int:

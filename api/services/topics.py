@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import math
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,7 +31,7 @@ from api.errors import (
     PreconditionFailed,
     ServiceError,
 )
-from api.services.bookkeeper_admin import java_hash_map
+from api.services.bookkeeper_admin import java_hash_map, parse_java_long
 from api.services.namespaces import NamespaceService, is_valid_namespace_name
 from api.settings import Settings
 from metastore.ledger_metadata import LedgerMetadata, LedgerState
@@ -68,7 +68,6 @@ MESSAGE_ID_NOT_FOUND = "Message id not found"
 NO_MESSAGES = "Could not examine messages due to the total message is zero"
 YIELD_EVERY = 500  # messages of one produce request handled between two loop turns
 LOCAL_CLUSTER = "__local__"  # replicate_to of a message produced with disableReplication
-_JAVA_LONG = re.compile(r"[+-]?[0-9]+")
 
 
 def topic_not_found(tenant: str, namespace: str, topic: str) -> NotFound:
@@ -87,12 +86,13 @@ def require_valid_topic_name(tenant: str, namespace: str, topic: str) -> None:
         raise PreconditionFailed(INVALID_TOPIC_NAME)
 
 
-def parse_java_long(text: str) -> int:
-    """`Long.parseLong`; its NumberFormatException's text otherwise (the broker answers it
-    with a 500)."""
-    if _JAVA_LONG.fullmatch(text) and -(1 << 63) <= int(text) < 1 << 63:
-        return int(text)
-    raise ServiceError(f'For input string: "{text}"')
+def event_time_of(text: str) -> int:
+    """`Long.parseLong` of a message's `eventTime`; its NumberFormatException's text as a
+    500 otherwise, as the broker answers it."""
+    try:
+        return parse_java_long(text)
+    except ValueError as exc:
+        raise ServiceError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -431,8 +431,9 @@ def java_long(value: object, name: str) -> int:
         number = value
     elif isinstance(value, float) and math.isfinite(value):
         number = int(value)
-    elif isinstance(value, str) and _JAVA_LONG.fullmatch(value.strip()):
-        number = int(value.strip())
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            number = parse_java_long(value.strip())
     if number is None or not -(1 << 63) <= number < 1 << 63:
         raise InvalidInput(f"Cannot deserialize value of type `long` from {json.dumps(value)}"
                            f": not a valid `long` value (field `{name}`)")
@@ -487,7 +488,7 @@ def _metadata_of(message: dict[str, Any], producer: str, now: int,
     raw_event_time = java_string(message.get("eventTime"), "eventTime")
     event_time = None
     if raw_event_time is not None and raw_event_time != "":
-        event_time = parse_java_long(raw_event_time)
+        event_time = event_time_of(raw_event_time)
     replicate_to = _string_list(message.get("replicationClusters"), "replicationClusters")
     if java_bool(message.get("disableReplication"), "disableReplication"):
         replicate_to = (LOCAL_CLUSTER,)
