@@ -15,7 +15,7 @@ UNBOUNDED_PATHS = frozenset({"/admin/v2/watch"})
 # The REST producer: once its adds are in flight, their outcome is the answer (each add is
 # bounded by the bookie client's timeout and the ensemble changes after it); a 503 cut in
 # between would hide messages that were stored, and a retry would store them twice.
-UNBOUNDED_PREFIXES = ("/topics/",)
+PRODUCE_PATHS = "/topics/"  # the REST producer's paths start so (also in api.request_rules)
 
 
 class RequestDeadline:
@@ -26,7 +26,7 @@ class RequestDeadline:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if (scope["type"] != "http" or path in UNBOUNDED_PATHS
-                or path.startswith(UNBOUNDED_PREFIXES)):
+                or path.startswith(PRODUCE_PATHS)):
             await self.app(scope, receive, send)
             return
         started = False

@@ -34,12 +34,11 @@ import orjson
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.deadline import send_response
+from api.deadline import PRODUCE_PATHS, send_response
 from api.errors import UnsupportedMediaType
 from metastore.codec import dump_json
 
 MAX_JSON_DEPTH = 64
-PRODUCE_PREFIX = "/topics/"
 JAVA_LONG_MIN, JAVA_LONG_MAX = -(2**63), 2**63 - 1
 JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
 # A run of 19 digits or more may be an integer beyond a Java long, which orjson reads as a
@@ -191,7 +190,7 @@ class RequestRules:
             if scope["method"] not in _WITH_BODY:
                 await self.app(scope, receive, send)
                 return
-            limit = (self.max_produce_bytes if scope["path"].startswith(PRODUCE_PREFIX)
+            limit = (self.max_produce_bytes if scope["path"].startswith(PRODUCE_PATHS)
                      else self.max_body_bytes)
             length = header(scope, b"content-length")
             if length is not None and length.isdigit() and int(length) > limit:

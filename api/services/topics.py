@@ -404,8 +404,14 @@ class TopicService:
         return await self._read(ledger, position)
 
 
-def _kind(value: object) -> str:
-    return "Array value" if isinstance(value, list) else "Object value"
+def _described(value: object) -> str:
+    """A JSON value as a binding error names it: an array or object by its kind, a scalar
+    as its JSON text."""
+    if isinstance(value, list):
+        return "Array value"
+    if isinstance(value, dict):
+        return "Object value"
+    return json.dumps(value)
 
 
 def java_string(value: object, name: str) -> str | None:
@@ -418,7 +424,7 @@ def java_string(value: object, name: str) -> str | None:
     if isinstance(value, int | float):
         return json.dumps(value)
     raise InvalidInput(f"Cannot deserialize value of type `java.lang.String` from "
-                       f"{_kind(value)} (field `{name}`)")
+                       f"{_described(value)} (field `{name}`)")
 
 
 def java_long(value: object, name: str) -> int:
@@ -457,8 +463,7 @@ def _string_map(value: object, name: str) -> dict[str, str]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInput(f"Cannot deserialize value of type `java.util.Map` from "
-                           f"{_kind(value) if isinstance(value, list) else json.dumps(value)}"
-                           f" (field `{name}`)")
+                           f"{_described(value)} (field `{name}`)")
     out = {}
     for key, item in value.items():
         text = java_string(item, f"{name}.{key}")
@@ -473,8 +478,7 @@ def _string_list(value: object, name: str) -> tuple[str, ...]:
         return ()
     if not isinstance(value, list):
         raise InvalidInput(f"Cannot deserialize value of type `java.util.List` from "
-                           f"{json.dumps(value) if not isinstance(value, dict) else 'Object value'}"
-                           f" (field `{name}`)")
+                           f"{_described(value)} (field `{name}`)")
     return tuple(java_string(item, name) or "" for item in value)
 
 
