@@ -1,6 +1,6 @@
 """`python -m api`: the admin service, with its own supervised etcd when no store is given.
 
-python -m api tokens ...   (Pulsar's `pulsar tokens`: see api/tokens.py)
+python -m api tokens ...   (Pulsar's `pulsar tokens`: see api/auth/tokens.py)
 python -m api [--port 8080] [--host 0.0.0.0] [--config broker.conf]
               [--metadata-store-url etcd:http://h:p[,h:p]] [--data-dir data]
               [--cluster-name standalone] [--etcd-client-port 2379] [--etcd-peer-port 2380]
@@ -24,7 +24,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from api.app import create_server_app
-from api.client_certificates import ClientCertHttpProtocol
+from api.auth.client_certificates import ClientCertHttpProtocol
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
 from metastore.store import MetadataStore, parse_metadata_store_url
@@ -265,7 +265,7 @@ def tls_config(app: ASGIApp, settings: Settings) -> uvicorn.Config | None:
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     if arguments[:1] == ["tokens"]:  # `pulsar tokens`: no server, no logging set-up
-        from api.tokens import run as run_tokens
+        from api.auth.tokens import run as run_tokens
 
         return run_tokens(arguments[1:])
     configure_logging()

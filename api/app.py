@@ -12,19 +12,19 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp
 
-from api.deadline import RequestDeadline
+from api.auth.secrets import install_log_masking
 from api.deps import authorize_request
-from api.docs_ui import install_docs_ui
-from api.encoded_slash import EncodedSlashes
 from api.errors import install_error_handlers
-from api.hot_path import RackWriteHotPath
+from api.http.deadline import RequestDeadline
+from api.http.encoded_slash import EncodedSlashes
+from api.http.hot_path import RackWriteHotPath
+from api.http.rate_limit import WriteRateLimit
+from api.http.request_rules import RequestRules, produce_body_limit, require_json_media_type
 from api.metrics import install_metrics
-from api.openapi_doc import OpenApiApp
-from api.openapi_errors import install_error_responses
-from api.rate_limit import WriteRateLimit
-from api.request_rules import RequestRules, produce_body_limit, require_json_media_type
+from api.openapi.doc import OpenApiApp
+from api.openapi.docs_ui import install_docs_ui
+from api.openapi.errors import install_error_responses
 from api.routes import ROUTERS
-from api.secrets import install_log_masking
 from api.services.cluster_metadata import Initialised, keep_initializing
 from api.settings import Settings
 from api.state import AppState
@@ -40,8 +40,8 @@ DESCRIPTION = (
 
 
 def create_server_app(settings: Settings, bookies: LocalBookies | None = None) -> ASGIApp:
-    """What `python -m api` serves: the request rules (`api.request_rules`) in front of
-    everything, then the per-client write rate limit (`api.rate_limit`, when enabled), then the
+    """What `python -m api` serves: the request rules (`api.http.request_rules`) in front of
+    everything, then the per-client write rate limit (`api.http.rate_limit`, when enabled), then the
     `set-bookie-rack` fast path, then the app. `bookies`: the local
     bookies this process supervises (`--bookies N`), controlled through
     `/admin/v2/storage/bookies`."""

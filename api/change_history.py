@@ -2,7 +2,7 @@
 write request, and the background pruning that keeps the history within its retention.
 
 A write request (PUT, POST, DELETE, PATCH) is recorded under a `ChangeContext` built here from
-what the request carries: the role `api.authorization.authorize` found (None when
+what the request carries: the role `api.auth.authorization.authorize` found (None when
 authentication is off), the client's address, the method and the path. Headers never go into
 it, so no token reaches a record.
 """

@@ -9,9 +9,9 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from api.authorization import Access, authorize
+from api.auth.authorization import Access, authorize
+from api.auth.client_certificates import client_certificate
 from api.change_history import change_context
-from api.client_certificates import client_certificate
 from api.services.bookkeeper_admin import BookKeeperAdminService
 from api.services.changes import ChangeHistoryService
 from api.services.clusters import ClusterService
@@ -34,7 +34,7 @@ from metastore.store import MetadataStore
 
 
 async def authorize_request(request: Request) -> None:
-    """The app-wide dependency: every route is authorised by `api.authorization.authorize`,
+    """The app-wide dependency: every route is authorised by `api.auth.authorization.authorize`,
     by its operation id (a route without one is refused unless the caller is a super-user)."""
     headers = {name.decode("latin-1").lower(): value.decode("latin-1")
                for name, value in request.scope["headers"]}  # fmt: skip

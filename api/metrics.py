@@ -48,8 +48,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.authentication import AuthenticationFailed
-from api.authorization import NEED_AUTHENTICATION
+from api.auth.authentication import AuthenticationFailed
+from api.auth.authorization import NEED_AUTHENTICATION
 from api.errors import NotAuthorized
 from api.state import AppState
 from storage.autorecovery import UnderReplication

@@ -14,7 +14,7 @@ from api.settings import Settings
 
 
 def openapi_document() -> dict[str, Any]:
-    """The document the app serves at `/openapi.json` (markers included: `api.openapi_doc`)."""
+    """The document the app serves at `/openapi.json` (markers included: `api.openapi.doc`)."""
     # The document depends only on the routes; no store is contacted to build it.
     app = create_app(Settings(metadataStoreUrl="etcd:http://127.0.0.1:2379"))
     return app.openapi()

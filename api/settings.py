@@ -153,7 +153,7 @@ class Settings:
         return AutoRecoveryConfig.from_conf(self.extra)
 
     def runtime_configuration(self) -> dict[str, str]:
-        """Every key as a string (secrets included: `api.secrets.masked_config` is what the
+        """Every key as a string (secrets included: `api.auth.secrets.masked_config` is what the
         runtime-configuration endpoint answers), the auto-recovery keys with their values."""
         autorecovery = self.autorecovery
         values = {f.name: _to_text(getattr(autorecovery, f.name)) for f in fields(autorecovery)}

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from api.authorization import Guard
+from api.auth.authorization import Guard
+from api.auth.security import build_guard
 from api.change_history import HistoryPruner
-from api.security import build_guard
 from api.services.clusters import ClusterService
 from api.services.isolation import IsolationService
 from api.services.lint import LintService
@@ -104,7 +104,7 @@ class AppState:
     ledgers: LedgerClient
     managed_ledgers: ManagedLedgerFactory
     versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
-    guard: Guard  # who may do what (api.authorization)
+    guard: Guard  # who may do what (api.auth.authorization)
     history_pruner: HistoryPruner  # the change history's retention (api.change_history)
     autorecovery: AutoRecovery | None = None  # with autoRecoveryDaemonEnabled
 

@@ -2,7 +2,7 @@
 imports this module as it is).
 
 Each decoder takes the bytes stored at a Pulsar path and returns a small typed value with the
-fields placement, lookup and the audit use. The API's pydantic models (api/models.py) remain
+fields placement, lookup and the audit use. The API's pydantic models (api/shapes/models.py) remain
 the full shapes that are written; these readers are the tolerant, read-only side:
 
 - `/bookies` (BookiesRackConfiguration): `decode_rack_config` -> `{group: {bookieId: info}}`;

@@ -5,10 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request, Response
 
 from api.deps import MetastoreDep, RacksDep
-from api.models import BookieInfo, BookiesClusterInfo, RawBookieInfo
-from api.params import BookieId
-from api.response_shapes import RackMap
 from api.services.racks import parse_rack_write, registered_bookies
+from api.shapes.models import BookieInfo, BookiesClusterInfo, RawBookieInfo
+from api.shapes.params import BookieId
+from api.shapes.responses import RackMap
 
 router = APIRouter(prefix="/admin/v2/bookies", tags=["bookies"])
 
@@ -79,7 +79,7 @@ async def update_bookie_rack_info(
     (`/rack1`), with `bookkeeperClientRegionawarePolicyEnabled` two (`/region1/rack1`); leading and
     trailing slashes do not count. Takes effect for the next placement, without a restart.
     """
-    # Parsed by hand with the function the rack-write fast path (api.hot_path) uses too.
+    # Parsed by hand with the function the rack-write fast path (api.http.hot_path) uses too.
     await racks.set_bookie(bookie, group, parse_rack_write(await request.body()))
     return Response(status_code=204)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from api.auth.secrets import masked_config
 from api.deps import MetastoreDep, SettingsDep
-from api.params import ClusterName
-from api.response_shapes import BrokerIds, RuntimeConfiguration
-from api.secrets import masked_config
 from api.services.brokers import Redirect, active_brokers
+from api.shapes.params import ClusterName
+from api.shapes.responses import BrokerIds, RuntimeConfiguration
 
 router = APIRouter(prefix="/admin/v2/brokers", tags=["brokers"])
 

@@ -1,7 +1,7 @@
 """Extension: the change history of admin writes, `GET /admin/v2/changes`.
 
 Pulsar has no such path; it is tagged `extensions` (`x-pulsar-extension: true`) and needs
-super-user (`api.authorization.RULES`)."""
+super-user (`api.auth.authorization.RULES`)."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Body, Response
 
 from api.deps import ClustersDep
-from api.models import ClusterData, FailureDomain
-from api.params import ClusterName, FailureDomainName
-from api.response_shapes import ClusterNames, FailureDomains
+from api.shapes.models import ClusterData, FailureDomain
+from api.shapes.params import ClusterName, FailureDomainName
+from api.shapes.responses import ClusterNames, FailureDomains
 
 router = APIRouter(prefix="/admin/v2/clusters", tags=["clusters"])
 

@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from api.deps import LookupDep
-from api.params import NamespaceName, TenantName, TopicDomain, TopicName
+from api.shapes.params import NamespaceName, TenantName, TopicDomain, TopicName
 
 router = APIRouter()
 

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
 from api.deps import NamespacePoliciesDep, NamespacesDep, ReplicationDep
-from api.models import BookieAffinityGroupData, PersistencePolicies, Policies, PulsarModel
-from api.params import AntiAffinityGroupName, ClusterName, NamespaceName, TenantName
-from api.response_shapes import ClusterNames, NamespaceNames
+from api.shapes.models import BookieAffinityGroupData, PersistencePolicies, Policies, PulsarModel
+from api.shapes.params import AntiAffinityGroupName, ClusterName, NamespaceName, TenantName
+from api.shapes.responses import ClusterNames, NamespaceNames
 
 router = APIRouter(prefix="/admin/v2/namespaces", tags=["namespaces"])
 
@@ -191,7 +191,7 @@ async def get_namespace_anti_affinity_group(
 async def set_namespace_anti_affinity_group(
     tenant: TenantName, namespace: NamespaceName, request: Request, policies: NamespacePoliciesDep
 ) -> Response:
-    group = (await request.body()).decode("utf-8")  # UTF-8 checked by api.request_rules
+    group = (await request.body()).decode("utf-8")  # UTF-8 checked by api.http.request_rules
     await policies.set_anti_affinity_group(tenant, namespace, group)
     return no_content()
 

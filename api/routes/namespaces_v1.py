@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from api.deps import NamespacePoliciesDep
-from api.params import AntiAffinityGroupName, ClusterName
-from api.response_shapes import NamespaceNames
 from api.routes.namespaces import errors
+from api.shapes.params import AntiAffinityGroupName, ClusterName
+from api.shapes.responses import NamespaceNames
 
 router = APIRouter(prefix="/admin/namespaces", tags=["namespaces"])
 

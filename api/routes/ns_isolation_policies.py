@@ -11,9 +11,9 @@ from typing import Any
 from fastapi import APIRouter, Body, Query, Response
 
 from api.deps import IsolationDep
-from api.models import BrokerNamespaceIsolationData, NamespaceIsolationData
-from api.params import BrokerId, ClusterName, IsolationPolicyName
-from api.response_shapes import BrokersIsolation, IsolationPolicies
+from api.shapes.models import BrokerNamespaceIsolationData, NamespaceIsolationData
+from api.shapes.params import BrokerId, ClusterName, IsolationPolicyName
+from api.shapes.responses import BrokersIsolation, IsolationPolicies
 
 router = APIRouter(prefix="/admin/v2/clusters", tags=["clusters"])
 

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
 from api.deps import LintDep, PlacementDep
-from api.params import NamespaceName, TenantName
 from api.services.placement import Sizes
+from api.shapes.params import NamespaceName, TenantName
 from placement import Explanation, PlacementConfig
 from placement import lint as lint_rules
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
 from api.deps import RackImportDep
-from api.models import BookieInfo
+from api.shapes.models import BookieInfo
 
 router = APIRouter(prefix="/admin/v2/bookies", tags=["extensions"])
 

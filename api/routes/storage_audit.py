@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
 from api.deps import app_state
-from api.params import AuditId
 from api.services.storage_audit import AuditJob, StorageAuditService
+from api.shapes.params import AuditId
 from storage.autorecovery.plan_repair import RepairProgress
 
 router = APIRouter(prefix="/admin/v2/storage", tags=["extensions"])

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import StorageBookiesDep
-from api.params import StorageBookieId
+from api.shapes.params import StorageBookieId
 from storage.autorecovery.decommission import DecommissionState
 
 router = APIRouter(prefix="/admin/v2/storage/bookies", tags=["extensions"])

@@ -7,9 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Body, Query, Response
 
 from api.deps import TenantsDep
-from api.models import TenantInfo
-from api.params import TenantName
-from api.response_shapes import TenantNames
+from api.shapes.models import TenantInfo
+from api.shapes.params import TenantName
+from api.shapes.responses import TenantNames
 
 router = APIRouter(prefix="/admin/v2/tenants", tags=["tenants"])
 

@@ -10,20 +10,20 @@ from fastapi.responses import JSONResponse
 
 from api.deps import TopicsDep
 from api.errors import NotFound
-from api.params import EntryId, LedgerId, NamespaceName, TenantName, TopicName
-from api.response_shapes import (
-    EXAMPLE_PRODUCER_MESSAGES,
-    PersistentTopicInternalStats,
-    ProducerAcks,
-    ProducerMessages,
-    TopicNames,
-)
 from api.services.bookkeeper_admin import parse_java_long
 from api.services.topics import (
     INVALID_TOPIC_NAME,
     MESSAGE_ID_NOT_FOUND,
     NO_MESSAGES,
     ReadMessage,
+)
+from api.shapes.params import EntryId, LedgerId, NamespaceName, TenantName, TopicName
+from api.shapes.responses import (
+    EXAMPLE_PRODUCER_MESSAGES,
+    PersistentTopicInternalStats,
+    ProducerAcks,
+    ProducerMessages,
+    TopicNames,
 )
 
 router = APIRouter(tags=["topics"])

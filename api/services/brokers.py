@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from api.errors import NotFound, PreconditionFailed
-from api.models import ClusterData
 from api.services.clusters import GLOBAL_CLUSTER
 from api.settings import Settings
+from api.shapes.models import ClusterData
 from metastore import paths
 from metastore.readers import read_brokers
 from metastore.store import MetadataStore

@@ -19,9 +19,9 @@ import logging
 from dataclasses import dataclass
 
 from api.errors import Forbidden
-from api.models import ClusterData, Policies, TenantInfo
 from api.services.namespaces import NamespaceService
 from api.settings import Settings
+from api.shapes.models import ClusterData, Policies, TenantInfo
 from metastore import errors as store_errors
 from metastore import paths
 from metastore.ledger_layout import set_up_ledgers_root

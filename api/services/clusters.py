@@ -17,8 +17,8 @@ import re
 from typing import Any
 
 from api.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
-from api.models import ClusterData, FailureDomain
 from api.services.naming import is_valid_name, require_free_name
+from api.shapes.models import ClusterData, FailureDomain
 from metastore import errors as store_errors
 from metastore import paths
 from metastore.codec import load_json

@@ -16,10 +16,10 @@ import re
 from typing import Any
 
 from api.errors import InvalidInput, NotFound
-from api.models import BrokerNamespaceIsolationData, NamespaceIsolationData
 from api.services.brokers import registered_brokers
 from api.services.clusters import ClusterService
 from api.services.naming import require_free_name
+from api.shapes.models import BrokerNamespaceIsolationData, NamespaceIsolationData
 from metastore import paths
 from metastore.codec import dump_json, load_stored
 from metastore.store import Guard, MetadataStore, retry_on_conflict

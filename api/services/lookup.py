@@ -27,7 +27,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from api.errors import InvalidInput, NotFound, ServiceUnavailable
-from api.models import BundlesData
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
     TOPIC_DOMAINS,
@@ -35,6 +34,7 @@ from api.services.namespaces import (
     bundles_for,
 )
 from api.settings import Settings
+from api.shapes.models import BundlesData
 from metastore import errors as store_errors
 from metastore import paths
 from metastore.cache import WatchedRange

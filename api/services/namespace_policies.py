@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from api.errors import InvalidInput, NotFound, PreconditionFailed
-from api.models import BookieAffinityGroupData, LocalPolicies, PersistencePolicies, Policies
 from api.services.clusters import require_cluster
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
@@ -27,6 +26,7 @@ from api.services.namespaces import (
 )
 from api.services.naming import java_set, require_free_name
 from api.settings import Settings
+from api.shapes.models import BookieAffinityGroupData, LocalPolicies, PersistencePolicies, Policies
 from metastore import paths
 from metastore.store import Guard, MetadataStore, retry_on_conflict
 from placement.config import split_groups

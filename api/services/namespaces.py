@@ -19,9 +19,9 @@ from api.errors import (
     NotFound,
     PreconditionFailed,
 )
-from api.models import BundlesData, PersistencePolicies, Policies, TenantInfo
 from api.services.naming import is_valid_namespace_name
 from api.settings import Settings
+from api.shapes.models import BundlesData, PersistencePolicies, Policies, TenantInfo
 from metastore import errors as store_errors
 from metastore import paths
 from metastore.store import Guard, MetadataStore, retry_on_conflict

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.errors import PreconditionFailed
-from api.models import BookieInfo
 from api.services.naming import require_free_name
 from api.services.racks import find_bookie, put_bookie, remove_bookie, sorted_config, validate_rack
 from api.settings import Settings
+from api.shapes.models import BookieInfo
 from metastore import errors as store_errors
 from metastore import paths
 from metastore.codec import dump_json

@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from api.errors import InvalidInput, NotFound, PreconditionFailed, validation_reason
-from api.models import BookieInfo
 from api.services.naming import require_free_name
 from api.settings import Settings
+from api.shapes.models import BookieInfo
 from metastore import paths
 from metastore.cache import CachedDocument, WatchedRange
 from metastore.codec import dump_json, load_json

@@ -11,7 +11,6 @@ The write is a compare-and-swap of the policies document that keeps every other 
 from __future__ import annotations
 
 from api.errors import Conflict, Forbidden, NotFound, PreconditionFailed
-from api.models import ClusterData, Policies
 from api.services.namespaces import (
     GLOBAL_CLUSTER,
     NAMESPACE_NOT_FOUND,
@@ -20,6 +19,7 @@ from api.services.namespaces import (
 )
 from api.services.naming import java_set
 from api.settings import Settings
+from api.shapes.models import ClusterData, Policies
 from metastore import paths
 from metastore.store import MetadataStore
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import builtins
 
 from api.errors import Conflict, NotAllowed, NotFound, PreconditionFailed
-from api.models import TenantInfo
 from api.services.namespaces import NamespaceService, namespace_names
 from api.services.naming import is_valid_name
 from api.settings import Settings
+from api.shapes.models import TenantInfo
 from metastore import errors as store_errors
 from metastore import paths
 from metastore.store import Guard, MetadataStore, retry_on_conflict

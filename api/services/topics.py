@@ -78,7 +78,7 @@ def topic_not_found(tenant: str, namespace: str, topic: str) -> NotFound:
 def require_valid_topic_name(tenant: str, namespace: str, topic: str) -> None:
     """`AdminResource.validateTopicName`: 412 when `TopicName.get` would not parse. Beyond
     upstream's rule, a local name with a NUL (or an encoded slash, which reaches here as
-    one: `api.encoded_slash`) or a `/`, or that is `.` or `..`, is refused too: a slash
+    one: `api.http.encoded_slash`) or a `/`, or that is `.` or `..`, is refused too: a slash
     would make it another namespace's name, and a NUL, which ZooKeeper refuses in a path,
     would otherwise share one managed ledger with the encoded slash."""
     if (not topic or "\x00" in topic or "/" in topic or topic in (".", "..")

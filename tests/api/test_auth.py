@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi.routing import APIRoute
 
 from api.app import create_app
-from api.authorization import NEED_AUTHENTICATION, NEED_SUPER_USER, RULES, SuperUser
+from api.auth.authorization import NEED_AUTHENTICATION, NEED_SUPER_USER, RULES, SuperUser
 from api.settings import TOKEN_PROVIDER, Settings
 from metastore.embedded import EmbeddedEtcd
 from tests.support import RawEtcd, ServerProcess, wait_until

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.docs_ui import ASSETS_URL
+from api.openapi.docs_ui import ASSETS_URL
 from api.openapi_export import openapi_document
 from tests.support import ServerProcess
 

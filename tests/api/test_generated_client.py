@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from api.models import (
+from api.shapes.models import (
     EXAMPLE_AFFINITY,
     EXAMPLE_CLUSTER,
     EXAMPLE_ISOLATION,

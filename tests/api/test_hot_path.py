@@ -1,4 +1,4 @@
-"""The `set-bookie-rack` fast path (`api.hot_path`) answers exactly as the FastAPI route.
+"""The `set-bookie-rack` fast path (`api.http.hot_path`) answers exactly as the FastAPI route.
 
 Every case is sent twice from the same stored rack map: once as `application/json`, which the
 fast path serves, and once as `application/vnd.pulsar+json`, which FastAPI parses as JSON too
@@ -43,7 +43,7 @@ CASES: list[tuple[str, Query, bytes]] = [
     ("b%C3%B8:3181", [("group", "default")], b'{"rack":"/rack1"}'),
     ("a%2Fb:3181", [("group", "default")], b'{"rack":"/rack1"}'),
 ]
-# Requests the rules refuse (api.request_rules, naming): 4xx from both, nothing written.
+# Requests the rules refuse (api.http.request_rules, naming): 4xx from both, nothing written.
 RULE_CASES: list[tuple[str, Query, bytes]] = [
     ("b1:3181", [("group", "default")], b'{"rack":"/r\\ud800"}'),
     ("b1:3181", [("group", "default")], b'{"rack":"/r1","hostname":1e999}'),

@@ -16,7 +16,7 @@ import jwt
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.authorization import NEED_AUTHENTICATION
+from api.auth.authorization import NEED_AUTHENTICATION
 from api.settings import TOKEN_PROVIDER
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import yaml
 
-from api.openapi_doc import EXTENSION_MARKER as MARKER
+from api.openapi.doc import EXTENSION_MARKER as MARKER
 from api.openapi_export import openapi_document, openapi_yaml
 from tests.support import REPO, ServerProcess
 

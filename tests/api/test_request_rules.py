@@ -1,4 +1,4 @@
-"""The request rules (`api.request_rules`, names in `api.services.naming`): a request that
+"""The request rules (`api.http.request_rules`, names in `api.services.naming`): a request that
 breaks one is a 4xx `{"reason": ...}` and leaves etcd byte-identical."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from api.secrets import MASK, mask_text, masked_config
+from api.auth.secrets import MASK, mask_text, masked_config
 from api.settings import SettingsError, load_settings
 
 

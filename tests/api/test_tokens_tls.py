@@ -25,11 +25,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from api.authentication import AuthenticationFailed, TlsAuthenticator
-from api.authorization import NEED_AUTHENTICATION, NEED_SUPER_USER
-from api.secrets import mask_text
+from api.auth.authentication import AuthenticationFailed, TlsAuthenticator
+from api.auth.authorization import NEED_AUTHENTICATION, NEED_SUPER_USER
+from api.auth.secrets import mask_text
+from api.auth.tokens import run as run_tokens
 from api.settings import TLS_PROVIDER, TOKEN_PROVIDER
-from api.tokens import run as run_tokens
 from metastore.embedded import EmbeddedEtcd, free_port
 from tests.cli.conftest import admin_error, clean_env, failed, ok, run_cli
 from tests.factories import Pki, make_pki
@@ -46,7 +46,7 @@ class ToolRun:
 
 
 def tokens(*args: str) -> ToolRun:
-    """The tool in-process (`python -m api tokens` is `api.tokens.run`; one test runs that
+    """The tool in-process (`python -m api tokens` is `api.auth.tokens.run`; one test runs that
     command line itself)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -9,7 +9,7 @@ itself once group commit shares one etcd transaction among concurrent writers.
 This ASGI wrapper, outside the whole FastAPI app, serves the well-formed request itself: a
 bookie id in one path segment (no encoded slash) and a body sent as `application/json`,
 parsed by the route's own function (`racks.parse_rack_write`). It authorises through the
-same `api.authorization.authorize` and calls the same `RackService.set_bookie` as the route,
+same `api.auth.authorization.authorize` and calls the same `RackService.set_bookie` as the route,
 within the same request deadline, and maps errors through the same table
 (`api.errors.error_status_and_reason`), so the answer is the route's answer. Any other
 request (no or other content type, a body the parse refuses, a path with a root prefix) goes
@@ -25,13 +25,13 @@ from urllib.parse import parse_qsl
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
-from api.authorization import Access, authorize
+from api.auth.authorization import Access, authorize
+from api.auth.client_certificates import client_certificate
 from api.change_history import change_context
-from api.client_certificates import client_certificate
-from api.deadline import send_response, send_timed_out
-from api.encoded_slash import has_encoded_slash
 from api.errors import KNOWN_ERRORS, InvalidInput, error_status_and_reason
-from api.request_rules import read_body, replay
+from api.http.deadline import send_response, send_timed_out
+from api.http.encoded_slash import has_encoded_slash
+from api.http.request_rules import read_body, replay
 from api.services.racks import RackService, parse_rack_write
 from metastore.change_history import recording
 from metastore.codec import dump_json

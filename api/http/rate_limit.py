@@ -23,7 +23,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.authentication import AuthenticationFailed
+from api.auth.authentication import AuthenticationFailed
 from api.change_history import WRITE_METHODS, client_address
 from metastore.codec import dump_json
 

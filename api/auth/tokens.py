@@ -30,7 +30,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from api.authentication import KeyConfigError, load_public_key, read_key_bytes
+from api.auth.authentication import KeyConfigError, load_public_key, read_key_bytes
 
 PAIR_ALGORITHMS = ("RS256", "ES256")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}

@@ -35,7 +35,7 @@ from urllib.parse import unquote, urlparse
 import jwt
 from cryptography.hazmat.primitives.serialization import load_der_public_key, load_pem_public_key
 
-from api.client_certificates import subject_name
+from api.auth.client_certificates import subject_name
 
 BEARER = "bearer "
 

@@ -34,8 +34,8 @@ import orjson
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.deadline import PRODUCE_PATHS, send_response
 from api.errors import UnsupportedMediaType
+from api.http.deadline import PRODUCE_PATHS, send_response
 from metastore.codec import dump_json
 
 MAX_JSON_DEPTH = 64

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from api.models import (
+from api.shapes.models import (
     EXAMPLE_BROKER_ISOLATION,
     EXAMPLE_ISOLATION,
     BookieInfo,

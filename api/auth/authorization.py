@@ -1,6 +1,6 @@
 """The one authorisation check. Every request passes through `authorize`: the routes through
 the app-wide dependency `authorize_request` (api/deps.py), the rack-write fast path
-(api/hot_path.py) by calling it directly, so a rule holds for both.
+(api/http/hot_path.py) by calling it directly, so a rule holds for both.
 
 Pulsar's model (`PulsarWebResource`, `PulsarAuthorizationProvider`):
 
@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from api.authentication import AuthenticationFailed, ProviderChain
+from api.auth.authentication import AuthenticationFailed, ProviderChain
 from api.errors import Forbidden, NotAuthorized
 
 NEED_AUTHENTICATION: Final = "Need to authenticate to perform the request"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from api.authentication import ProviderChain, TlsAuthenticator, TokenAuthenticator
-from api.authorization import OPEN, Guard
+from api.auth.authentication import ProviderChain, TlsAuthenticator, TokenAuthenticator
+from api.auth.authorization import OPEN, Guard
 from api.settings import TOKEN_PROVIDER, Settings
 from metastore import paths
 from metastore.store import MetadataStore

@@ -15,7 +15,7 @@ UNBOUNDED_PATHS = frozenset({"/admin/v2/watch"})
 # The REST producer: once its adds are in flight, their outcome is the answer (each add is
 # bounded by the bookie client's timeout and the ensemble changes after it); a 503 cut in
 # between would hide messages that were stored, and a retry would store them twice.
-PRODUCE_PATHS = "/topics/"  # the REST producer's paths start so (also in api.request_rules)
+PRODUCE_PATHS = "/topics/"  # the REST producer's paths start so (also in api.http.request_rules)
 
 
 class RequestDeadline:
