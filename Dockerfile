@@ -15,6 +15,7 @@ COPY metastore ./metastore
 COPY placement ./placement
 COPY storage ./storage
 COPY pipeline ./pipeline
+COPY javaformats ./javaformats
 
 RUN python3 -m venv .venv \
  && .venv/bin/pip install --no-cache-dir --upgrade pip \

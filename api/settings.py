@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from placement.config import parse_broker_conf
+from javaformats import parse_broker_conf
 from storage.autorecovery.config import AutoRecoveryConfig, AutoRecoveryConfigError
 
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cli.errors import ConfigError
+from javaformats import parse_properties
 
 CONF_ENV = "PULSAR_CLIENT_CONF"
 HOME_ENV = "PULSAR_HOME"
@@ -56,71 +57,6 @@ class GlobalFlags(NamedTuple):
     tls_enable_hostname_verification: bool | None = None
     tls_provider: str | None = None
     request_timeout: int | None = None
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _logical_lines(text: str) -> list[str]:
-    """Join continuation lines (odd number of trailing backslashes), drop comments/blanks."""
-    lines: list[str] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending += line[:-1]
-            continue
-        lines.append(pending + line)
-        pending = ""
-    if pending:
-        lines.append(pending)
-    return lines
-
-
-def _unescape(text: str) -> str:
-    out: list[str] = []
-    chars = iter(range(len(text)))
-    for i in chars:
-        ch = text[i]
-        if ch != "\\" or i + 1 >= len(text):
-            out.append(ch)
-            continue
-        nxt = text[i + 1]
-        next(chars, None)
-        if nxt == "u" and i + 5 < len(text):
-            out.append(chr(int(text[i + 2 : i + 6], 16)))
-            for _ in range(4):
-                next(chars, None)
-        else:
-            out.append(_ESCAPES.get(nxt, nxt))
-    return "".join(out)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """`java.util.Properties.load`: `key=value`, `key: value` or `key value`; `#`/`!`
-    comments, backslash continuations and escapes."""
-    properties: dict[str, str] = {}
-    for line in _logical_lines(text):
-        index, escaped = 0, False
-        while index < len(line):
-            ch = line[index]
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch in "=: \t\f":
-                break
-            index += 1
-        key, rest = line[:index], line[index:].lstrip(" \t\f")
-        if line[index : index + 1] in ("=", ":"):
-            rest = line[index + 1 :].lstrip(" \t\f")
-        elif rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip(" \t\f")
-        properties[_unescape(key)] = _unescape(rest)
-    return properties
 
 
 def conf_path(
@@ -205,7 +141,6 @@ __all__ = [
     "GlobalFlags",
     "conf_path",
     "load",
-    "parse_properties",
     "read_conf",
     "resolve",
 ]

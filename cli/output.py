@@ -9,9 +9,8 @@ Commands return one of the result types below; `write` renders it the way the Ja
     MapResult(entries)  one line per entry: `key` + 4 spaces + the value's Java `toString`
     None                nothing (writes print nothing on success)
 
-The Jackson layout: 2-space indent, `"key" : value`, arrays inline `[ "a", "b" ]` (arrays do
-not indent their elements, so an object inside an array is indented by its object depth),
-empty `[ ]` and `{ }`, `\\n` line ends and no trailing newline of its own (println adds it).
+The Jackson layout is `javaformats.jackson_pretty`'s (no trailing newline of its own: println
+adds it).
 """
 
 from __future__ import annotations
@@ -21,7 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, NamedTuple, TextIO
 
-from cli.javafmt import JavaType, java_double
+from cli.javafmt import JavaType
+from javaformats import jackson_pretty
 
 
 class OutputFormat(StrEnum):
@@ -59,71 +59,6 @@ class MapResult(NamedTuple):
 
 
 Result = JsonResult | TextResult | LinesResult | MapResult | None
-
-
-# -- Jackson's DefaultPrettyPrinter ------------------------------------------------------------
-
-_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
-                  "\r": "\\r"}  # fmt: skip
-
-
-def jackson_string(text: str) -> str:
-    """A JSON string as Jackson writes it: UTF-8 kept, control characters as `\\u00XX`."""
-    out = ['"']
-    for ch in text:
-        if ch in _SHORT_ESCAPES:
-            out.append(_SHORT_ESCAPES[ch])
-        elif ord(ch) < 0x20:
-            out.append(f"\\u{ord(ch):04X}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def _scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return java_double(value)
-    return jackson_string(str(value))
-
-
-def _write_json(value: Any, depth: int, out: list[str]) -> None:
-    if isinstance(value, Mapping):
-        entries = [(k, v) for k, v in value.items() if v is not None]
-        if not entries:
-            out.append("{ }")
-            return
-        out.append("{")
-        for index, (key, item) in enumerate(entries):
-            out.append(("," if index else "") + "\n" + "  " * (depth + 1))
-            out.append(jackson_string(str(key)) + " : ")
-            _write_json(item, depth + 1, out)
-        out.append("\n" + "  " * depth + "}")
-    elif isinstance(value, list | tuple):
-        if not value:
-            out.append("[ ]")
-            return
-        out.append("[ ")
-        for index, item in enumerate(value):
-            if index:
-                out.append(", ")
-            _write_json(item, depth, out)
-        out.append(" ]")
-    else:
-        out.append(_scalar(value))
-
-
-def jackson_pretty(value: Any) -> str:
-    """`writerWithDefaultPrettyPrinter().writeValueAsString(value)` (null fields dropped)."""
-    out: list[str] = []
-    _write_json(value, 0, out)
-    return "".join(out)
 
 
 # -- upstream format ---------------------------------------------------------------------------
@@ -232,8 +167,6 @@ __all__ = [
     "Result",
     "Rows",
     "TextResult",
-    "jackson_pretty",
-    "jackson_string",
     "render",
     "render_pulsar",
     "render_table",

@@ -10,8 +10,9 @@ from typing import Any
 
 from cli.client import V2, AdminClient, path
 from cli.errors import ParameterError
-from cli.javafmt import BOOKIE_GROUP, hash_set_order
+from cli.javafmt import BOOKIE_GROUP
 from cli.output import JsonResult, LinesResult, MapResult, Rows
+from javaformats import hash_set_order
 
 CLUSTERS = f"{V2}/clusters"
 RACKS = f"{V2}/bookies/racks-info"

@@ -54,6 +54,7 @@ from urllib.parse import unquote_plus
 import numpy as np
 import pyarrow as pa
 
+from javaformats import parse_broker_conf
 from metastore import paths
 from metastore.documents import (
     decode_local_policies,
@@ -67,7 +68,6 @@ from metastore.managed_ledger_info import decode_managed_ledger_info
 from pipeline.schema import LEDGER_COLUMNS, TABLES
 from pipeline.synth import write_table
 from placement import PlacementConfig
-from placement.config import parse_broker_conf
 from placement.topology import UNKNOWN_REGION, region_of
 from storage.bookie.client import BookieClient
 

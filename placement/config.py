@@ -122,22 +122,6 @@ _KEYS: dict[str, tuple[str, str]] = {
 }
 
 
-def parse_broker_conf(text: str, source: str = "broker.conf") -> dict[str, str]:
-    """`key=value` lines of a broker.conf-style text (blank lines and `#` comments skipped);
-    ValueError naming `source` and the line for anything else. Reading the file is the
-    caller's (this package does no I/O)."""
-    values: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise ValueError(f"{source}:{number}: expected key=value, got {line!r}")
-        values[key.strip()] = value.strip()
-    return values
-
-
 def split_groups(value: str | None) -> tuple[str, ...]:
     """Pulsar's comma-separated group list: trimmed, empties dropped, order kept."""
     if not value:

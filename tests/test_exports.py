@@ -12,6 +12,7 @@ PACKAGES = [
     "api.services",
     "cli",
     "cli.commands",
+    "javaformats",
     "metastore",
     "placement",
     "storage",

@@ -10,7 +10,6 @@ from fastapi.responses import JSONResponse
 
 from api.deps import TopicsDep
 from api.errors import NotFound
-from api.services.bookkeeper_admin import parse_java_long
 from api.services.topics import (
     INVALID_TOPIC_NAME,
     MESSAGE_ID_NOT_FOUND,
@@ -25,6 +24,7 @@ from api.shapes.responses import (
     ProducerMessages,
     TopicNames,
 )
+from javaformats import parse_java_long
 
 router = APIRouter(tags=["topics"])
 ADMIN = "/admin/v2/persistent/{tenant}/{namespace}"

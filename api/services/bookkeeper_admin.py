@@ -23,12 +23,11 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api.services.isolation import jackson_pretty
+from javaformats import hash_map_order, jackson_pretty, parse_java_int, parse_java_long
 from metastore import paths
 from metastore.bookie_service_info import BOOKIE_RPC, decode_bookie_service_info
 from metastore.errors import NotFound
@@ -43,9 +42,6 @@ log = logging.getLogger(__name__)
 NOT_GET = "Not found method. Should be GET method"
 INTERNAL_ERROR = "Internal Server Error"
 LIST_LEDGER_BATCH_SIZE = 100
-_JAVA_LONG = re.compile(r"[+-]?[0-9]+")
-_JAVA_INT_RANGE = (-(2**31), 2**31 - 1)
-_JAVA_LONG_RANGE = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True)
@@ -88,9 +84,9 @@ class BookKeeperAdminService:
         if not chosen:
             return AdminAnswer(404, NO_UNDER_REPLICATED)
         if "printmissingreplica" in params:
-            return AdminAnswer(200, jackson_pretty(
+            return AdminAnswer(200, bookkeeper_json(
                 {str(m.ledger_id): list(m.replicas) for m in chosen}))
-        return AdminAnswer(200, jackson_pretty([m.ledger_id for m in chosen]))
+        return AdminAnswer(200, bookkeeper_json([m.ledger_id for m in chosen]))
 
     async def trigger_audit(self) -> AdminAnswer:
         """`PUT /api/v1/autorecovery/trigger_audit` (`TriggerAuditService`): rewrite
@@ -120,7 +116,7 @@ class BookKeeperAdminService:
         # A bad or unknown id is the caller's mistake: one line in the log, not a traceback
         # (anyone can send them); upstream answers both with its bare 500.
         try:
-            ledger_id = _java_number(params["ledger_id"], _JAVA_LONG_RANGE)
+            ledger_id = parse_java_long(params["ledger_id"])
         except ValueError as exc:
             log.warning("ledger metadata: %s", exc)
             return AdminAnswer(500, INTERNAL_ERROR)
@@ -132,7 +128,7 @@ class BookKeeperAdminService:
         except Exception:
             log.exception("ledger metadata of ledger %d", ledger_id)
             return AdminAnswer(500, INTERNAL_ERROR)
-        return AdminAnswer(200, jackson_pretty({str(ledger_id): ledger_bean(found.metadata)}))
+        return AdminAnswer(200, bookkeeper_json({str(ledger_id): ledger_bean(found.metadata)}))
 
     async def list_ledgers(self, params: Mapping[str, str]) -> AdminAnswer:
         """`GET /api/v1/ledger/list?print_metadata=&decode_meta=&page=`."""
@@ -141,7 +137,7 @@ class BookKeeperAdminService:
         try:
             page = -1
             if print_metadata and "page" in params:
-                page = _java_number(params["page"], _JAVA_INT_RANGE)
+                page = parse_java_int(params["page"])
             output: dict[str, Any] = {}
             if not print_metadata:
                 async for ledger_id in self.ledgers.ledger_ids():
@@ -162,7 +158,7 @@ class BookKeeperAdminService:
         except Exception:
             log.exception("ledger list")
             return AdminAnswer(500, INTERNAL_ERROR)
-        return AdminAnswer(200, jackson_pretty(output))
+        return AdminAnswer(200, bookkeeper_json(output))
 
     async def list_bookies(self, params: Mapping[str, str]) -> AdminAnswer:
         """`GET /api/v1/bookie/list_bookies?type=rw|ro&print_hostnames=true`: bookie id to
@@ -179,7 +175,7 @@ class BookKeeperAdminService:
         except Exception:
             log.exception("bookie list")
             return AdminAnswer(500, INTERNAL_ERROR)
-        return AdminAnswer(200, jackson_pretty(java_hash_map(output.items())))
+        return AdminAnswer(200, bookkeeper_json(hash_map_order(output.items())))
 
     async def trigger_gc(self, body: bytes) -> AdminAnswer:
         """`PUT /api/v1/bookie/gc` (`TriggerGCService`) for the cluster: one request at
@@ -196,7 +192,7 @@ class BookKeeperAdminService:
             log.exception("trigger gc")
             return AdminAnswer(500, INTERNAL_ERROR)
         servers = ", ".join(f"Bookie Server listening on {b} with id {b}" for b in bookies)
-        return AdminAnswer(200, jackson_pretty(f"Triggered GC on BookieServer: {servers}"))
+        return AdminAnswer(200, bookkeeper_json(f"Triggered GC on BookieServer: {servers}"))
 
     @staticmethod
     def _gc_request(body: bytes) -> bytes:
@@ -220,7 +216,7 @@ class BookKeeperAdminService:
         except Exception:
             log.exception("gc state")
             return AdminAnswer(500, INTERNAL_ERROR)
-        return AdminAnswer(200, jackson_pretty({"is_in_force_gc": "true" if running else "false"}))
+        return AdminAnswer(200, bookkeeper_json({"is_in_force_gc": "true" if running else "false"}))
 
     async def _registered_bookies(self) -> list[str]:
         writable = [b for b in await self.keys.children(paths.BOOKIES_AVAILABLE) if b != "readonly"]
@@ -240,6 +236,11 @@ class BookKeeperAdminService:
         return host
 
 
+def bookkeeper_json(value: Any) -> str:
+    """BookKeeper's `JsonUtil.toJson`: Jackson's pretty printer, null fields kept."""
+    return jackson_pretty(value, omit_null=False)
+
+
 def ledger_bean(metadata: LedgerMetadata) -> dict[str, Any]:
     """`LedgerMetadataImpl` as Jackson writes it, in Jackson's property order."""
     ctime = metadata.ctime
@@ -257,7 +258,7 @@ def ledger_bean(metadata: LedgerMetadata) -> dict[str, Any]:
         "ctime": ctime,
         "digestType": None if metadata.digest_type is None else metadata.digest_type.name,
         "password": _base64(metadata.password or b""),
-        "customMetadata": java_hash_map(  # read into a HashMap, then copied as it iterates
+        "customMetadata": hash_map_order(  # read into a HashMap, then copied as it iterates
             (k, _base64(v)) for k, v in metadata.custom_metadata.items()
         ),
         "allEnsembles": {
@@ -273,53 +274,3 @@ def _base64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
-def _java_number(text: str, bounds: tuple[int, int]) -> int:
-    """`Long.parseLong` / `Integer.parseInt`: optional sign, ASCII digits, in range;
-    ValueError with Java's NumberFormatException text otherwise."""
-    if not text.isascii() or not _JAVA_LONG.fullmatch(text):
-        raise ValueError(f'For input string: "{text}"')
-    value = int(text)
-    if not bounds[0] <= value <= bounds[1]:
-        raise ValueError(f'For input string: "{text}"')
-    return value
-
-
-def parse_java_long(text: str) -> int:
-    """`Long.parseLong(text)` (see `_java_number`)."""
-    return _java_number(text, _JAVA_LONG_RANGE)
-
-
-def java_string_hash(text: str) -> int:
-    """Java's `String.hashCode` (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    for unit in _utf16_units(text):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - 2**32 if h >= 2**31 else h
-
-
-def java_hash_map(entries: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    """The entries in the order a Java `HashMap<String, ?>` filled in this order iterates
-    them: by bucket (the spread hash masked by the table size, which starts at 16 and doubles
-    past 3/4 full), insertion order within a bucket."""
-    items = list(entries)
-    size = 16
-    while len(items) > size * 3 // 4:
-        size *= 2
-
-    def bucket(key: str) -> int:
-        h = java_string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (size - 1)
-
-    ordered = sorted(enumerate(items), key=lambda item: (bucket(item[1][0]), item[0]))
-    return {key: value for _, (key, value) in ordered}
-
-
-def _utf16_units(text: str) -> Iterable[int]:
-    for char in text:
-        code = ord(char)
-        if code < 0x10000:
-            yield code
-        else:
-            code -= 0x10000
-            yield 0xD800 + (code >> 10)
-            yield 0xDC00 + (code & 0x3FF)

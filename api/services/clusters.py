@@ -19,6 +19,7 @@ from typing import Any
 from api.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from api.services.naming import is_valid_name, require_free_name
 from api.shapes.models import ClusterData, FailureDomain
+from javaformats import java_to_string
 from metastore import errors as store_errors
 from metastore import paths
 from metastore.codec import load_json
@@ -101,11 +102,6 @@ def check_urls(data: ClusterData) -> None:
         url = getattr(data, field)
         if url is not None and uri_scheme(url) not in schemes:
             raise InvalidInput(reason)
-
-
-def java_list(items: list[str]) -> str:
-    """A list as Java's `List.toString()` prints it: `[a, b]`."""
-    return "[" + ", ".join(items) + "]"
 
 
 def unique(items: list[str]) -> list[str]:
@@ -236,7 +232,7 @@ class ClusterService:
                 continue
             duplicates = [b for b in existing.brokers or [] if b in wanted]
             if duplicates:
-                raise Conflict(f"{java_list(duplicates)} already exists in {name}")
+                raise Conflict(f"{java_to_string(duplicates)} already exists in {name}")
         await self.store.commit(
             [
                 Guard(paths.cluster(cluster), found.revision),

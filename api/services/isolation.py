@@ -11,8 +11,6 @@ outlives a concurrent cluster deletion.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from api.errors import InvalidInput, NotFound
@@ -20,6 +18,7 @@ from api.services.brokers import registered_brokers
 from api.services.clusters import ClusterService
 from api.services.naming import require_free_name
 from api.shapes.models import BrokerNamespaceIsolationData, NamespaceIsolationData
+from javaformats import jackson_pretty, parse_java_int
 from metastore import paths
 from metastore.codec import dump_json, load_stored
 from metastore.store import Guard, MetadataStore, retry_on_conflict
@@ -29,7 +28,6 @@ Policies = dict[str, NamespaceIsolationData]
 
 MIN_AVAILABLE = "min_available"
 REQUIRED_PARAMETERS = ("min_limit", "usage_threshold")
-_JAVA_INT = re.compile(r"^[+-]?[0-9]+$")
 
 
 def record_missing_reason(cluster: str) -> str:
@@ -39,7 +37,7 @@ def record_missing_reason(cluster: str) -> str:
 def invalid_policy_reason(policy: str, data: NamespaceIsolationData | None) -> str:
     return (
         f"Invalid format of input policy data. policy: {policy}; "
-        f"data: {jackson_pretty(java_view(data))}"
+        f"data: {jackson_pretty(deserialized_view(data), omit_null=False)}"
     )
 
 
@@ -47,7 +45,12 @@ def invalid_policy_reason(policy: str, data: NamespaceIsolationData | None) -> s
 
 
 def is_java_int(text: str) -> bool:
-    return bool(_JAVA_INT.match(text)) and -(2**31) <= int(text) < 2**31
+    """`Integer.parseInt` accepts `text`."""
+    try:
+        parse_java_int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def compiles(patterns: list[str]) -> bool:
@@ -68,7 +71,7 @@ def is_valid_policy(data: NamespaceIsolationData | None) -> bool:
     return all(k in parameters and is_java_int(parameters[k]) for k in REQUIRED_PARAMETERS)
 
 
-def java_view(data: NamespaceIsolationData | None) -> Any:
+def deserialized_view(data: NamespaceIsolationData | None) -> Any:
     """The policy as Pulsar deserialized it: every field present, unknown enums null."""
     if data is None:
         return None
@@ -85,32 +88,6 @@ def java_view(data: NamespaceIsolationData | None) -> Any:
         },
         "unload_scope": data.unload_scope,
     }
-
-
-def _jackson_string(text: str) -> str:
-    quoted = json.dumps(text, ensure_ascii=False)
-    return re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), quoted)
-
-
-def jackson_pretty(value: Any, depth: int = 0) -> str:
-    """Jackson's DefaultPrettyPrinter: `"key" : value`, two-space indent, arrays inline
-    (`[ "a", "b" ]`, `[ ]`), empty objects `{ }`."""
-    if isinstance(value, dict):
-        if not value:
-            return "{ }"
-        inner = "  " * (depth + 1)
-        fields = [
-            f"{inner}{_jackson_string(k)} : {jackson_pretty(v, depth + 1)}"
-            for k, v in value.items()
-        ]
-        return "{\n" + ",\n".join(fields) + "\n" + "  " * depth + "}"
-    if isinstance(value, list):
-        if not value:
-            return "[ ]"
-        return "[ " + ", ".join(jackson_pretty(item, depth) for item in value) + " ]"
-    if isinstance(value, str):
-        return _jackson_string(value)
-    return json.dumps(value)
 
 
 # -- broker views -------------------------------------------------------------------------------

@@ -24,9 +24,10 @@ from api.services.namespaces import (
     require_valid_namespace_name,
     validate_persistence,
 )
-from api.services.naming import java_set, require_free_name
+from api.services.naming import require_free_name
 from api.settings import Settings
 from api.shapes.models import BookieAffinityGroupData, LocalPolicies, PersistencePolicies, Policies
+from javaformats import java_to_string
 from metastore import paths
 from metastore.store import Guard, MetadataStore, retry_on_conflict
 from placement.config import split_groups
@@ -162,7 +163,7 @@ class NamespacePolicyService:
         if local_cluster not in clusters:
             raise PreconditionFailed(
                 "Namespace missing local cluster name in clusters list: "
-                f"local_cluster={local_cluster} ns={name} clusters={java_set(clusters)}"
+                f"local_cluster={local_cluster} ns={name} clusters={java_to_string(clusters)}"
             )
         return policies
 

@@ -22,6 +22,7 @@ from api.errors import (
 from api.services.naming import is_valid_namespace_name
 from api.settings import Settings
 from api.shapes.models import BundlesData, PersistencePolicies, Policies, TenantInfo
+from javaformats import decode_java_long
 from metastore import errors as store_errors
 from metastore import paths
 from metastore.store import Guard, MetadataStore, retry_on_conflict
@@ -64,24 +65,10 @@ def bundles_for(num_bundles: int) -> BundlesData:
     return BundlesData(boundaries=boundaries, numBundles=num_bundles)
 
 
-def _decode_java_long(text: str) -> int:
-    """`Long.decode`: decimal, `0x`/`0X`/`#` hex, leading-zero octal, optional sign."""
-    body = text.strip()
-    sign = -1 if body.startswith("-") else 1
-    body = body.lstrip("+-")
-    if body[:2].lower() == "0x":
-        return sign * int(body[2:], 16)
-    if body.startswith("#"):
-        return sign * int(body[1:], 16)
-    if len(body) > 1 and body.startswith("0"):
-        return sign * int(body[1:], 8)
-    return sign * int(body, 10)
-
-
 def validated_bundles(given: BundlesData) -> BundlesData:
     """Explicit boundaries: normalised, de-duplicated, sorted, covering the whole range."""
     try:
-        points = sorted({_decode_java_long(b) for b in given.boundaries or []})
+        points = sorted({decode_java_long(b) for b in given.boundaries or []})
     except ValueError as exc:
         raise InvalidInput(f"Invalid bundle boundaries: {given.boundaries}") from exc
     formatted = [f"0x{p:08x}" for p in points]

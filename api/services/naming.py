@@ -57,8 +57,3 @@ def require_free_name(what: str, name: str) -> None:
     """412 (Pulsar's status for an invalid name) naming the rule."""
     if not is_valid_free_name(name):
         raise PreconditionFailed(free_name_rule(what))
-
-
-def java_set(items: list[str]) -> str:
-    """How a Java collection prints inside a message: `[a, b]`."""
-    return "[" + ", ".join(items) + "]"

@@ -17,9 +17,9 @@ from api.services.namespaces import (
     NamespaceService,
     require_valid_namespace_name,
 )
-from api.services.naming import java_set
 from api.settings import Settings
 from api.shapes.models import ClusterData, Policies
+from javaformats import java_to_string
 from metastore import paths
 from metastore.store import MetadataStore
 
@@ -69,8 +69,8 @@ class ReplicationService:
         conflict = [peer for peer in peers if peer in wanted]
         if conflict:
             raise Conflict(
-                f"{cluster}'s peer-clusters {java_set(conflict)} can't be part of "
-                f"replication-clusters {java_set(wanted)}"
+                f"{cluster}'s peer-clusters {java_to_string(conflict)} can't be part of "
+                f"replication-clusters {java_to_string(wanted)}"
             )
 
     async def _check_allowed(self, tenant: str, namespace: str, cluster: str) -> None:

@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
-import math
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +28,19 @@ from api.errors import (
     PreconditionFailed,
     ServiceError,
 )
-from api.services.bookkeeper_admin import java_hash_map, parse_java_long
 from api.services.namespaces import NamespaceService, is_valid_namespace_name
 from api.settings import Settings
+from javaformats import (
+    format_date,
+    gson_hash_map,
+    hash_map_order,
+    jackson_bool,
+    jackson_long,
+    jackson_text,
+    java_to_string,
+    parse_java_long,
+    signed_long,
+)
 from metastore.ledger_metadata import LedgerMetadata, LedgerState
 from metastore.readers import read_namespace_placement
 from metastore.store import MetadataStore
@@ -51,7 +58,6 @@ from storage.managed_ledger import (
     managed_ledger_name,
     managed_ledger_path,
 )
-from storage.managed_ledger.dates import format_date
 from storage.managed_ledger.message import (
     COMPRESSION_NAMES,
     COMPRESSION_NONE,
@@ -103,33 +109,6 @@ class ReadMessage:
     headers: list[tuple[str, str]]  # names as the broker writes them, in its order
 
 
-_GSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\t": "\\t", "\b": "\\b", "\n": "\\n",
-                 "\r": "\\r", "\f": "\\f"}
-_GSON_HTML = "<>&='\u2028\u2029"
-
-
-def _gson_string(text: str) -> str:
-    """A string as Gson's default (HTML-safe) `JsonWriter` writes it."""
-    out = ['"']
-    for char in text:
-        if char in _GSON_ESCAPES:
-            out.append(_GSON_ESCAPES[char])
-        elif char < " " or char in _GSON_HTML:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
-
-
-def gson_properties(properties: Mapping[str, str]) -> str:
-    """`new Gson().toJson(map)` of the properties as the broker collects them
-    (`Collectors.toMap`: a HashMap, so in HashMap order)."""
-    ordered = java_hash_map(properties.items())
-    return "{" + ",".join(f"{_gson_string(k)}:{_gson_string(v)}"
-                          for k, v in ordered.items()) + "}"
-
-
 def header_value(text: str) -> str:
     """A header value as Jetty writes it: characters outside ISO-8859-1, CR and LF as `?`
     (other control characters too here, which HTTP does not allow in a header either)."""
@@ -139,18 +118,9 @@ def header_value(text: str) -> str:
                    for c in text)
 
 
-def _signed(value: int) -> int:
-    """A uint64 field as Java's `long` getter returns it."""
-    value &= (1 << 64) - 1
-    return value - (1 << 64) if value >> 63 else value
-
-
-def _java_long(value: int) -> str:
-    return str(_signed(value))
-
-
-def _java_bool(value: bool) -> str:
-    return "true" if value else "false"
+def _long_text(value: int) -> str:
+    """A uint64 field as the broker prints Java's `long` getter."""
+    return str(signed_long(value))
 
 
 def message_headers(position: Position, md: MessageMetadata) -> list[tuple[str, str]]:
@@ -159,23 +129,23 @@ def message_headers(position: Position, md: MessageMetadata) -> list[tuple[str, 
     b64 = base64.b64encode
     headers = [
         ("X-Pulsar-Message-ID", f"{position.ledger_id}:{position.entry_id}"),
-        ("X-Pulsar-PROPERTY", gson_properties(md.properties)),
-        ("X-Pulsar-publish-time", format_date(_signed(md.publish_time))),
+        ("X-Pulsar-PROPERTY", gson_hash_map(md.properties)),
+        ("X-Pulsar-publish-time", format_date(signed_long(md.publish_time))),
     ]
     if md.event_time is not None:
-        headers.append(("X-Pulsar-event-time", format_date(_signed(md.event_time))))
+        headers.append(("X-Pulsar-event-time", format_date(signed_long(md.event_time))))
     if md.deliver_at_time is not None:
         headers.append(("X-Pulsar-deliver-at-time", format_date(md.deliver_at_time)))
     if md.num_messages_in_batch is not None:
         headers.append(("X-Pulsar-num-batch-message", str(md.num_messages_in_batch)))
     if md.null_value is not None:
-        headers.append(("X-Pulsar-null-value", _java_bool(md.null_value)))
+        headers.append(("X-Pulsar-null-value", java_to_string(md.null_value)))
     if md.num_chunks_from_msg is not None:
         headers.append(("X-Pulsar-PROPERTY-TOTAL-CHUNKS", str(md.num_chunks_from_msg)))
         headers.append(("X-Pulsar-PROPERTY-CHUNK-ID", str(md.chunk_id or 0)))
-    headers.append(("X-Pulsar-Is-Encrypted", _java_bool(bool(md.encryption_keys))))
+    headers.append(("X-Pulsar-Is-Encrypted", java_to_string(bool(md.encryption_keys))))
     headers.append(("X-Pulsar-producer-name", md.producer_name))
-    headers.append(("X-Pulsar-sequence-id", _java_long(md.sequence_id)))
+    headers.append(("X-Pulsar-sequence-id", _long_text(md.sequence_id)))
     if md.replicated_from is not None:
         headers.append(("X-Pulsar-replicated-from", md.replicated_from))
     headers += [("X-Pulsar-replicated-to", cluster) for cluster in md.replicate_to]
@@ -196,17 +166,17 @@ def message_headers(position: Position, md: MessageMetadata) -> list[tuple[str, 
         headers.append(("X-Pulsar-Base64-schema-version", b64(md.schema_version).decode()))
     if md.partition_key_b64_encoded is not None:
         headers.append(("X-Pulsar-partition-key-b64-encoded",
-                        _java_bool(md.partition_key_b64_encoded)))
+                        java_to_string(md.partition_key_b64_encoded)))
     if md.ordering_key is not None:
         headers.append(("X-Pulsar-Base64-ordering-key", b64(md.ordering_key).decode()))
     if md.marker_type is not None:
         headers.append(("X-Pulsar-marker-type", str(md.marker_type)))
     if md.txnid_least_bits is not None:
-        headers.append(("X-Pulsar-txnid-least-bits", _java_long(md.txnid_least_bits)))
+        headers.append(("X-Pulsar-txnid-least-bits", _long_text(md.txnid_least_bits)))
     if md.txnid_most_bits is not None:
-        headers.append(("X-Pulsar-txnid-most-bits", _java_long(md.txnid_most_bits)))
+        headers.append(("X-Pulsar-txnid-most-bits", _long_text(md.txnid_most_bits)))
     if md.highest_sequence_id is not None:
-        headers.append(("X-Pulsar-highest-sequence-id", _java_long(md.highest_sequence_id)))
+        headers.append(("X-Pulsar-highest-sequence-id", _long_text(md.highest_sequence_id)))
     if md.uuid is not None:
         headers.append(("X-Pulsar-uuid", md.uuid))
     if md.num_chunks_from_msg is not None:
@@ -216,7 +186,7 @@ def message_headers(position: Position, md: MessageMetadata) -> list[tuple[str, 
     if md.chunk_id is not None:
         headers.append(("X-Pulsar-chunk-id", str(md.chunk_id)))
     if md.null_partition_key is not None:
-        headers.append(("X-Pulsar-null-partition-key", _java_bool(md.null_partition_key)))
+        headers.append(("X-Pulsar-null-partition-key", java_to_string(md.null_partition_key)))
     if md.txnid_least_bits is not None and md.txnid_most_bits is not None:
         headers.append(("X-Pulsar-txn-aborted", "false"))  # no transactions here
     headers.append(("X-Pulsar-txn-uncommitted", "false"))  # every entry is below the LAC
@@ -323,7 +293,7 @@ class TopicService:
         messages = request.get("messages") or []
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise InvalidInput("messages must be a list of ProducerMessage objects")
-        producer = java_string(request.get("producerName"), "producerName") or (
+        producer = bind_string(request.get("producerName"), "producerName") or (
             DEFAULT_PRODUCER_NAME)
         limit = self.settings.maxMessageSize
         now = int(time.time() * 1000)
@@ -331,7 +301,7 @@ class TopicService:
         for index, message in enumerate(messages):
             if index and not index % YIELD_EVERY:
                 await asyncio.sleep(0)  # a large request does not hold the loop
-            payload = (java_string(message.get("payload"), "payload") or "").encode()
+            payload = (bind_string(message.get("payload"), "payload") or "").encode()
             if len(payload) > limit:
                 raise PayloadTooLarge(
                     f"Message {index} of {len(payload)} bytes exceeds the maximum allowed "
@@ -414,48 +384,32 @@ def _described(value: object) -> str:
     return json.dumps(value)
 
 
-def java_string(value: object, name: str) -> str | None:
+def bind_string(value: object, name: str) -> str | None:
     """A `String` field as Jackson binds it: scalars are taken as their JSON text, an
     object or array is a 400."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return json.dumps(value)
-    raise InvalidInput(f"Cannot deserialize value of type `java.lang.String` from "
-                       f"{_described(value)} (field `{name}`)")
+    if isinstance(value, list | dict):
+        raise InvalidInput(f"Cannot deserialize value of type `java.lang.String` from "
+                           f"{_described(value)} (field `{name}`)")
+    text: str | None = jackson_text(value)
+    return text
 
 
-def java_long(value: object, name: str) -> int:
-    """A `long` field as Jackson binds it: null is 0, a float is truncated, a string must
-    hold a Java long; anything else is a 400."""
-    number: int | None = None
-    if value is None:
-        return 0
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, float) and math.isfinite(value):
-        number = int(value)
-    elif isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            number = parse_java_long(value.strip())
-    if number is None or not -(1 << 63) <= number < 1 << 63:
+def bind_long(value: object, name: str) -> int:
+    """A `long` field as Jackson binds it (`javaformats.jackson_long`); a 400 otherwise."""
+    try:
+        return jackson_long(value)
+    except ValueError:
         raise InvalidInput(f"Cannot deserialize value of type `long` from {json.dumps(value)}"
-                           f": not a valid `long` value (field `{name}`)")
-    return number
+                           f": not a valid `long` value (field `{name}`)") from None
 
 
-def java_bool(value: object, name: str) -> bool:
-    """A `boolean` field as Jackson binds it (null is false; "true"/"false" as strings)."""
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value in ("true", "false"):
-        return value == "true"
-    raise InvalidInput(f"Cannot deserialize value of type `boolean` from {json.dumps(value)}"
-                       f" (field `{name}`)")
+def bind_bool(value: object, name: str) -> bool:
+    """A `boolean` field as Jackson binds it (`javaformats.jackson_bool`); a 400 otherwise."""
+    try:
+        return jackson_bool(value)
+    except ValueError:
+        raise InvalidInput(f"Cannot deserialize value of type `boolean` from "
+                           f"{json.dumps(value)} (field `{name}`)") from None
 
 
 def _string_map(value: object, name: str) -> dict[str, str]:
@@ -466,7 +420,7 @@ def _string_map(value: object, name: str) -> dict[str, str]:
                            f"{_described(value)} (field `{name}`)")
     out = {}
     for key, item in value.items():
-        text = java_string(item, f"{name}.{key}")
+        text = bind_string(item, f"{name}.{key}")
         if text is None:
             raise InvalidInput(f"A null value for `{name}.{key}`: properties are strings")
         out[str(key)] = text
@@ -479,7 +433,7 @@ def _string_list(value: object, name: str) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise InvalidInput(f"Cannot deserialize value of type `java.util.List` from "
                            f"{_described(value)} (field `{name}`)")
-    return tuple(java_string(item, name) or "" for item in value)
+    return tuple(bind_string(item, name) or "" for item in value)
 
 
 def _metadata_of(message: dict[str, Any], producer: str, now: int,
@@ -488,16 +442,16 @@ def _metadata_of(message: dict[str, Any], producer: str, now: int,
     it (the key is plain text: this service has no key-value schema); its fields bound as
     Jackson binds them, a field of the wrong type a 400."""
     properties = _string_map(message.get("properties"), "properties")
-    key = java_string(message.get("key"), "key")
-    raw_event_time = java_string(message.get("eventTime"), "eventTime")
+    key = bind_string(message.get("key"), "key")
+    raw_event_time = bind_string(message.get("eventTime"), "eventTime")
     event_time = None
     if raw_event_time is not None and raw_event_time != "":
         event_time = event_time_of(raw_event_time)
     replicate_to = _string_list(message.get("replicationClusters"), "replicationClusters")
-    if java_bool(message.get("disableReplication"), "disableReplication"):
+    if bind_bool(message.get("disableReplication"), "disableReplication"):
         replicate_to = (LOCAL_CLUSTER,)
-    deliver_at = java_long(message.get("deliverAt"), "deliverAt")
-    deliver_after = java_long(message.get("deliverAfterMs"), "deliverAfterMs")
+    deliver_at = bind_long(message.get("deliverAt"), "deliverAt")
+    deliver_after = bind_long(message.get("deliverAfterMs"), "deliverAfterMs")
     deliver_at_time = None
     if deliver_at and event_time is not None:
         deliver_at_time = deliver_at
@@ -505,7 +459,7 @@ def _metadata_of(message: dict[str, Any], producer: str, now: int,
         deliver_at_time = (event_time or 0) + deliver_after
     return MessageMetadata(
         producer_name=producer,
-        sequence_id=java_long(message.get("sequenceId"), "sequenceId") & ((1 << 64) - 1),
+        sequence_id=bind_long(message.get("sequenceId"), "sequenceId") & ((1 << 64) - 1),
         publish_time=now,
         properties=properties,
         partition_key=key,
@@ -532,7 +486,7 @@ def _metadata_text(md: LedgerMetadata) -> str:
         parts += [f"digestType={digest}", "password=OMITTED"]
     ensembles = ", ".join(f"{first}=[{', '.join(bookies)}]"
                           for first, bookies in md.ensembles.items())
-    custom = java_hash_map((key, "base64:" + base64.b64encode(value).decode())
+    custom = hash_map_order((key, "base64:" + base64.b64encode(value).decode())
                            for key, value in md.custom_metadata.items())
     parts += ["ensembles={" + ensembles + "}",
               "customMetadata={" + ", ".join(f"{k}={v}" for k, v in custom.items()) + "}"]

@@ -8,12 +8,12 @@ document a real broker wrote is never truncated by us. Unknown input fields are 
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.config import JsonDict
 
+from javaformats import jackson_text
 from metastore.codec import dump_json
 from metastore.errors import ContentDeserializationError
 
@@ -33,20 +33,13 @@ def _unknown_enum_as_null(allowed: tuple[str, ...]) -> Any:
     return read
 
 
-def _java_string(value: Any) -> Any:
-    """Jackson coerces a JSON scalar into a String field: 1 -> "1", true -> "true"."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return json.dumps(value)
-    return value
-
-
-def _java_strings(value: Any) -> Any:
+def _jackson_texts(value: Any) -> Any:
+    """Jackson coerces the JSON scalars of a `List<String>` or `Map<String, String>` into
+    strings: 1 -> "1", true -> "true" (`javaformats.jackson_text`)."""
     if isinstance(value, list):
-        return [_java_string(item) for item in value]
+        return [jackson_text(item) for item in value]
     if isinstance(value, dict):
-        return {key: _java_string(item) for key, item in value.items()}
+        return {key: jackson_text(item) for key, item in value.items()}
     return value
 
 
@@ -372,7 +365,7 @@ class AutoFailoverPolicyData(PulsarModel):
         default=None, description="min_limit and usage_threshold, as strings of integers"
     )
 
-    _parameters = field_validator("parameters", mode="before")(_java_strings)
+    _parameters = field_validator("parameters", mode="before")(_jackson_texts)
 
 
 class NamespaceIsolationData(PulsarModel):
@@ -388,7 +381,7 @@ class NamespaceIsolationData(PulsarModel):
         default=None, description="Which namespaces a policy change unloads (Pulsar 3.x)"
     )
 
-    _strings = field_validator("namespaces", "primary", "secondary", mode="before")(_java_strings)
+    _strings = field_validator("namespaces", "primary", "secondary", mode="before")(_jackson_texts)
     _unload_scope = field_validator("unload_scope", mode="before")(
         _unknown_enum_as_null(("all_matching", "none", "changed"))
     )

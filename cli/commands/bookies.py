@@ -13,8 +13,9 @@ from cli.client import V2, path
 from cli.context import admin
 from cli.errors import CliError, ParameterError
 from cli.framework import Output, command, new_group
-from cli.output import JsonResult, MapResult, jackson_pretty
+from cli.output import JsonResult, MapResult
 from cli.watch import Watcher
+from javaformats import jackson_pretty
 
 app = new_group("bookies", "Operations about bookies rack placement")
 

@@ -12,8 +12,9 @@ from cli.client import V2, AdminClient, path
 from cli.context import admin
 from cli.errors import ParameterError
 from cli.framework import Output, command, new_group, positional
-from cli.javafmt import FAILURE_DOMAIN, hash_set_order
+from cli.javafmt import FAILURE_DOMAIN
 from cli.output import JsonResult, LinesResult, MapResult
+from javaformats import hash_set_order
 
 app = new_group("clusters", "Operations about clusters")
 

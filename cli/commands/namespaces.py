@@ -13,8 +13,8 @@ from cli.client import path
 from cli.context import admin
 from cli.errors import ParameterError
 from cli.framework import Output, command, new_group, positional
-from cli.javafmt import hash_set_order
 from cli.output import JsonResult, LinesResult, TextResult
+from javaformats import hash_set_order, java_split
 
 app = new_group("namespaces", "Operations about namespaces")
 
@@ -103,14 +103,6 @@ def get_policies(ctx: typer.Context, namespace: Namespace, output: Output = None
 
 
 # -- replication clusters -----------------------------------------------------------------------
-
-
-def java_split(text: str, separator: str) -> list[str]:
-    """`String.split`: empty strings at the end are dropped, inner ones kept."""
-    parts = text.split(separator)
-    while parts and not parts[-1]:
-        parts.pop()
-    return parts
 
 
 @command(app, "set-clusters")

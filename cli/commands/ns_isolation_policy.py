@@ -11,8 +11,9 @@ from cli.client import V2, path
 from cli.context import admin
 from cli.errors import ParameterError
 from cli.framework import Output, command, new_group, positional
-from cli.javafmt import NAMESPACE_ISOLATION_DATA, java_to_string
+from cli.javafmt import NAMESPACE_ISOLATION_DATA
 from cli.output import JsonResult, LinesResult, MapResult
+from javaformats import java_to_string
 
 app = new_group("ns-isolation-policy", "Operations about namespace isolation policy")
 

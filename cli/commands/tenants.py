@@ -10,8 +10,8 @@ from cli import reads
 from cli.client import V2, path
 from cli.context import admin
 from cli.framework import Output, command, new_group, positional
-from cli.javafmt import hash_set_order
 from cli.output import JsonResult, LinesResult
+from javaformats import hash_set_order
 
 app = new_group("tenants", "Operations about tenants")
 

@@ -19,9 +19,9 @@ policy reads the two keys it knows and ignores any other.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import replace
 
+from javaformats import jackson_pretty
 from metastore.ledger_metadata import LedgerMetadata, LedgerState
 from placement import AffinityGroups
 
@@ -41,19 +41,6 @@ def closed(metadata: LedgerMetadata, last_entry_id: int, length: int) -> LedgerM
     """`metadata` in state CLOSED at `last_entry_id` with `length` bytes."""
     return replace(metadata, state=LedgerState.CLOSED, last_entry_id=last_entry_id,
                    length=length)
-
-
-def jackson_pretty(value: object, indent: int = 0) -> str:
-    """JSON as Jackson's default pretty printer writes it: `"key" : value`, two-space
-    indent, `{ }` for an empty object."""
-    pad = "  " * (indent + 1)
-    if isinstance(value, Mapping):
-        if not value:
-            return "{ }"
-        items = [f"{pad}{json.dumps(str(k))} : {jackson_pretty(v, indent + 1)}"
-                 for k, v in value.items()]
-        return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
-    return json.dumps(value, ensure_ascii=False)
 
 
 def placement_policy_config(groups: AffinityGroups) -> bytes:

@@ -29,12 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from javaformats import format_date
 from storage.ledger import LedgerClient, LedgerSpec, ReadableLedger, WriteHandle
 from storage.ledger.errors import NoSuchEntry, NoSuchLedger
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from storage.ledger.recovery import recover
 from storage.managed_ledger.config import ManagedLedgerConfig
-from storage.managed_ledger.dates import format_date
 from storage.managed_ledger.errors import InvalidPosition, ManagedLedgerClosed
 
 

@@ -14,34 +14,11 @@ from cli.config import (
     GlobalFlags,
     conf_path,
     load,
-    parse_properties,
     resolve,
 )
 from cli.errors import ConfigError
 
 TOKEN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
-
-
-def test_java_properties_syntax() -> None:
-    text = (
-        "# comment\n! also a comment\n"
-        "webServiceUrl=http://localhost:8080/\n"
-        "authPlugin = org.x.Token\n"
-        "authParams:token:abc\n"
-        "spaced value here\n"
-        "multi=a\\\n    b\n"
-        "empty=\n"
-        "escaped\\=key=v\\tw\n"
-    )
-    assert parse_properties(text) == {
-        "webServiceUrl": "http://localhost:8080/",
-        "authPlugin": "org.x.Token",
-        "authParams": "token:abc",
-        "spaced": "value here",
-        "multi": "ab",
-        "empty": "",
-        "escaped=key": "v\tw",
-    }
 
 
 def test_file_values_apply_when_no_flag() -> None:

@@ -1,4 +1,4 @@
-"""Golden strings: what Jackson's DefaultPrettyPrinter and CliCommand.print produce."""
+"""Golden strings: what CliCommand.print produces for each result type."""
 
 from __future__ import annotations
 
@@ -9,58 +9,8 @@ from cli.output import (
     MapResult,
     OutputFormat,
     TextResult,
-    jackson_pretty,
     render,
 )
-
-
-def test_object_with_nested_object_and_arrays() -> None:
-    value = {"a": "x", "n": 1, "b": True, "list": ["p", "q"], "obj": {"k": "v"}, "empty": []}
-    assert jackson_pretty(value) == (
-        "{\n"
-        '  "a" : "x",\n'
-        '  "n" : 1,\n'
-        '  "b" : true,\n'
-        '  "list" : [ "p", "q" ],\n'
-        '  "obj" : {\n'
-        '    "k" : "v"\n'
-        "  },\n"
-        '  "empty" : [ ]\n'
-        "}"
-    )
-
-
-def test_empty_containers_and_null() -> None:
-    assert jackson_pretty({}) == "{ }"
-    assert jackson_pretty([]) == "[ ]"
-    assert jackson_pretty({"inner": {}}) == '{\n  "inner" : { }\n}'
-    assert jackson_pretty(None) == "null"
-
-
-def test_null_fields_are_dropped() -> None:
-    assert jackson_pretty({"rack": "/r1", "hostname": None}) == '{\n  "rack" : "/r1"\n}'
-
-
-def test_array_of_objects_keeps_object_depth() -> None:
-    value = {"bookies": [{"bookieId": "a:1"}, {"bookieId": "b:2"}]}
-    assert jackson_pretty(value) == (
-        "{\n"
-        '  "bookies" : [ {\n'
-        '    "bookieId" : "a:1"\n'
-        "  }, {\n"
-        '    "bookieId" : "b:2"\n'
-        "  } ]\n"
-        "}"
-    )
-    assert jackson_pretty([{"a": 1}]) == '[ {\n  "a" : 1\n} ]'
-    assert jackson_pretty([[1, 2], []]) == "[ [ 1, 2 ], [ ] ]"
-
-
-def test_string_escapes_and_doubles() -> None:
-    assert jackson_pretty('q"\\\n\t\x01é/') == '"q\\"\\\\\\n\\t\\u0001é/"'
-    assert jackson_pretty({"rate": 0.0, "big": 1.5e10, "small": 0.0001}) == (
-        '{\n  "rate" : 0.0,\n  "big" : 1.5E10,\n  "small" : 1.0E-4\n}'
-    )
 
 
 def test_render_results_in_pulsar_format() -> None:

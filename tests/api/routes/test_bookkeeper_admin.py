@@ -13,7 +13,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from api.services.bookkeeper_admin import java_hash_map, java_string_hash
 from metastore.bookie_service_info import bookie_service_info, encode_bookie_service_info
 from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import (
@@ -186,13 +185,3 @@ def test_list_bookies(bk: httpx.Client, raw_etcd: RawEtcd) -> None:
     assert bk.get("/api/v1/bookie/list_bookies", params={"type": "ro "}).json() == names.json()
 
 
-def test_java_hash_map_order() -> None:
-    assert java_string_hash("hello") == 99162322
-    assert java_string_hash("polygenelubricants") == -(2**31)
-    assert java_string_hash("\U0001f600") == 1772899  # two UTF-16 units: 0xD83D, 0xDE00
-    # "Aa" and "BB" share a hash, so a bucket: insertion order within it
-    assert list(java_hash_map([("BB", 1), ("Aa", 2)])) == ["BB", "Aa"]
-    assert list(java_hash_map([("b", 1), ("a", 2)])) == ["a", "b"]  # buckets 1 and 2
-    # 13 keys resize the table to 32 buckets: "q" (113) is in bucket 17 (with 16: 1), last
-    keys = [chr(c) for c in range(ord("q"), ord("q") - 13, -1)]
-    assert list(java_hash_map((k, None) for k in keys))[-1] == "q"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from cli.javafmt import hash_set_order
+from javaformats import hash_set_order
 from tests.cli.conftest import CliRunner, admin_error, failed, ok
 
 CREATED = (

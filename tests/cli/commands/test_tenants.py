@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from cli.javafmt import hash_set_order
+from javaformats import hash_set_order
 from tests.cli.conftest import CliRunner, admin_error, failed, ok
 
 

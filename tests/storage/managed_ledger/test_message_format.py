@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, timedelta, timezone
 
-from storage.managed_ledger.dates import format_date
+from javaformats import format_date
 from storage.managed_ledger.message import (
     MessageMetadata,
     decode_message,
