@@ -29,8 +29,8 @@ from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
 from metastore.store import MetadataStore, parse_metadata_store_url
 from storage.bookie.service import check_bookie_settings
-from storage.cluster import FIRST_PORT, LocalBookies, default_ports, ports_for, wait_registered
 from storage.runtime import GC_DEFAULT, set_gc
+from storage.supervisor import FIRST_PORT, LocalBookies, default_ports, ports_for, wait_registered
 
 log = logging.getLogger("api")
 

@@ -34,10 +34,10 @@ from placement import PlacementConfig, Topology
 from storage.autorecovery import AutoRecovery, ReplicationWorker, UnderReplication
 from storage.autorecovery.plan_repair import PlannedMove, RepairProgress, apply_plan
 from storage.bookie.client import BookieClient
-from storage.cluster import LocalBookies
 from storage.engine import build_ledger_client, build_managed_ledger_factory
 from storage.ledger import BookiePool, LedgerClient
 from storage.managed_ledger import ManagedLedgerFactory
+from storage.supervisor import LocalBookies
 
 
 def placement_config(settings: Settings) -> PlacementConfig:

@@ -49,7 +49,6 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from pipeline.cluster import Cluster, build_cluster
 from pipeline.io import spark_session
 from pipeline.partitions import (
     FINDINGS_DIR,
@@ -64,6 +63,7 @@ from pipeline.partitions import (
     audit_partition,
     namespace_totals,
 )
+from pipeline.placement_inputs import Cluster, build_cluster
 from pipeline.report import render_report
 from pipeline.schema import (
     FRAGMENTS_DENORMALISED,

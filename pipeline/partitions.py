@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.cluster import Cluster
 from pipeline.io import padded
+from pipeline.placement_inputs import Cluster
 from pipeline.plan import plan_fragment
 from pipeline.schema import FRAGMENTS_DENORMALISED
 from placement.batch import check_batch

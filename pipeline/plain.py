@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from pipeline.cluster import Cluster, build_cluster
+from pipeline.placement_inputs import Cluster, build_cluster
 from pipeline.schema import TABLES, check_snapshot, read_table
 from placement.violations import check_fragment
 

@@ -15,7 +15,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipeline.cluster import Cluster
+from pipeline.placement_inputs import Cluster
 from placement import EnsembleRequest, PlacementError, replace_bookie, replace_to_adhere
 from placement.violations import Violation, check_fragment, member_violations
 

@@ -11,7 +11,7 @@ import pytest
 
 from metastore.embedded import EmbeddedEtcd
 from metastore.store import MetadataStore
-from tests.storage.cluster import TOPIC_CONF, Cluster, start_cluster, stop_cluster
+from tests.storage.testbed import TOPIC_CONF, Cluster, start_cluster, stop_cluster
 from tests.support import RawEtcd, ServerProcess, wait_until
 
 

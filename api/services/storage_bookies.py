@@ -2,7 +2,7 @@
 
 A bookie is known from three sources: its registration under `/ledgers/available/` (writable)
 or `/ledgers/available/readonly/` (read-only), the rack map (`/bookies`: rack and group), and
-the local supervisor (`storage.cluster.LocalBookies`, `python -m api --bookies N`). Its state is
+the local supervisor (`storage.supervisor.LocalBookies`, `python -m api --bookies N`). Its state is
 `writable` or `read-only` by its registration, else `stopped`. Disk use and capacity are only
 known for supervised bookies (their data directory is on this machine); the ledger count is the
 number of ledgers whose ensembles include the bookie (a scan of the ledger metadata).
@@ -50,8 +50,8 @@ from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig
 from storage.autorecovery import AutoRecoveryConfig, ReplicationWorker, UnderReplication
 from storage.autorecovery.decommission import Decommissions, DecommissionState
-from storage.cluster import LocalBookies
 from storage.ledger import LedgerClient
+from storage.supervisor import LocalBookies
 
 WRITABLE = "writable"
 READ_ONLY = "read-only"

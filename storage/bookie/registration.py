@@ -15,7 +15,7 @@ once usage drops below `diskUsageLwmThreshold`, which defaults to `diskUsageThre
 Forced read-only (BookKeeper's `forceReadOnlyBookie`, switched at run time): while the file
 `force-readonly` exists in the data directory the check keeps the bookie read-only whatever the
 usage. The check runs at once on SIGUSR1 (`wake`), so whoever writes the file (the local
-supervisor, `storage.cluster`) sees the switch without waiting for `diskCheckInterval`.
+supervisor, `storage.supervisor`) sees the switch without waiting for `diskCheckInterval`.
 """
 
 from __future__ import annotations

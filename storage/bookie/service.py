@@ -7,7 +7,7 @@ upstream) the request handler and the journal record `storage.bookie.metrics`; w
 `http://<prometheusStatsHttpAddress>:<port>/metrics` from a thread of this process. Upstream's
 port defaults to 8000; here 0 (no HTTP server) is the default of a bare
 `python -m storage.bookie`, because several bookies share a machine in every local set-up:
-the supervisor (`storage.cluster`) gives each of its bookies a free port. The address
+the supervisor (`storage.supervisor`) gives each of its bookies a free port. The address
 defaults to the bookie's own host. As upstream, the port is not part of the registration
 (`BookieServiceInfo` lists the `bookie-rpc` endpoint, and `httpserver` only for the HTTP
 admin server, which these bookies do not run)."""

@@ -30,7 +30,7 @@ from pipeline.snapshot import snapshot
 from placement import PlacementConfig
 from placement.violations import kind_names
 from tests.cli.conftest import run_cli
-from tests.storage.cluster import TOPIC_CONF, Cluster, start_cluster, stop_cluster
+from tests.storage.testbed import TOPIC_CONF, Cluster, start_cluster, stop_cluster
 from tests.support import ServerProcess, wait_until
 
 pytest.importorskip("pyspark")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from pipeline.cluster import Cluster, build_cluster
+from pipeline.placement_inputs import Cluster, build_cluster
 from pipeline.plan import plan_fragment
 from pipeline.schema import TABLES
 from placement.violations import Violation

@@ -21,7 +21,7 @@ from metastore.ledger_metadata import LedgerMetadata, LedgerState
 from metastore.ledgers import LedgerMetadataStore
 from metastore.managed_ledger_info import LedgerInfo, ManagedLedgerInfo, encode_managed_ledger_info
 from metastore.versioned_keys import VersionedKeys
-from pipeline.cluster import build_cluster
+from pipeline.placement_inputs import build_cluster
 from pipeline.schema import LEDGER_COLUMNS, TABLES, check_snapshot, denormalised, read_table
 from pipeline.snapshot import snapshot
 from placement import PlacementConfig

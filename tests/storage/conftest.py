@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.storage.cluster import GROUP, OTHER_GROUP, Cluster, start_cluster, stop_cluster
+from tests.storage.testbed import GROUP, OTHER_GROUP, Cluster, start_cluster, stop_cluster
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import pytest
 
 from metastore.embedded import EmbeddedEtcd
 from tests.cli.conftest import ok, run_cli
-from tests.storage.cluster import TOPIC_CONF
+from tests.storage.testbed import TOPIC_CONF
 from tests.support import ServerProcess, wait_until
 
 BOOKIE_CONF = {

@@ -17,7 +17,7 @@ import pytest
 from metastore import paths
 from metastore.ledger_metadata import decode_ledger_metadata
 from metastore.managed_ledger_info import decode_managed_ledger_info
-from tests.storage.cluster import TOPIC_MAX_MESSAGE, Cluster
+from tests.storage.testbed import TOPIC_MAX_MESSAGE, Cluster
 from tests.support import ServerProcess, wait_until
 
 MAX_MESSAGE = TOPIC_MAX_MESSAGE

@@ -32,7 +32,7 @@ from storage.ledger import LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.storage.bookie.support import BookieProcess
 from tests.storage.chaos.support import FAST, eventually
-from tests.storage.cluster import Cluster, engine
+from tests.storage.testbed import Cluster, engine
 
 
 def keys_of(cluster: Cluster) -> VersionedKeys:

@@ -38,7 +38,7 @@ from storage.ledger import LedgerSpec
 from storage.ledger.handle import WriteHandle, master_key
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.storage.bookie.support import BookieProcess
-from tests.storage.cluster import Cluster, engine, start_cluster, stop_cluster
+from tests.storage.testbed import Cluster, engine, start_cluster, stop_cluster
 
 CONFIG = AutoRecoveryConfig(
     autoRecoveryDaemonEnabled=True,

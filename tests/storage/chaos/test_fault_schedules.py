@@ -38,7 +38,7 @@ from placement import NotEnoughBookies
 from storage.ledger import LedgerError, LedgerMetadata, LedgerState, ReadableLedger, WriteHandle
 from storage.ledger.recovery import recover
 from tests.storage.chaos.support import Group, Produced, set_readonly, stored
-from tests.storage.cluster import Cluster, Engine, engine
+from tests.storage.testbed import Cluster, Engine, engine
 from tests.support import RawEtcd, ServerProcess
 
 ROLL = 30

@@ -15,7 +15,7 @@ from metastore.embedded import EmbeddedEtcd
 from storage.bookie.client import BookieClient
 from storage.bookie.errors import BookieError
 from tests.storage.chaos.support import Group, Produced, eventually, replication_gaps, stored
-from tests.storage.cluster import Cluster, engine
+from tests.storage.testbed import Cluster, engine
 from tests.support import RawEtcd, ServerProcess, wait_until
 
 ENTRIES = 120

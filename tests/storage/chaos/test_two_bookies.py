@@ -23,7 +23,7 @@ from storage.bookie.client import BookieClient
 from storage.bookie.errors import NoLedger
 from storage.ledger import EnsembleChangeFailed, WriteHandle
 from tests.storage.chaos.support import FAST, Group, Produced, eventually, replication_gaps
-from tests.storage.cluster import Cluster, engine
+from tests.storage.testbed import Cluster, engine
 from tests.support import RawEtcd
 
 ROLL_EVERY = 40  # entries per ledger before the producer closes it and starts another

@@ -12,7 +12,7 @@ from storage.ledger import BookiePool, LedgerSpec
 from storage.ledger.bookies import BookieConnection
 from storage.ledger.handle import ReadableLedger
 from storage.ledger.metadata import managed_ledger_custom_metadata
-from tests.storage.cluster import GROUP, Cluster, ledger_client
+from tests.storage.testbed import GROUP, Cluster, ledger_client
 
 STRICT = AffinityGroups((GROUP,), strict=True)
 

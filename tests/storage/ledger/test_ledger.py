@@ -19,7 +19,7 @@ from storage.ledger.metadata import (
     managed_ledger_custom_metadata,
     parse_placement_policy_config,
 )
-from tests.storage.cluster import GROUP, Cluster, ledger_client
+from tests.storage.testbed import GROUP, Cluster, ledger_client
 
 STRICT = AffinityGroups((GROUP,), strict=True)
 

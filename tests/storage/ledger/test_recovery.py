@@ -23,7 +23,7 @@ from storage.ledger import EnsembleChangeFailed, LedgerFenced, LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from storage.ledger.recovery import recover
 from tests.storage.bookie.support import BookieProcess
-from tests.storage.cluster import Cluster, ledger_client
+from tests.storage.testbed import Cluster, ledger_client
 
 
 def spec(groups: AffinityGroups) -> LedgerSpec:

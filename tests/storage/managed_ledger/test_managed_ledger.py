@@ -19,7 +19,7 @@ from storage.managed_ledger import (
     managed_ledger_path,
 )
 from storage.managed_ledger.names import codec_encode
-from tests.storage.cluster import GROUP, Cluster, engine
+from tests.storage.testbed import GROUP, Cluster, engine
 
 STRICT = AffinityGroups((GROUP,), strict=True)
 EVERY_5 = RolloverPolicy(max_entries=5, min_rollover_minutes=0)

@@ -13,7 +13,7 @@ from metastore.embedded import EmbeddedEtcd, free_port
 from metastore.paths import bookie_available
 from storage.bookie.client import BookieClient
 from storage.bookie.format import package_entry
-from storage.cluster import LocalBookies, default_ports, ports_for
+from storage.supervisor import LocalBookies, default_ports, ports_for
 from tests.support import RawEtcd, wait_until
 
 KEY = b"\x02" * 20
