@@ -160,10 +160,10 @@ import json, sys, time
 from pathlib import Path
 import numpy as np, pyarrow.dataset as ds
 from pipeline.io import padded
-from pipeline.plain import load_cluster
+from pipeline.plain import load_placement_inputs
 from placement.batch import check_batch
 t = time.perf_counter()
-snap = Path(sys.argv[1]); c = load_cluster(snap)
+snap = Path(sys.argv[1]); c = load_placement_inputs(snap)
 led = ds.dataset(snap / "ledgers", format="parquet").to_table(
     columns=["ledger_id", "namespace", "write_quorum", "ack_quorum"])
 ids = led.column("ledger_id").to_numpy(); order = np.argsort(ids); ids = ids[order]

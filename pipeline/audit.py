@@ -2,7 +2,7 @@
 
 Stages (each printed with its elapsed time on stderr):
 
-1. check the snapshot's tables (Parquet footers) and build the `Cluster` from the small
+1. check the snapshot's tables (Parquet footers) and build the `PlacementInputs` from the small
    tables on the driver; broadcast it (its int-encoded form `BatchTopology`, `PolicyTable`
    for the check, the whole of it for the repair plan); ledgers and bytes per namespace
    from Python tasks that read the `ledgers` files with pyarrow (which also names the
@@ -63,7 +63,7 @@ from pipeline.partitions import (
     audit_partition,
     namespace_totals,
 )
-from pipeline.placement_inputs import Cluster, build_cluster
+from pipeline.placement_inputs import PlacementInputs, build_placement_inputs
 from pipeline.report import render_report
 from pipeline.schema import (
     FRAGMENTS_DENORMALISED,
@@ -121,7 +121,7 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
 
     started = time.perf_counter()
     paths = check_snapshot(snapshot)
-    cluster = build_cluster(*(read_table(paths[t], TABLES[t])
+    cluster = build_placement_inputs(*(read_table(paths[t], TABLES[t])
                               for t in ("bookies", "policies", "config")))
     if cluster.config.mode is PlacementMode.ZONE:
         raise SnapshotError("table 'config': zone-aware placement is not covered by the batch "
@@ -223,7 +223,7 @@ def _spark_schema(schema: pa.Schema) -> Any:
     return from_arrow_schema(schema)
 
 
-def write_outputs(cluster: Cluster, out: Path, snapshot: Path,
+def write_outputs(cluster: PlacementInputs, out: Path, snapshot: Path,
                   ns_names: Sequence[str | None], agg_rows: list[Any],
                   ns_rows: list[Any], ns_kinds: dict[str | None, dict[str, Any]],
                   plan_parts: Sequence[Path], n_fragments: int, check_seconds: float,

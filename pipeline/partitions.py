@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.io import padded
-from pipeline.placement_inputs import Cluster
+from pipeline.placement_inputs import PlacementInputs
 from pipeline.plan import plan_fragment
 from pipeline.schema import FRAGMENTS_DENORMALISED
 from placement.batch import check_batch
@@ -54,7 +54,7 @@ PLANNED = pa.schema([("ledger_id", pa.int64()), ("segment", pa.int32()),
 class Judge:
     """What every executor needs, broadcast once: the cluster and the namespace index."""
 
-    def __init__(self, cluster: Cluster, ns_names: Sequence[str | None]) -> None:
+    def __init__(self, cluster: PlacementInputs, ns_names: Sequence[str | None]) -> None:
         self.cluster = cluster
         self.named = pa.array([n for n in ns_names if n is not None], pa.string())
         policy = cluster.policy_index()
@@ -346,7 +346,7 @@ def ns_kinds_of(bad: pa.Table) -> pa.Table:
                                 schema=NS_KINDS)
 
 
-def plan_rows(cluster: Cluster, bad: pa.Table) -> pa.Table:
+def plan_rows(cluster: PlacementInputs, bad: pa.Table) -> pa.Table:
     """The repair plan of each violating fragment (PLANNED rows)."""
     rows: list[tuple[Any, ...]] = []
     for lid, seg, ens, qw, qa, pol, nbytes, viol in zip(*(

@@ -1,6 +1,6 @@
 """The snapshot's small tables turned into what placement/ reads.
 
-`Cluster` holds one `Topology` built from the `bookies` table exactly as the live
+`PlacementInputs` holds one `Topology` built from the `bookies` table exactly as the live
 service builds it from `/bookies` and the registrations, the `PlacementConfig` of the
 `config` row, each namespace's `AffinityGroups`, and the int-encoded forms of all three
 (`BatchTopology`, `PolicyTable`) that the Spark workers receive as a broadcast.
@@ -22,7 +22,7 @@ from placement.batch import BatchTopology, PolicyTable
 
 
 @dataclass(frozen=True, eq=False)
-class Cluster:
+class PlacementInputs:
     """Topology, config and namespace policies of one snapshot."""
 
     topology: Topology
@@ -68,7 +68,9 @@ def _names(index: Any, values: list[str]) -> list[str]:
     return out
 
 
-def build_cluster(bookies: pa.Table, policies: pa.Table, config: pa.Table) -> Cluster:
+def build_placement_inputs(
+    bookies: pa.Table, policies: pa.Table, config: pa.Table
+) -> PlacementInputs:
     """From the three small tables of a snapshot (schemas of pipeline.schema)."""
     cfg = placement_config(config)
     rows = sorted(bookies.to_pylist(), key=lambda r: r["bookie_index"])
@@ -94,7 +96,7 @@ def build_cluster(bookies: pa.Table, policies: pa.Table, config: pa.Table) -> Cl
         affinities.append(AffinityGroups(tuple(p["primary_groups"]),
                                          tuple(p["secondary_groups"] or ()), bool(p["strict"])))
     affinities.append(None)
-    return Cluster(topology, cfg, ids, tuple(namespaces), tuple(affinities), batch,
+    return PlacementInputs(topology, cfg, ids, tuple(namespaces), tuple(affinities), batch,
                    PolicyTable.build(affinities, cfg, batch.groups), tuple(rows))
 
 

@@ -11,21 +11,21 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from pipeline.placement_inputs import Cluster, build_cluster
+from pipeline.placement_inputs import PlacementInputs, build_placement_inputs
 from pipeline.schema import TABLES, check_snapshot, read_table
 from placement.violations import check_fragment
 
 
-def load_cluster(snapshot: Path) -> Cluster:
+def load_placement_inputs(snapshot: Path) -> PlacementInputs:
     paths = check_snapshot(snapshot)
-    return build_cluster(*(read_table(paths[t], TABLES[t]) for t in ("bookies", "policies",
+    return build_placement_inputs(*(read_table(paths[t], TABLES[t]) for t in ("bookies", "policies",
                                                                      "config")))
 
 
 def plain_audit(snapshot: Path) -> dict[tuple[int, int], int]:
     """{(ledger_id, segment): violation bits} of every violating fragment."""
     paths = check_snapshot(snapshot)
-    cluster = load_cluster(snapshot)
+    cluster = load_placement_inputs(snapshot)
     ledgers = ds.dataset(paths["ledgers"], format="parquet").to_table(
         columns=["ledger_id", "namespace", "write_quorum", "ack_quorum"])
     index = cluster.policy_index()

@@ -15,7 +15,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipeline.placement_inputs import Cluster
+from pipeline.placement_inputs import PlacementInputs
 from placement import EnsembleRequest, PlacementError, replace_bookie, replace_to_adhere
 from placement.violations import Violation, check_fragment, member_violations
 
@@ -43,7 +43,7 @@ class FragmentPlan:
 
 
 def plan_fragment(
-    cluster: Cluster, ledger_id: int, segment: int, ensemble: Sequence[int], *,
+    cluster: PlacementInputs, ledger_id: int, segment: int, ensemble: Sequence[int], *,
     write_quorum: int, ack_quorum: int, policy: int, nbytes: float,
 ) -> FragmentPlan:
     """Moves that make the fragment adhere, and what they cannot fix."""

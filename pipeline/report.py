@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.placement_inputs import Cluster
+from pipeline.placement_inputs import PlacementInputs
 from placement.violations import Violation
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -152,7 +152,7 @@ document.body.dataset.rendered=n+'/'+document.querySelectorAll('svg.chart').leng
 
 def render_report(summary: Mapping[str, Any], aggregates: Sequence[Mapping[str, Any]],
                   namespaces: Sequence[Mapping[str, Any]],
-                  reasons: Counter[str], cluster: Cluster) -> str:
+                  reasons: Counter[str], cluster: PlacementInputs) -> str:
     """The page; `reasons` counts the unfixable fragments by "kinds: reason"."""
     by_dim: dict[str, list[Mapping[str, Any]]] = {}
     for a in aggregates:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.plain import load_cluster
+from pipeline.plain import load_placement_inputs
 from pipeline.schema import TABLES
 from pipeline.synth import write_table
 from placement.violations import Violation, member_violations
@@ -47,7 +47,7 @@ def test_finds_exactly_the_injected_violations(snapshot: Path,
 def test_aggregates_match_a_direct_computation(snapshot: Path,
                                                audited: tuple[Path, dict[str, Any]]) -> None:
     out, _ = audited
-    cluster = load_cluster(snapshot)
+    cluster = load_placement_inputs(snapshot)
     led = pq.read_table(snapshot / "ledgers").to_pandas()
     frag = pq.read_table(snapshot / "fragments",
                          columns=TABLES["fragments"].names).to_pandas().merge(
@@ -78,7 +78,7 @@ def test_aggregates_match_a_direct_computation(snapshot: Path,
 def test_plan_never_proposes_a_forbidden_bookie(snapshot: Path,
                                                 audited: tuple[Path, dict[str, Any]]) -> None:
     out, _ = audited
-    cluster = load_cluster(snapshot)
+    cluster = load_placement_inputs(snapshot)
     plan = pq.read_table(out / "repair_plan.parquet").to_pandas()
     assert len(plan) > 0
     led = pq.read_table(snapshot / "ledgers").to_pandas().set_index("ledger_id")

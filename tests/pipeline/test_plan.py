@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from pipeline.placement_inputs import Cluster, build_cluster
+from pipeline.placement_inputs import PlacementInputs, build_placement_inputs
 from pipeline.plan import plan_fragment
 from pipeline.schema import TABLES
 from placement.violations import Violation
 
 
-def cluster(rows: list[tuple[str, str | None, str | None, bool]], *, strict: bool) -> Cluster:
+def cluster(
+    rows: list[tuple[str, str | None, str | None, bool]], *, strict: bool
+) -> PlacementInputs:
     """rows: (bookie id, rack, group, read-only); namespace ns/a uses group g1."""
     bookies = pa.Table.from_pylist([
         {"bookie_index": i, "bookie_id": b, "registered": True, "read_only": ro, "rack": rack,
@@ -25,7 +27,7 @@ def cluster(rows: list[tuple[str, str | None, str | None, bool]], *, strict: boo
          "strict_bookie_affinity": False, "isolation_groups": [],
          "secondary_isolation_groups": [], "regions_to_write": [], "min_regions": 2}],
         schema=TABLES["config"])
-    return build_cluster(bookies, policies, config)
+    return build_placement_inputs(bookies, policies, config)
 
 
 ROWS = [("a1", "/r1", "g1", False), ("a2", "/r2", "g1", False), ("a3", "/r2", "g1", True),

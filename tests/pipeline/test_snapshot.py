@@ -21,7 +21,7 @@ from metastore.ledger_metadata import LedgerMetadata, LedgerState
 from metastore.ledgers import LedgerMetadataStore
 from metastore.managed_ledger_info import LedgerInfo, ManagedLedgerInfo, encode_managed_ledger_info
 from metastore.versioned_keys import VersionedKeys
-from pipeline.placement_inputs import build_cluster
+from pipeline.placement_inputs import build_placement_inputs
 from pipeline.schema import LEDGER_COLUMNS, TABLES, check_snapshot, denormalised, read_table
 from pipeline.snapshot import snapshot
 from placement import PlacementConfig
@@ -163,7 +163,7 @@ def test_bookies_policies_config(exported: Path) -> None:
     config = t["config"].to_pylist()[0]
     assert (config["placement_mode"], config["enforce_min_racks"],
             config["strict_bookie_affinity"], config["min_racks"]) == ("rack-aware", True, True, 2)
-    cluster = build_cluster(t["bookies"], t["policies"], t["config"])
+    cluster = build_placement_inputs(t["bookies"], t["policies"], t["config"])
     assert cluster.bookie_ids == tuple(sorted([B1, B2, B3, B4, GHOST]))
 
 
