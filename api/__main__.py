@@ -28,9 +28,16 @@ from api.auth.client_certificates import ClientCertHttpProtocol
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
 from metastore.store import MetadataStore, parse_metadata_store_url
-from storage.bookie.service import check_bookie_settings
-from storage.runtime import GC_DEFAULT, set_gc
-from storage.supervisor import FIRST_PORT, LocalBookies, default_ports, ports_for, wait_registered
+from storage import (
+    FIRST_PORT,
+    GC_DEFAULT,
+    LocalBookies,
+    check_bookie_settings,
+    default_ports,
+    ports_for,
+    set_gc,
+    wait_registered,
+)
 
 log = logging.getLogger("api")
 

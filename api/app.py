@@ -29,7 +29,7 @@ from api.services.cluster_metadata import Initialised, keep_initializing
 from api.settings import Settings
 from api.state import AppState
 from metastore.store import MetadataStore, parse_metadata_store_url
-from storage.supervisor import LocalBookies
+from storage import LocalBookies
 
 DESCRIPTION = (
     "Pulsar's admin REST API for bookie and broker isolation (racks, bookie affinity groups, "

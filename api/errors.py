@@ -33,8 +33,8 @@ from starlette.routing import Match
 
 from metastore import errors as store_errors
 from placement import errors as placement_errors
-from storage.ledger import errors as ledger_errors
-from storage.managed_ledger import errors as managed_ledger_errors
+from storage import ledger as ledger_errors
+from storage import managed_ledger as managed_ledger_errors
 
 log = logging.getLogger(__name__)
 

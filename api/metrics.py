@@ -52,9 +52,8 @@ from api.auth.authentication import AuthenticationFailed
 from api.auth.authorization import NEED_AUTHENTICATION
 from api.errors import NotAuthorized
 from api.state import AppState
-from storage.autorecovery import UnderReplication
-from storage.autorecovery.checker import CheckProgress
-from storage.bookie.metrics import render
+from storage import render_metrics
+from storage.autorecovery import CheckProgress, UnderReplication
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 PATHS = ("/metrics", "/metrics/")
@@ -197,7 +196,7 @@ async def metrics(request: Request) -> Response:
         except AuthenticationFailed:
             raise NotAuthorized(NEED_AUTHENTICATION) from None
     counts: dict[RequestKey, int] = request.app.state.request_counts
-    body = render(await collect(state, counts))
+    body = render_metrics(await collect(state, counts))
     return Response(body, media_type=CONTENT_TYPE)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from javaformats import parse_broker_conf
-from storage.autorecovery.config import AutoRecoveryConfig, AutoRecoveryConfigError
+from storage.autorecovery import AutoRecoveryConfig, AutoRecoveryConfigError
 
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
 TLS_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"

@@ -31,13 +31,18 @@ from metastore.store import MetadataStore
 from metastore.topology import TopologySnapshot
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
-from storage.autorecovery import AutoRecovery, ReplicationWorker, UnderReplication
-from storage.autorecovery.plan_repair import PlannedMove, RepairProgress, apply_plan
-from storage.bookie.client import BookieClient
-from storage.engine import build_ledger_client, build_managed_ledger_factory
+from storage import LocalBookies, build_ledger_client, build_managed_ledger_factory
+from storage.autorecovery import (
+    AutoRecovery,
+    PlannedMove,
+    RepairProgress,
+    ReplicationWorker,
+    UnderReplication,
+    apply_plan,
+)
+from storage.bookie import BookieClient
 from storage.ledger import BookiePool, LedgerClient
 from storage.managed_ledger import ManagedLedgerFactory
-from storage.supervisor import LocalBookies
 
 
 def placement_config(settings: Settings) -> PlacementConfig:

@@ -20,7 +20,7 @@ from pydantic.config import JsonDict
 from api.deps import app_state
 from api.services.storage_audit import AuditJob, StorageAuditService
 from api.shapes.params import AuditId
-from storage.autorecovery.plan_repair import RepairProgress
+from storage.autorecovery import RepairProgress
 
 router = APIRouter(prefix="/admin/v2/storage", tags=["extensions"])
 

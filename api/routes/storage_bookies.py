@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import StorageBookiesDep
 from api.shapes.params import StorageBookieId
-from storage.autorecovery.decommission import DecommissionState
+from storage.autorecovery import DecommissionState
 
 router = APIRouter(prefix="/admin/v2/storage/bookies", tags=["extensions"])
 

@@ -34,8 +34,8 @@ from metastore.errors import NotFound
 from metastore.ledger_metadata import LedgerMetadata, encode_ledger_metadata
 from metastore.ledgers import LedgerMetadataStore
 from metastore.versioned_keys import VersionedKeys
+from storage import encode_force_request
 from storage.autorecovery import UnderReplication
-from storage.bookie.gc import encode_force_request
 
 log = logging.getLogger(__name__)
 

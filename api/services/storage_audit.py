@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from api.errors import Conflict, NotFound
-from storage.autorecovery.plan_repair import PlannedMove, RepairProgress
+from storage.autorecovery import PlannedMove, RepairProgress
 
 Repairer = Callable[[list[PlannedMove], RepairProgress], Coroutine[Any, Any, RepairProgress]]
 

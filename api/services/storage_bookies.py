@@ -48,10 +48,15 @@ from metastore.store import MetadataStore
 from metastore.topology import read_cluster_view
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig
-from storage.autorecovery import AutoRecoveryConfig, ReplicationWorker, UnderReplication
-from storage.autorecovery.decommission import Decommissions, DecommissionState
+from storage import LocalBookies
+from storage.autorecovery import (
+    AutoRecoveryConfig,
+    Decommissions,
+    DecommissionState,
+    ReplicationWorker,
+    UnderReplication,
+)
 from storage.ledger import LedgerClient
-from storage.supervisor import LocalBookies
 
 WRITABLE = "writable"
 READ_ONLY = "read-only"

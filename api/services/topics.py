@@ -47,24 +47,22 @@ from metastore.store import MetadataStore
 from placement import AffinityGroups, PlacementConfig
 from storage.ledger import LedgerError, NoSuchEntry, NoSuchLedger
 from storage.managed_ledger import (
+    COMPRESSION_NAMES,
+    COMPRESSION_NONE,
     InvalidPosition,
     ManagedLedger,
     ManagedLedgerConfig,
     ManagedLedgerError,
     ManagedLedgerFactory,
+    MessageFormatError,
+    MessageMetadata,
     Position,
     RolloverPolicy,
     codec_decode,
-    managed_ledger_name,
-    managed_ledger_path,
-)
-from storage.managed_ledger.message import (
-    COMPRESSION_NAMES,
-    COMPRESSION_NONE,
-    MessageFormatError,
-    MessageMetadata,
     decode_message,
     encode_message,
+    managed_ledger_name,
+    managed_ledger_path,
 )
 
 DEFAULT_PRODUCER_NAME = "RestProducer"

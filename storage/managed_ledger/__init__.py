@@ -16,6 +16,14 @@ from storage.managed_ledger.managed_ledger import (
     ManagedLedger,
     Position,
 )
+from storage.managed_ledger.message import (
+    COMPRESSION_NAMES,
+    COMPRESSION_NONE,
+    MessageFormatError,
+    MessageMetadata,
+    decode_message,
+    encode_message,
+)
 from storage.managed_ledger.names import (
     codec_decode,
     codec_encode,
@@ -24,6 +32,8 @@ from storage.managed_ledger.names import (
 )
 
 __all__ = [
+    "COMPRESSION_NAMES",
+    "COMPRESSION_NONE",
     "InfoBackend",
     "InfoVersionConflict",
     "InvalidPosition",
@@ -34,10 +44,14 @@ __all__ = [
     "ManagedLedgerError",
     "ManagedLedgerFactory",
     "ManagedLedgerNotFound",
+    "MessageFormatError",
+    "MessageMetadata",
     "Position",
     "RolloverPolicy",
     "codec_decode",
     "codec_encode",
+    "decode_message",
+    "encode_message",
     "managed_ledger_name",
     "managed_ledger_path",
 ]
