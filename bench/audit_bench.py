@@ -3,7 +3,7 @@
     python -m bench.audit_bench [--ledgers 1000000] [--also 10000000] [--data DIR]
 
 Both read the same synthetic snapshot (pipeline.synth, made once and kept under --data).
-Spark: `python -m pipeline.audit --master local[2]` as a subprocess (JVM start included in
+Spark: `python -m pipeline audit --master local[2]` as a subprocess (JVM start included in
 the wall time; the audit's own time and the check stage are reported too). Plain:
 `pipeline.plain.plain_audit`, the scalar `check_fragment` per fragment. Peak RSS is
 sampled from /proc every 0.2 s for the driver Python, the JVM (driver, and the local
@@ -130,7 +130,7 @@ def snapshot(data: Path, ledgers: int) -> Path:
 
 
 def spark_run(snap: Path, out: Path) -> dict[str, object]:
-    wall, rss, _ = run_measured([sys.executable, "-m", "pipeline.audit", "--snapshot",
+    wall, rss, _ = run_measured([sys.executable, "-m", "pipeline", "audit", "--snapshot",
                                       str(snap), "--out", str(out), "--master", "local[2]"])
     summary = json.loads((out / "summary.json").read_text())
     n = summary["fragments"]

@@ -27,7 +27,8 @@ from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import LedgerMetadata, LedgerState, decode_ledger_metadata
 from metastore.ledgers import LedgerMetadataStore
 from metastore.versioned_keys import VersionedKeys
-from pipeline.snapshot import EtcdSource, snapshot
+from pipeline.snapshot import snapshot
+from pipeline.sources import EtcdSource
 from placement import PlacementConfig
 
 

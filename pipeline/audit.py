@@ -1,4 +1,5 @@
-"""`python -m pipeline.audit --snapshot DIR --out DIR [--master URL]`: the placement audit.
+"""The placement audit on Spark (`run_audit`): `python -m pipeline audit --snapshot DIR --out DIR
+[--master URL]` runs it.
 
 Stages (each printed with its elapsed time on stderr):
 
@@ -21,7 +22,7 @@ Stages (each printed with its elapsed time on stderr):
 3. the driver adds up the tasks' aggregates;
 4. the driver gathers the plan parts into repair_plan.parquet and unfixable.parquet one
    part at a time (its memory does not grow with the number of violations);
-5. Parquet tables, summary.json and report.html under `--out`.
+5. Parquet tables, summary.json and report.html under `--out` (`pipeline.outputs`).
 
 Outputs: fragment_verdicts/ and ledger_findings/ (one part per task);
 aggregates.parquet, namespaces.parquet, repair_plan.parquet, unfixable.parquet,
@@ -32,24 +33,17 @@ column has the wrong type.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import pickle
-import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
-from pipeline.io import spark_session
+from pipeline.outputs import AuditSummary, AuditTotals, write_outputs
 from pipeline.partitions import (
     FINDINGS_DIR,
     NS_KINDS,
@@ -63,8 +57,7 @@ from pipeline.partitions import (
     audit_partition,
     namespace_totals,
 )
-from pipeline.placement_inputs import PlacementInputs, build_placement_inputs
-from pipeline.report import render_report
+from pipeline.placement_inputs import build_placement_inputs
 from pipeline.schema import (
     FRAGMENTS_DENORMALISED,
     TABLES,
@@ -74,7 +67,7 @@ from pipeline.schema import (
     read_table,
 )
 from placement.config import PlacementMode
-from placement.violations import Violation, kind_names
+from placement.violations import Violation
 
 DIMS = ("bookie", "rack", "region", "group")
 KINDS = [v for v in Violation if v]
@@ -115,7 +108,7 @@ def _file_tasks_frame(spark: Any, groups: list[list[str]]) -> Any:
 
 
 def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda _: None
-              ) -> dict[str, Any]:
+              ) -> AuditSummary:
     """Audit `snapshot` with `spark`, write every output under `out`, return the summary."""
     from pyspark.sql import functions as F
 
@@ -206,14 +199,16 @@ def run_audit(spark: Any, snapshot: Path, out: Path, progress: Progress = lambda
     progress(f"4/5 repair plan for {n_planned:,} violating fragments (made in the executors)")
 
     plan_parts = sorted((out / PLAN_PARTS_DIR).glob("part-*.parquet"))
-    summary = write_outputs(cluster, out, snapshot, ns_names, agg_rows, ns_rows, ns_kinds,
-                            plan_parts, n_fragments, check_seconds,
-                            time.perf_counter() - started,
-                            violating_ledgers=sum(p.violating_ledgers for p in parts))
+    totals = AuditTotals(ns_names=ns_names, agg_rows=agg_rows, ns_rows=ns_rows,
+                         ns_kinds=ns_kinds, plan_parts=plan_parts, fragments=n_fragments,
+                         violating_ledgers=sum(p.violating_ledgers for p in parts),
+                         check_seconds=check_seconds)
+    summary = write_outputs(cluster, totals, out, snapshot=snapshot,
+                            seconds=time.perf_counter() - started)
     for part in plan_parts:
         part.unlink()
     (out / PLAN_PARTS_DIR).rmdir()
-    progress(f"5/5 wrote {out} in {summary['seconds']:.1f}s")
+    progress(f"5/5 wrote {out} in {summary.seconds:.1f}s")
     return summary
 
 
@@ -221,173 +216,3 @@ def _spark_schema(schema: pa.Schema) -> Any:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(schema)
-
-
-def write_outputs(cluster: PlacementInputs, out: Path, snapshot: Path,
-                  ns_names: Sequence[str | None], agg_rows: list[Any],
-                  ns_rows: list[Any], ns_kinds: dict[str | None, dict[str, Any]],
-                  plan_parts: Sequence[Path], n_fragments: int, check_seconds: float,
-                  seconds: float, *, violating_ledgers: int) -> dict[str, Any]:
-    """aggregates.parquet, namespaces.parquet, repair_plan.parquet and unfixable.parquet
-    (gathered from the tasks' plan parts one part at a time, so the driver's memory does not
-    grow with the number of violations), summary.json and report.html."""
-    racks, regions = cluster.location_names()
-    names = {"bookie": list(cluster.bookie_ids), "rack": racks, "region": regions,
-             "group": list(cluster.batch.groups), "namespace": ns_names}
-    aggregates = [{"dim": r["dim"], "key": r["key"],
-                   "name": "(no group)" if r["dim"] == "group" and r["key"] < 0
-                   else names[r["dim"]][r["key"]],
-                   "ledgers": int(r["ledgers"]), "replicas": int(r["replicas"]),
-                   "violating_replicas": int(r["violating_replicas"]),
-                   "bytes": float(r["bytes"])} for r in agg_rows]
-    per_ns = {a["name"]: a for a in aggregates if a["dim"] == "namespace"}
-    aggregates = [a for a in aggregates if a["dim"] != "namespace"]
-    # bookies that hold nothing still count for skew
-    held = {a["key"] for a in aggregates if a["dim"] == "bookie"}
-    aggregates += [{"dim": "bookie", "key": i, "name": b, "ledgers": 0, "replicas": 0,
-                    "violating_replicas": 0, "bytes": 0.0}
-                   for i, b in enumerate(cluster.bookie_ids)
-                   if i not in held and b in cluster.topology.writable]
-    aggregates.sort(key=lambda a: (a["dim"], a["key"]))
-    pq.write_table(pa.Table.from_pylist(aggregates), out / "aggregates.parquet")
-
-    namespaces = []
-    for r in sorted(ns_rows, key=lambda r: (r["namespace"] is None, r["namespace"] or "")):
-        kinds = ns_kinds.get(r["namespace"], {})
-        namespaces.append({
-            "namespace": r["namespace"], "ledgers": int(r["ledgers"]),
-            "bytes": int(r["bytes"] or 0), "stored_bytes": int(r["stored_bytes"] or 0),
-            "fragments": int(per_ns.get(r["namespace"], {}).get("replicas", 0)),
-            "violating_fragments": int(per_ns.get(r["namespace"], {})
-                                       .get("violating_replicas", 0)),
-            **{k.name or "": int(kinds.get(k.name or "") or 0) for k in KINDS}})
-    pq.write_table(pa.Table.from_pylist(namespaces), out / "namespaces.parquet")
-
-    ids = cluster.bookie_ids
-    id_array = pa.array(ids, pa.string())
-    net = np.zeros(len(ids), np.float64)
-    touched = np.zeros(len(ids), bool)
-    n_planned = n_moves = n_unfixable = 0
-    bytes_moved = 0.0
-    reasons: Counter[str] = Counter()
-    with pq.ParquetWriter(out / "repair_plan.parquet", PLAN_SCHEMA) as plan_writer, \
-            pq.ParquetWriter(out / "unfixable.parquet", UNFIXABLE_SCHEMA) as unfixable_writer:
-        for part in plan_parts:
-            planned = pq.read_table(part)
-            heads = planned.filter(pc.equal(planned.column("position"), -1)).sort_by(
-                [("ledger_id", "ascending"), ("segment", "ascending")])
-            steps = planned.filter(pc.greater_equal(planned.column("position"), 0)).sort_by(
-                [("ledger_id", "ascending"), ("segment", "ascending"),
-                 ("position", "ascending")])
-            out_index = steps.column("bookie_out_index").cast(pa.int32())
-            in_index = steps.column("bookie_in_index").cast(pa.int32())
-            moves = pa.table([steps.column("ledger_id"), steps.column("segment"),
-                              steps.column("position"), pc.take(id_array, out_index),
-                              pc.take(id_array, in_index), out_index, in_index,
-                              steps.column("bytes")], schema=PLAN_SCHEMA)
-            plan_writer.write_table(moves)
-            unfixable = [{"ledger_id": h["ledger_id"], "segment": h["segment"],
-                          "violations": h["violations"], "remaining": h["remaining"],
-                          "kinds": ",".join(kind_names(h["remaining"])), "reason": h["reason"]}
-                         for h in heads.filter(pc.not_equal(heads.column("remaining"), 0))
-                         .to_pylist()]
-            unfixable_writer.write_table(pa.Table.from_pylist(unfixable,
-                                                              schema=UNFIXABLE_SCHEMA))
-            reasons.update(u["kinds"] + ": " + u["reason"][:160] for u in unfixable)
-            moved = moves.column("bytes").to_numpy()
-            in_np = in_index.to_numpy(zero_copy_only=False)
-            out_np = out_index.to_numpy(zero_copy_only=False)
-            net += (np.bincount(in_np, weights=moved, minlength=len(ids))
-                    - np.bincount(out_np, weights=moved, minlength=len(ids)))
-            touched[in_np] = True
-            touched[out_np] = True
-            n_planned += heads.num_rows
-            n_moves += moves.num_rows
-            n_unfixable += len(unfixable)
-            bytes_moved += float(moved.sum())
-    hit = np.flatnonzero(touched)
-    top = hit[np.argsort(-net[hit], kind="stable")][:50]
-
-    by_kind = {k.name or "": sum(n[k.name or ""] for n in namespaces) for k in KINDS}
-    summary = {
-        "snapshot": str(snapshot),
-        "placement_mode": cluster.config.mode.value,
-        "fragments": n_fragments,
-        "ledgers": sum(n["ledgers"] for n in namespaces),
-        "violating_fragments": sum(n["violating_fragments"] for n in namespaces),
-        "violating_ledgers": violating_ledgers,
-        "violations_by_kind": {k: v for k, v in by_kind.items() if v},
-        "skew": {dim: skew([a["bytes"] for a in aggregates if a["dim"] == dim])
-                 for dim in DIMS},
-        "plan": {"moves": n_moves, "fragments": n_planned,
-                 "fixed_fragments": n_planned - n_unfixable,
-                 "unfixable_fragments": n_unfixable,
-                 "bytes_moved": bytes_moved,
-                 "load_added_per_bookie": {ids[i]: float(net[i]) for i in top}},
-        "check_seconds": round(check_seconds, 2),
-        "seconds": round(seconds, 2),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "report.html").write_text(render_report(summary, aggregates, namespaces,
-                                                   reasons, cluster))
-    return summary
-
-
-PLAN_SCHEMA = pa.schema([("ledger_id", pa.int64()), ("segment", pa.int32()),
-                         ("position", pa.int32()), ("bookie_out", pa.string()),
-                         ("bookie_in", pa.string()), ("bookie_out_index", pa.int32()),
-                         ("bookie_in_index", pa.int32()), ("bytes", pa.float64())])
-UNFIXABLE_SCHEMA = pa.schema([("ledger_id", pa.int64()), ("segment", pa.int32()),
-                              ("violations", pa.int32()), ("remaining", pa.int32()),
-                              ("kinds", pa.string()), ("reason", pa.string())])
-
-
-def skew(values: list[float]) -> dict[str, float]:
-    """max/mean and the coefficient of variation (std/mean) of a load distribution."""
-    if not values:
-        return {"count": 0, "max_over_mean": 0.0, "cv": 0.0}
-    arr = np.asarray(values, np.float64)
-    mean = float(arr.mean())
-    return {"count": len(values), "min": float(arr.min()), "max": float(arr.max()),
-            "mean": mean, "max_over_mean": float(arr.max() / mean) if mean else 0.0,
-            "cv": float(arr.std() / mean) if mean else 0.0}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.audit", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--snapshot", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
-    parser.add_argument("--driver-memory", default="2g")
-    args = parser.parse_args(argv)
-
-    started = time.perf_counter()
-
-    def progress(line: str) -> None:
-        print(f"[audit {time.perf_counter() - started:6.1f}s] {line}", file=sys.stderr,
-              flush=True)
-
-    try:
-        check_snapshot(args.snapshot)  # fail before starting a JVM
-    except SnapshotError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    progress(f"starting Spark ({args.master or 'local[*]'}); its own log: {args.out}/spark.log")
-    spark = spark_session(args.master, driver_memory=args.driver_memory,
-                          jvm_log=args.out / "spark.log")
-    try:
-        summary = run_audit(spark, args.snapshot, args.out, progress)
-    except SnapshotError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        spark.stop()
-    print(json.dumps({k: summary[k] for k in ("fragments", "ledgers", "violating_fragments",
-                                              "violating_ledgers", "violations_by_kind",
-                                              "seconds")}))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,7 +6,8 @@ picks its successor inside the namespace's allowed bookies; if a window still sp
 few racks (regions), `replace_to_adhere` changes the fewest positions. The result is
 judged again by `check_fragment`: whatever is left is reported as unfixable, with the
 reason (the engine's NotEnoughBookies explanation, or the remaining violation reasons).
-Runs on the driver for the violating fragments only.
+Runs in the audit's tasks (`pipeline.partitions`), on the executors, for the violating
+fragments only.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""`python -m pipeline.snapshot --metadata-store-url URL --out DIR`: a cluster's metadata as
-the five Parquet tables of `pipeline.schema`.
-
-Sources (`--metadata-store-url`, Pulsar's forms):
-
-- `etcd:http://h:p[,h:p]` — ours, or any Pulsar whose metadata store is etcd;
-- `zk:host:2181[,host:2181]` — a Pulsar on ZooKeeper, read with `kazoo` (same paths, same
-  bytes; Pulsar's BookKeeper ledger layout there is the same hierarchical one).
+"""A cluster's metadata as the five Parquet tables of `pipeline.schema` (`snapshot`), read from a
+`pipeline.sources` source: `python -m pipeline snapshot` runs it.
 
 What is read, all at Pulsar's paths (DESIGN.md section 3):
 
 - ledger metadata at the hierarchical keys `/ledgers/00/0000/L0001` (V3, V2 or V1 values,
-  `metastore.ledger_metadata`), in paged range reads: one keys-only page at a time finds
-  each page's bounds, then up to `--concurrency` pages of values are read at once, so a large
-  export keeps at most `concurrency * page_size` values in flight and etcd never sees an
-  unbounded range;
+  `metastore.ledger_metadata`), a page at a time (`Source.ledger_pages`);
 - a ledger's topic from its custom metadata `pulsar/managed-ledger` (UTF-8 text, the managed
   ledger's name `tenant/ns/persistent/<encoded topic>`, as Pulsar's `LedgerMetadataUtils` and
   our storage engine write it; the ledger-metadata JSON of BookKeeper's admin API shows it
@@ -22,39 +13,29 @@ What is read, all at Pulsar's paths (DESIGN.md section 3):
 - `/bookies` (groups, racks, hostnames), the registrations under `/ledgers/available`
   (read-only ones under `readonly/`), namespace policies (persistence) and local policies
   (bookie affinity groups);
-- the placement config from `--config broker.conf` and `--set key=value` (broker.conf keys).
+- the placement config given by the caller (broker.conf keys).
 
 Bookies are numbered by sorted id. A bookie named in an ensemble but neither registered nor
 in `/bookies` still gets an index (registered false, no rack, no group). A fragment's last
 entry id is the next fragment's first minus one; the last fragment's is the ledger's last
 entry id when closed, -1 otherwise. Disk figures are not in the metadata: each registered
-bookie is asked for them with BookKeeper's V3 GET_BOOKIE_INFO (the data file system's total
-and free bytes, as upstream's clients ask for disk-weighted placement; `disk_used` = total -
-free), 16 at a time with `--timeout`; a bookie that does not answer (or `--no-bookie-info`)
-leaves them null.
-
-Progress goes to stderr; stdout gets one JSON line of counts. Exit 2 with a message naming
-the problem when the store cannot be reached or a stored value cannot be decoded.
+bookie is asked for them (`pipeline.sources.bookie_disks`), unless the caller says not to;
+a bookie that does not answer leaves them null (`disk_used` = total - free).
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import contextlib
-import json
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import unquote_plus
 
 import numpy as np
 import pyarrow as pa
 
-from javaformats import parse_broker_conf
 from metastore import paths
 from metastore.documents import (
     decode_local_policies,
@@ -66,196 +47,13 @@ from metastore.errors import MetastoreError
 from metastore.ledger_metadata import LedgerMetadata, LedgerState, decode_ledger_metadata
 from metastore.managed_ledger_info import decode_managed_ledger_info
 from pipeline.schema import LEDGER_COLUMNS, TABLES
+from pipeline.sources import SnapshotSourceError, Source, bookie_disks, open_source
 from pipeline.synth import write_table
 from placement import PlacementConfig
 from placement.topology import UNKNOWN_REGION, region_of
-from storage.bookie import BookieClient
 
 MANAGED_LEDGER_NAME = "pulsar/managed-ledger"
 PLACEMENT_POLICY_CONFIG = "EnsemblePlacementPolicyConfig"
-_SCAN_START = paths.LEDGERS + "/0"
-_SCAN_END = paths.LEDGERS + "/:"  # the character after "9": only the numbered levels
-
-
-class SnapshotSourceError(Exception):
-    """The metadata store cannot be read, or holds a value that cannot be decoded."""
-
-
-class Source(Protocol):
-    """Read access to a Pulsar metadata store, by path."""
-
-    url: str
-
-    async def get(self, path: str) -> bytes | None: ...
-
-    async def descendants(self, path: str, depth: int) -> dict[str, bytes]:
-        """Every node exactly `depth` levels below `path`, by full path."""
-        ...
-
-    def ledger_pages(self, page_size: int, concurrency: int
-                     ) -> AsyncIterator[list[tuple[int, bytes]]]:
-        """Every ledger's (id, stored value), a page at a time, in no particular order."""
-        ...
-
-    async def close(self) -> None: ...
-
-
-# -- etcd -------------------------------------------------------------------------------------
-
-
-class EtcdSource:
-    """Pulsar-on-etcd (and ours): a path is the etcd key; bounded range reads only."""
-
-    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
-        from metastore.store import parse_metadata_store_url
-        from metastore.versioned_keys import VersionedKeys
-
-        self.url = url
-        self.keys = VersionedKeys(parse_metadata_store_url(url), timeout=timeout)
-
-    async def get(self, path: str) -> bytes | None:
-        found = await self.keys.read(path)
-        return None if found is None else found.value
-
-    async def _range(self, start: str, end: str, page_size: int, *, keys_only: bool = False
-                     ) -> list[tuple[str, bytes]]:
-        out: list[tuple[str, bytes]] = []
-        while True:
-            page = await self.keys.scan(start, end, limit=page_size, keys_only=keys_only)
-            out.extend((key, value) for key, value, _ in page.items)
-            if not page.more or not page.items:
-                return out
-            start = page.items[-1][0] + "\0"
-
-    async def descendants(self, path: str, depth: int) -> dict[str, bytes]:
-        prefix = path.rstrip("/") + "/"
-        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-        return {key: value for key, value in await self._range(prefix, end, 1000)
-                if key[len(prefix):].count("/") == depth - 1 and not key.endswith("/")}
-
-    async def ledger_pages(self, page_size: int, concurrency: int
-                           ) -> AsyncIterator[list[tuple[int, bytes]]]:
-        start, more = _SCAN_START, True
-        while more:
-            bounds: list[tuple[str, str]] = []
-            while more and len(bounds) < concurrency:  # keys-only: cheap page bounds
-                page = await self.keys.scan(start, _SCAN_END, limit=page_size, keys_only=True)
-                if not page.items:
-                    break
-                end = page.items[-1][0] + "\0"
-                bounds.append((start, end))
-                start, more = end, page.more
-            if not bounds:
-                return
-            pages = await asyncio.gather(*(self._range(s, e, page_size) for s, e in bounds))
-            for items in pages:
-                yield [(lid, value) for key, value in items
-                       if (lid := paths.ledger_id_of(key)) is not None]
-
-    async def close(self) -> None:
-        await self.keys.close()
-
-
-# -- ZooKeeper --------------------------------------------------------------------------------
-
-
-class ZkSource:
-    """Pulsar-on-ZooKeeper through kazoo: the same paths as znodes, the same bytes. kazoo's
-    calls block, so they run in a worker thread, issued `concurrency` at a time."""
-
-    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
-        from kazoo.client import KazooClient
-
-        self.url = url
-        hosts = url.removeprefix("zk:").removeprefix("zookeeper:").removeprefix("//")
-        hosts, _, chroot = hosts.partition("/")
-        self.client = KazooClient(hosts=hosts + (f"/{chroot}" if chroot else ""),
-                                  timeout=timeout, read_only=True)
-        self.timeout = timeout
-        self.concurrency = 16
-        self._started = False
-
-    async def _start(self) -> None:
-        if not self._started:
-            await asyncio.to_thread(self.client.start, self.timeout)
-            self._started = True
-
-    def _many(self, call: Callable[[str], Any], items: Sequence[str]) -> list[Any]:
-        """`call(path)` for every path (async kazoo calls, `concurrency` in flight); a node
-        gone meanwhile gives None."""
-        from kazoo.exceptions import NoNodeError
-
-        out: list[Any] = []
-        for i in range(0, len(items), self.concurrency):
-            pending = [call(p) for p in items[i:i + self.concurrency]]
-            for result in pending:
-                try:
-                    out.append(result.get(timeout=self.timeout))
-                except NoNodeError:
-                    out.append(None)
-        return out
-
-    def _children(self, parents: Sequence[str]) -> list[str]:
-        found = self._many(self.client.get_children_async, parents)
-        return [f"{p.rstrip('/')}/{c}" for p, kids in zip(parents, found, strict=True)
-                for c in sorted(kids or ())]
-
-    def _values(self, nodes: Sequence[str]) -> list[bytes | None]:
-        return [None if r is None else bytes(r[0])
-                for r in self._many(self.client.get_async, nodes)]
-
-    async def get(self, path: str) -> bytes | None:
-        await self._start()
-        return (await asyncio.to_thread(self._values, [path]))[0]
-
-    async def descendants(self, path: str, depth: int) -> dict[str, bytes]:
-        await self._start()
-
-        def walk() -> dict[str, bytes]:
-            level = [path]
-            for _ in range(depth):
-                level = self._children(level)
-            return {p: v for p, v in zip(level, self._values(level), strict=True)
-                    if v is not None}
-
-        return await asyncio.to_thread(walk)
-
-    async def ledger_pages(self, page_size: int, concurrency: int
-                           ) -> AsyncIterator[list[tuple[int, bytes]]]:
-        await self._start()
-        self.concurrency = max(1, concurrency) * 4
-        tops = await asyncio.to_thread(self._children, [paths.LEDGERS])
-        for width in (2, 3):  # 2-4-4 (ids < 2^31-1), then 3-4-4-4-4
-            roots = [t for t in tops if _digits(t.rsplit("/", 1)[1], width)]
-            for root in roots:  # one top-level directory at a time bounds the memory
-                level = [root]
-                for _ in range(2 if width == 2 else 4):
-                    level = await asyncio.to_thread(self._children, level)
-                for i in range(0, len(level), page_size):
-                    nodes = [n for n in level[i:i + page_size]
-                             if paths.ledger_id_of(n) is not None]
-                    values = await asyncio.to_thread(self._values, nodes)
-                    yield [(lid, v) for n, v in zip(nodes, values, strict=True)
-                           if v is not None and (lid := paths.ledger_id_of(n)) is not None]
-
-    async def close(self) -> None:
-        if self._started:
-            await asyncio.to_thread(self.client.stop)
-            await asyncio.to_thread(self.client.close)
-
-
-def _digits(text: str, width: int) -> bool:
-    return len(text) == width and text.isascii() and text.isdigit()
-
-
-def open_source(url: str, *, timeout: float = 10.0) -> Source:
-    """The source for a Pulsar `metadataStoreUrl` (`etcd:...` or `zk:...`)."""
-    if url.startswith("etcd:"):
-        return EtcdSource(url, timeout=timeout)
-    if url.startswith(("zk:", "zookeeper:")):
-        return ZkSource(url, timeout=timeout)
-    raise SnapshotSourceError(f"metadata store URL {url!r}: expected etcd:http://host:port[,...]"
-                              " or zk:host:port[,...]")
 
 
 # -- the tables -------------------------------------------------------------------------------
@@ -337,31 +135,6 @@ async def managed_ledger_topics(source: Source) -> dict[int, str]:
         for ledger in info.ledgers:
             out[ledger.ledger_id] = name
     return out
-
-
-BOOKIE_INFO_CONCURRENCY = 16
-
-
-async def bookie_disks(bookie_ids: Iterable[str], timeout: float
-                       ) -> dict[str, tuple[int, int]]:
-    """{bookie: (used, capacity)} bytes from each bookie's GET_BOOKIE_INFO answer; a bookie
-    that cannot be reached or answers an error is left out."""
-    gate = asyncio.Semaphore(BOOKIE_INFO_CONCURRENCY)
-    found: dict[str, tuple[int, int]] = {}
-
-    async def one(bookie: str) -> None:
-        async with gate:
-            try:
-                async with asyncio.timeout(timeout):
-                    async with await BookieClient.connect(bookie, timeout=timeout) as client:
-                        total, free = await client.bookie_info()
-            except Exception:  # unreachable, no V3, an error status, a bad id: unknown
-                return
-            if total > 0:
-                found[bookie] = (max(0, total - free), total)
-
-    await asyncio.gather(*(one(b) for b in bookie_ids))
-    return found
 
 
 async def bookies_table(source: Source, ensemble_ids: Iterable[str], *,
@@ -524,82 +297,3 @@ async def snapshot(url: str, out: Path, cfg: PlacementConfig, *, page_size: int 
     for name, table in tables.items():
         write_table(out / name, table, together="ledger_id" if name == "fragments" else None)
     return {name: table.num_rows for name, table in tables.items()}
-
-
-# -- command line ------------------------------------------------------------------------------
-
-
-class _Progress:
-    """`N ledgers (rate/s)` on stderr: rewritten in place on a terminal, else every 2 s."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.last = -1e9  # the first page is always reported
-
-    def __call__(self, count: int, elapsed: float) -> None:
-        if not self.tty and elapsed - self.last < 2.0:
-            return
-        self.last = elapsed
-        line = f"snapshot: {count} ledgers read ({count / max(elapsed, 1e-9):.0f}/s)"
-        print(f"\r{line}" if self.tty else line, end="" if self.tty else "\n",
-              file=sys.stderr, flush=True)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.snapshot", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--metadata-store-url",
-                        help="etcd:http://h:p[,h:p] or zk:h:p[,h:p] (default: metadataStoreUrl "
-                             "of --config)")
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--config", type=Path, help="broker.conf with the placement settings")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a broker.conf key, overriding --config (repeatable)")
-    parser.add_argument("--page-size", type=int, default=500)
-    parser.add_argument("--concurrency", type=int, default=4,
-                        help="pages of ledger metadata read at once (default 4)")
-    parser.add_argument("--timeout", type=float, default=10.0)
-    parser.add_argument("--no-bookie-info", action="store_true",
-                        help="do not ask the registered bookies for their disk figures "
-                             "(GET_BOOKIE_INFO): disk columns null")
-    args = parser.parse_args(argv)
-    try:
-        conf = parse_broker_conf(args.config.read_text(), str(args.config)) if args.config else {}
-        for item in args.set:
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise ValueError(f"--set {item!r}: expected KEY=VALUE")
-            conf[key.strip()] = value.strip()
-        cfg = PlacementConfig.from_broker_conf(conf)
-        url = args.metadata_store_url or conf.get("metadataStoreUrl")
-        if not url:
-            raise ValueError("no metadata store: give --metadata-store-url or metadataStoreUrl "
-                             "in --config")
-        if args.page_size < 1 or args.concurrency < 1:
-            raise ValueError("--page-size and --concurrency must be at least 1")
-    except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    started = time.perf_counter()
-    progress = _Progress()
-    try:
-        counts = asyncio.run(snapshot(url, args.out, cfg, page_size=args.page_size,
-                                      concurrency=args.concurrency, progress=progress,
-                                      timeout=args.timeout,
-                                      bookie_info=not args.no_bookie_info))
-    except SnapshotSourceError as exc:
-        if progress.tty:
-            print(file=sys.stderr)
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    seconds = time.perf_counter() - started
-    if progress.tty:
-        print(file=sys.stderr)
-    print(f"snapshot: {counts['ledgers']} ledgers, {counts['fragments']} fragments, "
-          f"{counts['bookies']} bookies in {seconds:.1f}s -> {args.out}", file=sys.stderr)
-    print(json.dumps({**counts, "seconds": round(seconds, 2)}))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

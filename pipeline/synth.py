@@ -1,4 +1,5 @@
-"""`python -m pipeline.synth`: a realistic snapshot at any size, with known violations.
+"""A realistic snapshot at any size, with known violations (`generate`; `python -m pipeline
+synth` runs it).
 
 Cluster layout (rack-aware, `R` racks `/rack-NN`, `G` groups `group-N`): every (rack,
 group) cell holds the same number of bookies; in each cell one is read-only and one no
@@ -24,10 +25,6 @@ Everything is numpy over whole columns: 1M ledgers (about 3M fragments) take sec
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -348,38 +345,3 @@ def write_table(directory: Path, table: pa.Table, *, together: str | None = None
         pq.write_table(table.slice(start, end - start),
                        directory / f"part-{first_part + i:05d}.parquet")
     return first_part + len(starts)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.synth", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ledgers", type=int, required=True)
-    parser.add_argument("--bookies", type=int, default=300)
-    parser.add_argument("--racks", type=int, default=10)
-    parser.add_argument("--groups", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--namespaces", type=int, default=12)
-    parser.add_argument("--rate", type=float, default=0.002,
-                        help="share of fragments given each kind of fault (default 0.002)")
-    parser.add_argument("--no-enforce", action="store_true",
-                        help="config without enforceMinNumRacksPerWriteQuorum")
-    parser.add_argument("--degraded", action="store_true",
-                        help="group-0 read-only outside rack-00 (faults a plan cannot fix)")
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
-    spec = SynthSpec(args.ledgers, args.bookies, args.racks, args.groups, args.seed,
-                     args.namespaces, not args.no_enforce, args.degraded,
-                     dict.fromkeys(KINDS, args.rate))
-    started = time.perf_counter()
-    try:
-        counts = generate(spec, args.out)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    counts["seconds"] = round(time.perf_counter() - started, 2)
-    print(json.dumps(counts))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

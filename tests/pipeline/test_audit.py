@@ -38,8 +38,8 @@ def test_finds_exactly_the_injected_violations(snapshot: Path,
     hits = sum(1 for k, v in got.items() if want.get(k) == v)
     assert hits / len(got) == 1.0  # precision, kinds included
     assert hits / len(want) == 1.0  # recall
-    assert summary["violating_fragments"] == len(want)
-    assert summary["fragments"] == len(pq.read_table(out / "fragment_verdicts"))
+    assert summary.violating_fragments == len(want)
+    assert summary.fragments == len(pq.read_table(out / "fragment_verdicts"))
     findings = pq.read_table(out / "ledger_findings").to_pandas()
     assert set(findings.ledger_id) == set(truth.ledger_id)
 
@@ -154,7 +154,7 @@ def test_bad_input_is_a_clear_error(snapshot: Path, tmp_path: Path, damage: str,
         t = t.set_column(0, "ledger_id", t.column(0).cast(pa.string()))
         shutil.rmtree(bad / "ledgers")
         write_table(bad / "ledgers", t)
-    done = subprocess.run([sys.executable, "-m", "pipeline.audit", "--snapshot", str(bad),
+    done = subprocess.run([sys.executable, "-m", "pipeline", "audit", "--snapshot", str(bad),
                            "--out", str(tmp_path / "out")], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2

@@ -140,7 +140,7 @@ def test_live_cluster_audit(degraded: Live, spark: Any, tmp_path: Path) -> None:
     assert expected and any("NOT_REGISTERED" in k for k in expected.values())
     assert any("FOREIGN_GROUP" in k for k in expected.values())
     assert findings_of(tmp_path / "audit") == expected
-    assert summary["violating_ledgers"] == len(expected)
+    assert summary.violating_ledgers == len(expected)
 
 
 def test_audit_api(degraded: Live) -> None:

@@ -172,7 +172,7 @@ def test_cli_and_unreachable_store(populated: EmbeddedEtcd, exported: Path,
     conf = tmp_path / "broker.conf"
     conf.write_text("# placement\n" + "".join(f"{k}={v}\n" for k, v in CONF.items())
                     + f"metadataStoreUrl={populated.url}\n")
-    done = subprocess.run([sys.executable, "-m", "pipeline.snapshot", "--config", str(conf),
+    done = subprocess.run([sys.executable, "-m", "pipeline", "snapshot", "--config", str(conf),
                            "--out", str(tmp_path / "cli"), "--page-size", "64"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
@@ -181,7 +181,7 @@ def test_cli_and_unreachable_store(populated: EmbeddedEtcd, exported: Path,
     for name, table in tables(tmp_path / "cli").items():
         assert table.equals(tables(exported)[name]), name
     port = free_port()
-    bad = subprocess.run([sys.executable, "-m", "pipeline.snapshot", "--metadata-store-url",
+    bad = subprocess.run([sys.executable, "-m", "pipeline", "snapshot", "--metadata-store-url",
                           f"etcd:http://127.0.0.1:{port}", "--out", str(tmp_path / "x"),
                           "--timeout", "1"], capture_output=True, text=True, timeout=60,
                          check=False)
@@ -230,7 +230,7 @@ def test_zookeeper_gives_the_same_tables(populated: EmbeddedEtcd, exported: Path
 
 def test_unreachable_zookeeper(tmp_path: Path) -> None:
     port = free_port()
-    bad = subprocess.run([sys.executable, "-m", "pipeline.snapshot", "--metadata-store-url",
+    bad = subprocess.run([sys.executable, "-m", "pipeline", "snapshot", "--metadata-store-url",
                           f"zk:127.0.0.1:{port}", "--out", str(tmp_path), "--timeout", "1"],
                          capture_output=True, text=True, timeout=60, check=False)
     assert bad.returncode == 2

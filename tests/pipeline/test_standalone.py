@@ -69,7 +69,7 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_audit_on_a_standalone_master(master: str, snapshot: Path, tmp_path: Path) -> None:
     out = tmp_path / "audit"
     # not from the repository root: the executors get the code from the zip the driver ships
-    done = subprocess.run([sys.executable, "-m", "pipeline.audit", "--snapshot", str(snapshot),
+    done = subprocess.run([sys.executable, "-m", "pipeline", "audit", "--snapshot", str(snapshot),
                            "--out", str(out), "--master", master, "--driver-memory", "1g"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(REPO),
