@@ -1,6 +1,6 @@
 """The bodies of the audit's `mapInArrow` stages and what they receive as a broadcast.
 
-In a module of their own (not `pipeline.audit`, which runs as `__main__`) so the Python
+In a module of their own (never the `__main__` of a command line) so the Python
 workers unpickle `Judge` and these functions by name.
 """
 

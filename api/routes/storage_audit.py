@@ -1,7 +1,7 @@
 """Extension: the placement audit of the live cluster, run in the background.
 
-`POST /admin/v2/storage/audit` starts `python -m pipeline.snapshot` and then
-`python -m pipeline.audit` as child processes (Spark never runs in the server) and returns the
+`POST /admin/v2/storage/audit` starts `python -m pipeline snapshot` and then
+`python -m pipeline audit` as child processes (Spark never runs in the server) and returns the
 audit's id; `GET .../{id}` gives its state, progress and summary, `GET .../{id}/report` its
 HTML report. `POST .../{id}/repair` hands the audit's repair plan to the replication workers;
 its progress is the `repair` field of `GET .../{id}`. Pulsar has none of these; they are tagged

@@ -1,5 +1,5 @@
-"""Placement audits run in the background: `python -m pipeline.snapshot` then
-`python -m pipeline.audit`, each a child process (Spark never runs in the server process).
+"""Placement audits run in the background: `python -m pipeline snapshot` then
+`python -m pipeline audit`, each a child process (Spark never runs in the server process).
 
 A job lives in `<dataDir>/audits/<id>/`: `broker.conf` (the placement keys in effect, handed to
 the snapshot), `snapshot/` (the five Parquet tables), `audit/` (the audit's outputs, its
@@ -156,10 +156,10 @@ class StorageAuditService:
         conf = job.directory / "broker.conf"
         conf.write_text("".join(f"{k}={v}\n" for k, v in sorted(self.broker_conf.items())
                                 if "\n" not in f"{k}{v}"))
-        snapshot = [self.python, "-m", "pipeline.snapshot", "--config", str(conf),
+        snapshot = [self.python, "-m", "pipeline", "snapshot", "--config", str(conf),
                     "--metadata-store-url", self.store_url, "--out",
                     str(job.directory / "snapshot")]
-        audit = [self.python, "-m", "pipeline.audit", "--snapshot",
+        audit = [self.python, "-m", "pipeline", "audit", "--snapshot",
                  str(job.directory / "snapshot"), "--out", str(job.directory / "audit")]
         if self.master:
             audit += ["--master", self.master]

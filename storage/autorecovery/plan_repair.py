@@ -1,4 +1,4 @@
-"""Applying a placement audit's repair plan (`pipeline.audit`'s `repair_plan.parquet`: ledger,
+"""Applying a placement audit's repair plan (`pipeline.outputs`' `repair_plan.parquet`: ledger,
 segment, position, bookie out, bookie in) with the replication workers' copy path.
 
 Each move goes through `ReplicationWorker.apply_move`, which first checks it against the live
