@@ -12,7 +12,7 @@ import pytest
 from metastore.embedded import EmbeddedEtcd
 from metastore.store import MetadataStore
 from tests.storage.testbed import TOPIC_CONF, Cluster, start_cluster, stop_cluster
-from tests.support import RawEtcd, ServerProcess, wait_until
+from tests.support import RawEtcd, ServerProcess, TokenServers, token_conf, wait_until
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +42,26 @@ def server(etcd: EmbeddedEtcd, tmp_path_factory: pytest.TempPathFactory) -> Iter
     process = ServerProcess(etcd.url, tmp_path_factory.mktemp("server")).start()
     yield process
     process.stop()
+
+
+@pytest.fixture(scope="module")
+def token_server(etcd: EmbeddedEtcd, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[TokenServers]:
+    """Servers with token authentication and authorisation on (`tests.support.token_conf`),
+    on the session's etcd unless told another; each stopped after the module."""
+    started: list[ServerProcess] = []
+
+    def start(super_users: str, *, metadata_store_url: str | None = None,
+              **conf: str) -> ServerProcess:
+        server = ServerProcess(metadata_store_url or etcd.url,
+                               tmp_path_factory.mktemp("token-server"),
+                               extra_conf=token_conf(super_users, **conf))
+        started.append(server)
+        return server.start()
+
+    yield start
+    for server in started:
+        server.stop()
 
 
 @pytest.fixture

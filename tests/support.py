@@ -2,24 +2,55 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import inspect
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import httpx
+import jwt
 
+from api.settings import TOKEN_PROVIDER
 from metastore.embedded import free_port
 from metastore.store import Endpoint, child_range
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parent.parent
+TOKEN_SECRET = b"0123456789abcdef0123456789abcdef"  # the token servers' HS256 secret
+
+
+def token(role: str, key: Any = TOKEN_SECRET, algorithm: str = "HS256", **claims: Any) -> str:
+    """A JWT for `role` (its `sub`), signed as the token servers (`token_conf`) expect."""
+    return jwt.encode({"sub": role, **claims}, key, algorithm=algorithm)
+
+
+class TokenServers(Protocol):
+    """The `token_server` fixture: starts a token server (`token_conf`) for the module."""
+
+    def __call__(self, super_users: str, *, metadata_store_url: str | None = None,
+                 **conf: str) -> ServerProcess: ...
+
+
+def token_conf(super_users: str, **extra: str) -> dict[str, str]:
+    """broker.conf keys of a server with token authentication and authorisation on, tokens
+    signed with `TOKEN_SECRET`, `super_users` (comma-separated) as super-users."""
+    return {
+        "authenticationEnabled": "true",
+        "authorizationEnabled": "true",
+        "authenticationProviders": TOKEN_PROVIDER,
+        "tokenSecretKey": "data:;base64," + base64.b64encode(TOKEN_SECRET).decode(),
+        "superUserRoles": super_users,
+        "initializeClusterMetadata": "false",
+        **extra,
+    }
 
 
 def wait_until(condition: Callable[[], T], timeout: float = 10.0, interval: float = 0.02) -> T:
@@ -35,6 +66,26 @@ def wait_until(condition: Callable[[], T], timeout: float = 10.0, interval: floa
             if last:
                 return last
         time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s; last result: {last!r}")
+
+
+async def wait_until_async(condition: Callable[[], T | Awaitable[T]], timeout: float = 10.0,
+                           interval: float = 0.02) -> T:
+    """`wait_until` inside a running event loop: the loop keeps running between polls, and
+    `condition` may be a coroutine function."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = condition()
+            if inspect.isawaitable(last):
+                last = await last
+        except Exception as exc:  # conditions may raise until the system is ready
+            last = exc
+        else:
+            if last:
+                return cast(T, last)
+        await asyncio.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s; last result: {last!r}")
 
 
@@ -88,8 +139,16 @@ class ServerProcess:
     def _ready(self) -> bool:
         if self.process is not None and self.process.poll() is not None:
             raise RuntimeError(f"server exited: {(self.workdir / 'server.log').read_text()}")
-        response = httpx.get(f"{self.url}/admin/v2/brokers/configuration/runtime", timeout=1)
+        response = httpx.get(f"{self.url}/admin/v2/brokers/configuration/runtime", timeout=1,
+                             headers=self._ready_headers())
         return response.status_code == 200
+
+    def _ready_headers(self) -> dict[str, str]:
+        """A super-user's token for a token server (`token_conf`), else nothing."""
+        if self.extra_conf.get("authenticationProviders") != TOKEN_PROVIDER:
+            return {}
+        super_user = self.extra_conf.get("superUserRoles", "").split(",")[0].strip()
+        return {"Authorization": f"Bearer {token(super_user)}"}
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -8,10 +8,8 @@ super-user.
 
 from __future__ import annotations
 
-import base64
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +21,10 @@ from fastapi.routing import APIRoute
 
 from api.app import create_app
 from api.auth.authorization import NEED_AUTHENTICATION, NEED_SUPER_USER, RULES, SuperUser
-from api.settings import TOKEN_PROVIDER, Settings
+from api.settings import Settings
 from metastore.embedded import EmbeddedEtcd
-from tests.support import RawEtcd, ServerProcess, wait_until
+from tests.support import RawEtcd, ServerProcess, TokenServers, token, token_conf, wait_until
 
-SECRET = b"0123456789abcdef0123456789abcdef"
 SUPER = "admin-role"
 TENANT_ADMIN = "t1-admin"
 OTHER_ADMIN = "t2-admin"
@@ -37,51 +34,17 @@ PUBLIC_PATHS = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/d
                 "/metrics", "/metrics/"}
 
 
-def token(role: str, key: Any = SECRET, algorithm: str = "HS256", **claims: Any) -> str:
-    return jwt.encode({"sub": role, **claims}, key, algorithm=algorithm)
-
-
 def bearer(value: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {value}"}
 
 
-class AuthServer(ServerProcess):
-    """The server, ready once a super-user's read answers."""
-
-    def _ready(self) -> bool:
-        if self.process is not None and self.process.poll() is not None:
-            raise RuntimeError(f"server exited: {(self.workdir / 'server.log').read_text()}")
-        response = httpx.get(
-            f"{self.url}/admin/v2/brokers/configuration/runtime",
-            headers=bearer(token(SUPER)),
-            timeout=1,
-        )
-        return response.status_code == 200
-
-
-def auth_conf() -> dict[str, str]:
-    return {
-        "authenticationEnabled": "true",
-        "authorizationEnabled": "true",
-        "authenticationProviders": TOKEN_PROVIDER,
-        "tokenSecretKey": "data:;base64," + base64.b64encode(SECRET).decode(),
-        "superUserRoles": f"{SUPER},other-super",
-        "initializeClusterMetadata": "false",
-    }
-
-
 @pytest.fixture(scope="module")
-def auth_server(
-    etcd: EmbeddedEtcd, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[AuthServer]:
-    process = AuthServer(etcd.url, tmp_path_factory.mktemp("auth"), extra_conf=auth_conf())
-    process.start()
-    yield process
-    process.stop()
+def auth_server(token_server: TokenServers) -> ServerProcess:
+    return token_server(f"{SUPER},other-super")
 
 
 @pytest.fixture
-def tenants(raw_etcd: RawEtcd, auth_server: AuthServer) -> RawEtcd:
+def tenants(raw_etcd: RawEtcd, auth_server: ServerProcess) -> RawEtcd:
     raw_etcd.wipe()
     raw_etcd.put("/admin/policies/t1", {"adminRoles": [TENANT_ADMIN], "allowedClusters": []})
     raw_etcd.put("/admin/policies/t2", {"adminRoles": [OTHER_ADMIN], "allowedClusters": []})
@@ -135,7 +98,7 @@ def refused(response: httpx.Response) -> bool:
     )
 
 
-def test_every_route_needs_its_role(auth_server: AuthServer, tenants: RawEtcd) -> None:
+def test_every_route_needs_its_role(auth_server: ServerProcess, tenants: RawEtcd) -> None:
     operations = app_operations()
     assert len(operations) >= 50
     expired = token(TENANT_ADMIN, exp=int(time.time()) - 60)
@@ -167,12 +130,12 @@ def test_every_route_needs_its_role(auth_server: AuthServer, tenants: RawEtcd) -
             assert not refused(superuser), (where, superuser.text)
 
 
-def test_public_paths_stay_public(auth_server: AuthServer) -> None:
+def test_public_paths_stay_public(auth_server: ServerProcess) -> None:
     for path in ("/openapi.json", "/docs", "/redoc"):
         assert httpx.get(f"{auth_server.url}{path}").status_code == 200
 
 
-def test_refusals_are_upstream_text(auth_server: AuthServer, tenants: RawEtcd) -> None:
+def test_refusals_are_upstream_text(auth_server: ServerProcess, tenants: RawEtcd) -> None:
     with httpx.Client(base_url=auth_server.url, timeout=10) as client:
         as_other = bearer(token(OTHER_ADMIN))
         tenant_op = client.get("/admin/v2/namespaces/t1", headers=as_other)
@@ -202,7 +165,7 @@ def test_refusals_are_upstream_text(auth_server: AuthServer, tenants: RawEtcd) -
         assert write.json() == {"reason": NEED_SUPER_USER}
 
 
-def test_rack_write_fast_path_is_authorised(auth_server: AuthServer, tenants: RawEtcd) -> None:
+def test_rack_write_fast_path_is_authorised(auth_server: ServerProcess, tenants: RawEtcd) -> None:
     url = f"{auth_server.url}/admin/v2/bookies/racks-info/b1:3181?group=default"
     body = {"rack": "/r1"}
     assert httpx.post(url, json=body).status_code == 401
@@ -227,7 +190,7 @@ def test_role_claim_audience_and_public_key(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
         )
     )
-    conf = auth_conf() | {
+    conf = token_conf(f"{SUPER},other-super") | {
         "tokenSecretKey": "",
         "tokenPublicKey": f"file://{public}",
         "tokenAuthClaim": "role",
@@ -260,7 +223,7 @@ def test_role_claim_audience_and_public_key(
         process.stop()
 
 
-def test_a_token_that_worked_still_expires(auth_server: AuthServer, tenants: RawEtcd) -> None:
+def test_a_token_that_worked_still_expires(auth_server: ServerProcess, tenants: RawEtcd) -> None:
     """The server remembers tokens it has checked; a remembered one still expires on time."""
     url = f"{auth_server.url}/admin/v2/clusters"
     soon = bearer(token(SUPER, exp=int(time.time()) + 2))
@@ -270,7 +233,7 @@ def test_a_token_that_worked_still_expires(auth_server: AuthServer, tenants: Raw
 
 
 def test_metrics_need_no_token_unless_authenticate_metrics_endpoint(
-    auth_server: AuthServer,
+    auth_server: ServerProcess,
 ) -> None:
     """Pulsar's `authenticateMetricsEndpoint` defaults to false: /metrics stays open with
     authentication on (tests/api/test_metrics.py covers it set to true)."""

@@ -7,25 +7,21 @@ etcd holds."""
 
 from __future__ import annotations
 
-import base64
 import threading
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import jwt
 import pytest
 
-from api.settings import TOKEN_PROVIDER
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd
-from tests.support import RawEtcd, ServerProcess, wait_until
+from tests.support import RawEtcd, ServerProcess, TokenServers, token, wait_until
 
 WRITERS = 32
 ROUNDS = 3
 GROUP = {"group": "default"}
-SECRET = b"history-secret-0123456789abcdef!"
 SUPER = "history-admin"
 ROLES = ("writer-a", "writer-b", "writer-c", "writer-d")  # super-users: each its own budget
 
@@ -185,42 +181,14 @@ def test_a_failed_write_records_nothing_and_prefix_filters(
     ]
 
 
-def token(role: str) -> str:
-    return jwt.encode({"sub": role}, SECRET, algorithm="HS256")
-
-
-def auth_conf(**extra: str) -> dict[str, str]:
-    return history_conf(
-        authenticationEnabled="true",
-        authorizationEnabled="true",
-        authenticationProviders=TOKEN_PROVIDER,
-        tokenSecretKey="data:;base64," + base64.b64encode(SECRET).decode(),
-        superUserRoles=",".join((SUPER, *ROLES)),
-        **extra,
-    )
-
-
-class TokenServer(ServerProcess):
-    def _ready(self) -> bool:
-        if self.process is not None and self.process.poll() is not None:
-            raise RuntimeError(f"server exited: {(self.workdir / 'server.log').read_text()}")
-        response = httpx.get(f"{self.url}/admin/v2/brokers/configuration/runtime",
-                             headers={"Authorization": f"Bearer {token(SUPER)}"}, timeout=1)
-        return response.status_code == 200
-
-
 @pytest.fixture(scope="module")
-def limited_server(
-    etcd: EmbeddedEtcd, raw_etcd: RawEtcd, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[TokenServer]:
+def limited_server(token_server: TokenServers, raw_etcd: RawEtcd) -> ServerProcess:
     """Authentication on, and one write per 5 s per client: the second write of a burst is
     over the limit however slow the machine is."""
-    conf = auth_conf(httpWriteRequestsPerClientLimitEnabled="true",
-                     httpWriteRequestsPerClientMaxPerSecond="0.2")  # fmt: skip
     raw_etcd.wipe()
-    server = TokenServer(etcd.url, tmp_path_factory.mktemp("limited"), extra_conf=conf).start()
-    yield server
-    server.stop()
+    return token_server(",".join((SUPER, *ROLES)),
+                        httpWriteRequestsPerClientLimitEnabled="true",
+                        httpWriteRequestsPerClientMaxPerSecond="0.2")
 
 
 def bearer(role: str) -> dict[str, str]:
@@ -228,7 +196,7 @@ def bearer(role: str) -> dict[str, str]:
 
 
 def test_records_carry_the_role_never_the_token_and_need_super_user(
-    limited_server: TokenServer, raw_etcd: RawEtcd
+    limited_server: ServerProcess, raw_etcd: RawEtcd
 ) -> None:
     url = limited_server.url
     since = 0
@@ -258,7 +226,7 @@ def test_records_carry_the_role_never_the_token_and_need_super_user(
 
 
 def test_write_rate_limit_per_client_answers_429_and_never_limits_reads(
-    limited_server: TokenServer, raw_etcd: RawEtcd
+    limited_server: ServerProcess, raw_etcd: RawEtcd
 ) -> None:
     first, second = bearer(ROLES[2]), bearer(ROLES[3])
     with httpx.Client(base_url=limited_server.url, timeout=30) as http:

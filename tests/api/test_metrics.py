@@ -5,51 +5,18 @@ query value), auto-recovery leadership and periodic-check progress, and who may 
 
 from __future__ import annotations
 
-import base64
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
-import jwt
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.auth.authorization import NEED_AUTHENTICATION
-from api.settings import TOKEN_PROVIDER
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd
-from tests.support import RawEtcd, ServerProcess
-
-SECRET = b"fedcba9876543210fedcba9876543210"
-
-
-def token(role: str) -> str:
-    return jwt.encode({"sub": role}, SECRET, algorithm="HS256")
-
-
-def auth_conf(**extra: str) -> dict[str, str]:
-    return {
-        "authenticationEnabled": "true",
-        "authorizationEnabled": "true",
-        "authenticationProviders": TOKEN_PROVIDER,
-        "tokenSecretKey": "data:;base64," + base64.b64encode(SECRET).decode(),
-        "superUserRoles": "admin-role",
-        "initializeClusterMetadata": "false",
-        **extra,
-    }
-
-
-class TokenServer(ServerProcess):
-    """Ready once /metrics answers with a super-user's token (any auth set-up)."""
-
-    def _ready(self) -> bool:
-        if self.process is not None and self.process.poll() is not None:
-            raise RuntimeError(f"server exited: {(self.workdir / 'server.log').read_text()}")
-        response = httpx.get(f"{self.url}/metrics", timeout=1,
-                             headers={"Authorization": f"Bearer {token('admin-role')}"})
-        return response.status_code == 200
+from tests.support import RawEtcd, ServerProcess, TokenServers, token, wait_until
 
 
 def value(text: str, name: str, **labels: str) -> float | None:
@@ -96,12 +63,12 @@ def own_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEtcd]
 
 
 def test_authenticated_metrics_and_auto_recovery_progress(
-    own_etcd: EmbeddedEtcd, tmp_path: Path
+    own_etcd: EmbeddedEtcd, token_server: TokenServers
 ) -> None:
-    conf = auth_conf(authenticateMetricsEndpoint="true", autoRecoveryDaemonEnabled="true",
-                     auditorPeriodicCheckInterval="1", auditorReplicasCheckInterval="1",
-                     metadataStoreSessionTimeoutMillis="2000")
-    process = TokenServer(own_etcd.url, tmp_path / "server", extra_conf=conf).start()
+    process = token_server("admin-role", metadata_store_url=own_etcd.url,
+                           authenticateMetricsEndpoint="true", autoRecoveryDaemonEnabled="true",
+                           auditorPeriodicCheckInterval="1", auditorReplicasCheckInterval="1",
+                           metadataStoreSessionTimeoutMillis="2000")
     try:
         with httpx.Client(base_url=process.url, timeout=10) as http:
             for headers in ({}, {"Authorization": "Bearer not-a-jwt"}):
@@ -110,17 +77,17 @@ def test_authenticated_metrics_and_auto_recovery_progress(
                 assert refused.json() == {"reason": NEED_AUTHENTICATION}
             # any authenticated role may read it: no super-user needed
             someone = {"Authorization": f"Bearer {token('just-a-reader')}"}
-            deadline = time.monotonic() + 30
-            while True:
+
+            def audited() -> str | None:
                 response = http.get("/metrics", headers=someone)
                 assert response.status_code == 200
                 text = response.text
                 runs = value(text, "replication_auditor_CHECK_ALL_LEDGERS_TIME_count")
                 replicas = value(text, "replication_auditor_REPLICAS_CHECK_TIME_count")
-                if (value(text, "replication_auditor_is_leader") == 1 and runs and replicas):
-                    break
-                assert time.monotonic() < deadline, text
-                time.sleep(0.2)
+                leader = value(text, "replication_auditor_is_leader") == 1
+                return text if leader and runs and replicas else None
+
+            text = wait_until(audited, timeout=30, interval=0.2)
         assert value(text, "replication_auditor_check_last_run_timestamp_seconds",
                      check="checkAllLedgers", cluster="test") > time.time() - 60  # type: ignore[operator]
         assert value(text, "replication_auditor_check_found_ledgers",

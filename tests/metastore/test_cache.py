@@ -9,17 +9,7 @@ import pytest
 from metastore.cache import WatchedRange
 from metastore.embedded import EmbeddedEtcd
 from metastore.store import MetadataStore
-from tests.support import RawEtcd
-
-
-async def wait_for(condition, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
+from tests.support import RawEtcd, wait_until_async
 
 
 async def test_key_cache_sees_puts_and_deletes(store: MetadataStore, raw_etcd: RawEtcd) -> None:
@@ -28,11 +18,11 @@ async def test_key_cache_sees_puts_and_deletes(store: MetadataStore, raw_etcd: R
     try:
         assert cache.synced and await cache.get() is None
         raw_etcd.put("/bookies", b"v1")
-        await wait_for(lambda: cache.peek("/bookies") is not None)
+        await wait_until_async(lambda: cache.peek("/bookies") is not None)
         assert (await cache.get()).value == b"v1"  # type: ignore[union-attr]
         raw_etcd.put("/bookies-other", b"x")  # a sibling with the same prefix is not ours
         raw_etcd.delete("/bookies")
-        await wait_for(lambda: cache.peek("/bookies") is None)
+        await wait_until_async(lambda: cache.peek("/bookies") is None)
         assert await cache.entries() == {}
     finally:
         await cache.stop()
@@ -48,7 +38,7 @@ async def test_prefix_cache_mirrors_children(store: MetadataStore, raw_etcd: Raw
         assert list(await cache.entries()) == ["/ledgers/available/a:3181"]
         changes.clear()  # the initial load notifies too; only the watch event counts here
         raw_etcd.put("/ledgers/available/b:3181", b"")
-        await wait_for(lambda: cache.peek("/ledgers/available/b:3181") is not None)
+        await wait_until_async(lambda: cache.peek("/ledgers/available/b:3181") is not None)
         assert changes == [1]
     finally:
         await cache.stop()
@@ -74,10 +64,11 @@ async def test_cache_resyncs_after_etcd_restart(tmp_path: Path) -> None:
     try:
         await cache.start()
         etcd.kill()
-        await wait_for(lambda: not cache.synced)
+        await wait_until_async(lambda: not cache.synced)
         etcd.start()
         RawEtcd(etcd.endpoint).put("/bookies", b"after-restart")
-        await wait_for(lambda: cache.synced and cache.peek("/bookies") is not None, timeout=15)
+        await wait_until_async(lambda: cache.synced and cache.peek("/bookies") is not None,
+                               timeout=15)
         assert (await cache.get()).value == b"after-restart"  # type: ignore[union-attr]
     finally:
         await cache.stop()

@@ -26,6 +26,7 @@ from metastore.change_history import (
 from metastore.errors import BadVersion
 from metastore.guards import Guard
 from metastore.store import MetadataStore
+from tests.support import wait_until_async
 
 CONTEXT = ChangeContext("ops", "10.0.0.1", "POST", "/admin/v2/test")
 BOUND = 30  # seconds: a liveness bound, never a timing claim
@@ -113,9 +114,11 @@ async def test_the_pruner_keeps_the_history_within_its_limit(store: MetadataStor
         with recording(CONTEXT):
             for index in range(8):
                 await store.put(f"/admin/x/p{index}", b"1")
-        async with asyncio.timeout(BOUND):
-            while len(await store.read_changes()) != 3:
-                await asyncio.sleep(0.05)
+
+        async def pruned() -> bool:
+            return len(await store.read_changes()) == 3
+
+        await wait_until_async(pruned, BOUND)
     finally:
         await pruner.stop()
 

@@ -26,7 +26,7 @@ from placement import (
     adherence,
     new_ensemble,
 )
-from tests.support import RawEtcd
+from tests.support import RawEtcd, wait_until_async
 
 RACKS = {f"b{i}:3181": f"/r{i % 3}" for i in range(6)}
 
@@ -87,18 +87,12 @@ async def test_snapshot_follows_the_watches(store: MetadataStore, raw_etcd: RawE
         assert first.topology.writable == set(RACKS)
         assert await snapshot.current() is first  # no change: the same view
         raw_etcd.delete(paths.bookie_available("b5:3181"))
-        await wait_for_view(snapshot, lambda v: "b5:3181" not in v.topology.writable)
+
+        async def followed() -> bool:
+            return "b5:3181" not in (await snapshot.current()).topology.writable
+
+        await wait_until_async(followed)
     finally:
         await snapshot.stop()
-
-
-async def wait_for_view(snapshot: TopologySnapshot, test) -> None:  # type: ignore[no-untyped-def]
-    import asyncio
-
-    for _ in range(500):  # bounded: 5 s
-        if test(await snapshot.current()):
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the snapshot did not follow the change")
 
 

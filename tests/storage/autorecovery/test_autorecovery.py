@@ -31,8 +31,9 @@ from storage.bookie.errors import NoLedger
 from storage.ledger import LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.storage.bookie.support import BookieProcess
-from tests.storage.chaos.support import FAST, eventually
+from tests.storage.chaos.support import FAST
 from tests.storage.testbed import Cluster, engine
+from tests.support import wait_until_async
 
 
 def keys_of(cluster: Cluster) -> VersionedKeys:
@@ -90,15 +91,15 @@ async def test_two_candidates_one_auditor_and_a_successor(cluster: Cluster) -> N
     monitor = asyncio.create_task(watch())
     tasks = [asyncio.create_task(a.run()) for a in auditors]
     try:
-        leader = await eventually(
-            lambda: asyncio.sleep(0, next((a for a in auditors if a.is_leader), None)), 15)
+        leader = await wait_until_async(
+            lambda: next((a for a in auditors if a.is_leader), None), 15)
         raw = cluster.raw.get(AUDITOR_LEADER)
         assert raw is not None and json.loads(raw) == leader.auditor_id
         assert await UnderReplication(keys[0]).auditor() == leader.auditor_id
         first = auditors.index(leader)
         tasks[first].cancel()  # the leader goes away; its lease is revoked
         other = auditors[1 - first]
-        await eventually(lambda: asyncio.sleep(0, other.is_leader), 15)
+        await wait_until_async(lambda: other.is_leader, 15)
         raw = cluster.raw.get(AUDITOR_LEADER)
         assert raw is not None and json.loads(raw) == other.auditor_id
         assert both == []
@@ -150,7 +151,7 @@ async def test_lost_bookie_is_marked_and_its_ledgers_restored_inside_the_group(
                     now = md.current_ensemble
                     return now if victim.bookie_id not in now and marked is None else None
 
-                now = await eventually(restored, 60)
+                now = await wait_until_async(restored, 60)
                 # marked by the bookie audit once the registration expired, or before that
                 # by the all-ledgers check that runs on taking the lead (the dead bookie
                 # cannot be read; the worker re-reads it and repairs at once)
@@ -239,7 +240,7 @@ async def test_placement_repair_moves_a_foreign_member_back_inside_the_group(
                     return set(md.current_ensemble) <= allowed and unmarked is None
 
                 try:
-                    await eventually(repaired, 30)
+                    await wait_until_async(repaired, 30)
                 except AssertionError:
                     raise AssertionError(f"{recovery.worker.stuck} {recovery.auditor.stats} "
                                          f"{stored(cluster, handle.ledger_id)}") from None
@@ -286,7 +287,7 @@ async def test_open_ledger_of_a_dead_writer_is_recovered_then_repaired_and_stric
                     return md.is_closed and first[2] not in md.current_ensemble and \
                         unmarked is None
 
-                await eventually(closed_and_repaired, 60)
+                await wait_until_async(closed_and_repaired, 60)
                 md = stored(cluster, handle.ledger_id)
                 assert md.last_entry_id == len(data) - 1
                 assert set(md.current_ensemble) <= set(by_id)
@@ -300,7 +301,7 @@ async def test_open_ledger_of_a_dead_writer_is_recovered_then_repaired_and_stric
                 async def stuck() -> str | None:
                     return recovery.worker.stuck.get(handle.ledger_id)
 
-                reason = await eventually(stuck, 60)
+                reason = await wait_until_async(stuck, 60)
                 assert "'ol'" in reason
                 assert cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
                 assert stored(cluster, handle.ledger_id).current_ensemble == md.current_ensemble
@@ -356,7 +357,7 @@ async def test_a_checks_mark_on_a_registered_but_silent_bookie_is_repaired_at_on
                     unmarked = cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
                     return victim.bookie_id not in md.current_ensemble and unmarked is None
 
-                await eventually(repaired, 30)
+                await wait_until_async(repaired, 30)
                 # repaired while the victim's registration still stood
                 assert cluster.raw.get(paths.bookie_available(victim.bookie_id)) is not None
                 md = stored(cluster, handle.ledger_id)

@@ -18,28 +18,30 @@ from storage.bookie.protocol import (
     encode_add_response,
     encode_response,
 )
+from tests.support import wait_until_async
 
 KEY = b"\x03" * 20
 
 
 async def test_silent_peer_times_out_and_late_answer_is_dropped() -> None:
-    received = asyncio.Event()
+    received = bytearray()  # every request byte the peer got
     writers: list[asyncio.StreamWriter] = []
 
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writers.append(writer)
-        await reader.read(1)
-        received.set()
+        while chunk := await reader.read(65536):
+            received.extend(chunk)
 
     server = await asyncio.start_server(silent, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     client = await BookieClient.connect(f"127.0.0.1:{port}", timeout=0.3)
     with pytest.raises(BookieTimeout):
         await client.add(1, 0, KEY, package_entry(1, 0, -1, 1, b"x"))
-    assert received.is_set()
+    first = len(received)
+    assert first > 0
     # The late answer to the timed-out add must not complete the next add of the same entry.
     second = asyncio.ensure_future(client.add(1, 0, KEY, package_entry(1, 0, -1, 1, b"x")))
-    await asyncio.sleep(0.05)
+    await wait_until_async(lambda: len(received) >= 2 * first)  # the second add is in flight
     writers[0].write(encode_response(OpCode.ADD_ENTRY, ResultCode.EOK, 1, 0))
     await writers[0].drain()
     with pytest.raises(BookieTimeout):

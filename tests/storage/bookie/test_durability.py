@@ -6,7 +6,6 @@ import asyncio
 import random
 import shutil
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from storage.bookie.errors import BookieError, IOFailure, NoEntry, NoLedger
 from storage.bookie.format import decode_record
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, BookieProcess, entry
+from tests.support import wait_until_async
 
 # Nothing reaches the entry log unless a checkpoint runs: the journal alone must carry it.
 JOURNAL_ONLY = {"flushInterval": "3600000"}
@@ -128,10 +128,7 @@ async def test_old_journals_removed_after_checkpoint(start_bookie: BookieFactory
     async with await BookieClient.connect(bookie.bookie_id) as client:
         for i in range(60):  # ~3.6 MB: at least three journal files
             await client.add(12, i, MASTER_KEY, entry(12, i, big))
-    deadline = time.monotonic() + 10
-    while len(journal_files(bookie.data_dir)) > 1 and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert len(journal_files(bookie.data_dir)) == 1
+    await wait_until_async(lambda: len(journal_files(bookie.data_dir)) == 1)
     bookie.kill()
     bookie.start()
     assert (await read_all(bookie, 12, 60))[59] == entry(12, 59, big)

@@ -18,6 +18,7 @@ from storage.bookie.proto.bookkeeper_protocol_pb2 import Response
 from storage.bookie.protocol import encode_read
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, entry
+from tests.support import wait_until_async
 
 
 def exchange(port: int, frame: bytes) -> bytes:
@@ -81,10 +82,12 @@ async def test_list_of_entries_of_ledger(start_bookie: BookieFactory) -> None:
 
 async def test_v3_requests_time_out_and_fail_with_the_connection() -> None:
     writers: list[asyncio.StreamWriter] = []
+    received = bytearray()  # every request byte the peer got
 
     async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writers.append(writer)
-        await reader.read(65536)
+        while chunk := await reader.read(65536):
+            received.extend(chunk)
 
     server = await asyncio.start_server(peer, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -92,9 +95,11 @@ async def test_v3_requests_time_out_and_fail_with_the_connection() -> None:
         client = await BookieClient.connect(f"127.0.0.1:{port}", timeout=0.3)
         with pytest.raises(BookieTimeout):
             await client.entries_of_ledger(7)
+        first = len(received)  # one request; the next ones have the same size
+        assert first > 0
         # txnId 2 answered EOK with a header that claims version 1 of the format: refused
         pending = asyncio.ensure_future(client.entries_of_ledger(7))
-        await asyncio.sleep(0.05)
+        await wait_until_async(lambda: len(received) >= 2 * first)  # txnId 2 is in flight
         bad = bytes.fromhex("0a06" "0803" "100b" "1802" "1000" "e20646" "0800" "1007" "1a40"
                             "00000001" + "00" * 60)
         writers[0].write(len(bad).to_bytes(4, "big") + bad)
@@ -102,7 +107,7 @@ async def test_v3_requests_time_out_and_fail_with_the_connection() -> None:
         with pytest.raises(MalformedFrame, match="Unsupported Header Version: 1"):
             await pending
         pending = asyncio.ensure_future(client.entries_of_ledger(8))
-        await asyncio.sleep(0.05)
+        await wait_until_async(lambda: len(received) >= 3 * first)  # txnId 3 is in flight
         writers[0].close()
         with pytest.raises(ConnectionLost):
             await pending

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -35,18 +33,6 @@ FAST = AutoRecoveryConfig(
     rwRereplicateBackoffMs=500,
     metadataStoreSessionTimeoutMillis=2000,
 )
-
-
-async def eventually(check: Callable[[], Awaitable[T]], timeout: float = 30.0) -> T:
-    """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last  # type: ignore[return-value]
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"not met within {timeout}s; last: {last!r}")
 
 
 @dataclass

@@ -22,9 +22,9 @@ from storage.autorecovery import AutoRecovery
 from storage.bookie.client import BookieClient
 from storage.bookie.errors import NoLedger
 from storage.ledger import EnsembleChangeFailed, WriteHandle
-from tests.storage.chaos.support import FAST, Group, Produced, eventually, replication_gaps
+from tests.storage.chaos.support import FAST, Group, Produced, replication_gaps
 from tests.storage.testbed import Cluster, engine
-from tests.support import RawEtcd
+from tests.support import RawEtcd, wait_until_async
 
 ROLL_EVERY = 40  # entries per ledger before the producer closes it and starts another
 WINDOW = 10  # adds outstanding at once
@@ -106,7 +106,7 @@ async def test_two_bookies_stopped_mid_produce(chaos_etcd: EmbeddedEtcd, tmp_pat
                     gaps = await replication_gaps(raw, produced, group.allowed, set(killed))
                     return not gaps or print(gaps[:5]) or False  # type: ignore[func-returns-value]
 
-                await eventually(replicated, 90)
+                await wait_until_async(replicated, 90)
                 reader_checks = 0
                 for ledger_id, entries in produced.acked.items():  # and through the client
                     reader = await client.open(ledger_id)
