@@ -322,7 +322,7 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
             etcd.stop()
     lines = [
         f"Machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the end; data under "
-        f"{REPO} (a shared machine: rates are noisy, CPU µs per add much less so)",
+        f"{REPO} (rates move with the load on the machine, CPU µs per add much less so)",
         "",
         "| outstanding | bookie adds/s | p50 / p99 ms | raw grouped records/s | raw p50 / p99 ms "
         "| bookie / raw | bookie CPU µs/add | client CPU µs/add | bookie records per journal "

@@ -189,8 +189,8 @@ def run(seconds: float = 3.0) -> str:
                 process.wait(timeout=30)
             etcd.stop()
     lines = [
-        f"Machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the end (a machine "
-        "shared with other helpers running tests: rates are noisy; compare the ratios)",
+        f"Machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the end (rates move "
+        "with the load on the machine; compare the ratios)",
         "",
         "| outstanding | ledger E=3/Qw=3/Qa=2 adds/s | p50 / p99 ms | one bookie direct adds/s "
         "| p50 / p99 ms | ledger / one bookie | client CPU µs/add | 3 bookies' CPU µs/add |",
