@@ -19,7 +19,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from javaformats.numbers import java_double, parse_java_long
+from javaformats.hashing import java_to_string
+from javaformats.numbers import parse_java_long
 
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
                   "\r": "\\r"}  # fmt: skip
@@ -40,14 +41,8 @@ def jackson_string(text: str) -> str:
 
 
 def _scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return java_double(value)
+    if value is None or isinstance(value, bool | int | float):
+        return java_to_string(value)  # null, true/false, Long.toString, Double.toString
     return jackson_string(str(value))
 
 

@@ -11,62 +11,9 @@
     plain.py             the same judgement in plain Python (the benchmark's baseline)
     cli.py               `python -m pipeline snapshot|audit|synth`
 
-Nothing else in the project imports it (import-linter holds that); the names below are its
-surface for scripts and the benchmarks, imported on first use (PEP 562), so importing the
-package loads neither pyarrow nor Spark.
+Nothing else in the project imports it (import-linter holds that). Its entries: the command
+line, and for scripts and the benchmarks `pipeline.snapshot.snapshot`, `pipeline.audit.run_audit`
+(an `AuditSummary`) and `pipeline.synth.generate`.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from pipeline.audit import run_audit
-    from pipeline.cli import main
-    from pipeline.outputs import AuditSummary, PlanSummary
-    from pipeline.placement_inputs import PlacementInputs, build_placement_inputs
-    from pipeline.schema import SnapshotError, check_snapshot
-    from pipeline.sources import EtcdSource, SnapshotSourceError, ZkSource, open_source
-    from pipeline.synth import SynthSpec, generate
-
-_HOME = {
-    "AuditSummary": "pipeline.outputs",
-    "EtcdSource": "pipeline.sources",
-    "PlacementInputs": "pipeline.placement_inputs",
-    "PlanSummary": "pipeline.outputs",
-    "SnapshotError": "pipeline.schema",
-    "SnapshotSourceError": "pipeline.sources",
-    "SynthSpec": "pipeline.synth",
-    "ZkSource": "pipeline.sources",
-    "build_placement_inputs": "pipeline.placement_inputs",
-    "check_snapshot": "pipeline.schema",
-    "generate": "pipeline.synth",
-    "main": "pipeline.cli",
-    "open_source": "pipeline.sources",
-    "run_audit": "pipeline.audit",
-}
-
-__all__ = [
-    "AuditSummary",
-    "EtcdSource",
-    "PlacementInputs",
-    "PlanSummary",
-    "SnapshotError",
-    "SnapshotSourceError",
-    "SynthSpec",
-    "ZkSource",
-    "build_placement_inputs",
-    "check_snapshot",
-    "generate",
-    "main",
-    "open_source",
-    "run_audit",
-]
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__all__: list[str] = []

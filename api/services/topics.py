@@ -17,8 +17,9 @@ import asyncio
 import base64
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from api.errors import (
     Conflict,
@@ -65,6 +66,7 @@ from storage.managed_ledger import (
     managed_ledger_path,
 )
 
+T = TypeVar("T")
 DEFAULT_PRODUCER_NAME = "RestProducer"
 NON_PARTITIONED = -1
 INVALID_TOPIC_NAME = "Topic name is not valid"
@@ -394,20 +396,21 @@ def bind_string(value: object, name: str) -> str | None:
 
 def bind_long(value: object, name: str) -> int:
     """A `long` field as Jackson binds it (`javaformats.jackson_long`); a 400 otherwise."""
-    try:
-        return jackson_long(value)
-    except ValueError:
-        raise InvalidInput(f"Cannot deserialize value of type `long` from {json.dumps(value)}"
-                           f": not a valid `long` value (field `{name}`)") from None
+    return _bound(jackson_long, value, name, "`long` from {}: not a valid `long` value")
 
 
 def bind_bool(value: object, name: str) -> bool:
     """A `boolean` field as Jackson binds it (`javaformats.jackson_bool`); a 400 otherwise."""
+    return _bound(jackson_bool, value, name, "`boolean` from {}")
+
+
+def _bound(convert: Callable[[object], T], value: object, name: str, refusal: str) -> T:
+    """`convert(value)`, or Jackson's binding error (`refusal` with the value's JSON text)."""
     try:
-        return jackson_bool(value)
+        return convert(value)
     except ValueError:
-        raise InvalidInput(f"Cannot deserialize value of type `boolean` from "
-                           f"{json.dumps(value)} (field `{name}`)") from None
+        what = refusal.format(json.dumps(value))
+        raise InvalidInput(f"Cannot deserialize value of type {what} (field `{name}`)") from None
 
 
 def _string_map(value: object, name: str) -> dict[str, str]:
