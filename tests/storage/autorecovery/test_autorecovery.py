@@ -92,14 +92,14 @@ async def test_two_candidates_one_auditor_and_a_successor(cluster: Cluster) -> N
     tasks = [asyncio.create_task(a.run()) for a in auditors]
     try:
         leader = await wait_until_async(
-            lambda: next((a for a in auditors if a.is_leader), None), 15)
+            lambda: next((a for a in auditors if a.is_leader), None), 15, interval=0.1)
         raw = cluster.raw.get(AUDITOR_LEADER)
         assert raw is not None and json.loads(raw) == leader.auditor_id
         assert await UnderReplication(keys[0]).auditor() == leader.auditor_id
         first = auditors.index(leader)
         tasks[first].cancel()  # the leader goes away; its lease is revoked
         other = auditors[1 - first]
-        await wait_until_async(lambda: other.is_leader, 15)
+        await wait_until_async(lambda: other.is_leader, 15, interval=0.1)
         raw = cluster.raw.get(AUDITOR_LEADER)
         assert raw is not None and json.loads(raw) == other.auditor_id
         assert both == []
@@ -151,7 +151,7 @@ async def test_lost_bookie_is_marked_and_its_ledgers_restored_inside_the_group(
                     now = md.current_ensemble
                     return now if victim.bookie_id not in now and marked is None else None
 
-                now = await wait_until_async(restored, 60)
+                now = await wait_until_async(restored, 60, interval=0.1)
                 # marked by the bookie audit once the registration expired, or before that
                 # by the all-ledgers check that runs on taking the lead (the dead bookie
                 # cannot be read; the worker re-reads it and repairs at once)
@@ -240,7 +240,7 @@ async def test_placement_repair_moves_a_foreign_member_back_inside_the_group(
                     return set(md.current_ensemble) <= allowed and unmarked is None
 
                 try:
-                    await wait_until_async(repaired, 30)
+                    await wait_until_async(repaired, 30, interval=0.1)
                 except AssertionError:
                     raise AssertionError(f"{recovery.worker.stuck} {recovery.auditor.stats} "
                                          f"{stored(cluster, handle.ledger_id)}") from None
@@ -287,7 +287,7 @@ async def test_open_ledger_of_a_dead_writer_is_recovered_then_repaired_and_stric
                     return md.is_closed and first[2] not in md.current_ensemble and \
                         unmarked is None
 
-                await wait_until_async(closed_and_repaired, 60)
+                await wait_until_async(closed_and_repaired, 60, interval=0.1)
                 md = stored(cluster, handle.ledger_id)
                 assert md.last_entry_id == len(data) - 1
                 assert set(md.current_ensemble) <= set(by_id)
@@ -301,7 +301,7 @@ async def test_open_ledger_of_a_dead_writer_is_recovered_then_repaired_and_stric
                 async def stuck() -> str | None:
                     return recovery.worker.stuck.get(handle.ledger_id)
 
-                reason = await wait_until_async(stuck, 60)
+                reason = await wait_until_async(stuck, 60, interval=0.1)
                 assert "'ol'" in reason
                 assert cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
                 assert stored(cluster, handle.ledger_id).current_ensemble == md.current_ensemble
@@ -357,7 +357,7 @@ async def test_a_checks_mark_on_a_registered_but_silent_bookie_is_repaired_at_on
                     unmarked = cluster.raw.get(paths.underreplicated_ledger(handle.ledger_id))
                     return victim.bookie_id not in md.current_ensemble and unmarked is None
 
-                await wait_until_async(repaired, 30)
+                await wait_until_async(repaired, 30, interval=0.1)
                 # repaired while the victim's registration still stood
                 assert cluster.raw.get(paths.bookie_available(victim.bookie_id)) is not None
                 md = stored(cluster, handle.ledger_id)

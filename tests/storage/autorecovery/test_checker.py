@@ -39,6 +39,7 @@ from storage.ledger.handle import WriteHandle, master_key
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.storage.bookie.support import BookieProcess
 from tests.storage.testbed import Cluster, engine, start_cluster, stop_cluster
+from tests.support import wait_until_async
 
 CONFIG = AutoRecoveryConfig(
     autoRecoveryDaemonEnabled=True,
@@ -153,10 +154,8 @@ async def test_leading_auditor_runs_the_all_ledgers_check_and_marks_the_ledger(
             task = asyncio.create_task(auditor.run())
             try:
                 periodic = auditor.periodic
-                deadline = time.monotonic() + 30
-                while periodic.all_ledgers.runs < 1 or periodic.replicas.runs < 1:
-                    assert time.monotonic() < deadline, "the checks did not run"
-                    await asyncio.sleep(0.05)
+                await wait_until_async(  # both checks ran
+                    lambda: periodic.all_ledgers.runs >= 1 and periodic.replicas.runs >= 1, 30)
                 assert own_cluster.raw.get(path) is None  # healthy: nothing marked
                 stored = own_cluster.raw.get(CHECK_ALL_LEDGERS_CTIME)
                 assert stored is not None and stored.startswith(b"checkAllLedgersCTime: ")
@@ -164,10 +163,7 @@ async def test_leading_auditor_runs_the_all_ledgers_check_and_marks_the_ledger(
 
                 victim = handle.metadata.current_ensemble[2]
                 wipe_and_restart(own_cluster, victim)
-                deadline = time.monotonic() + 30
-                while (raw := own_cluster.raw.get(path)) is None:
-                    assert time.monotonic() < deadline, "the periodic check marked nothing"
-                    await asyncio.sleep(0.1)
+                raw = await wait_until_async(lambda: own_cluster.raw.get(path), 30)  # marked
                 assert decode_underreplicated_ledger(raw).replicas == (victim,)
             finally:
                 task.cancel()
@@ -311,10 +307,8 @@ async def test_a_check_cut_short_is_not_taken_for_a_completed_one(own_cluster: C
                                     config, record, tick=0.05)
             task = asyncio.create_task(second.run())
             try:
-                deadline = time.monotonic() + 30
-                while (stored := own_cluster.raw.get(CHECK_ALL_LEDGERS_CTIME)) is None:
-                    assert time.monotonic() < deadline, "the check did not run"
-                    await asyncio.sleep(0.05)
+                stored = await wait_until_async(  # the check ran
+                    lambda: own_cluster.raw.get(CHECK_ALL_LEDGERS_CTIME), 30)
             finally:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)

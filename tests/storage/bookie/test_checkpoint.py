@@ -11,6 +11,7 @@ from storage.bookie.bookie import FLUSH_AT, Bookie, BookieSettings
 from storage.bookie.format import RECORD_HEADER_LEN
 from storage.bookie.protocol import AddRequest, ResultCode
 from tests.storage.bookie.support import MASTER_KEY, entry
+from tests.support import wait_until_async
 
 
 async def test_checkpoint_writes_entries_sorted_and_once(tmp_path: Path) -> None:
@@ -73,10 +74,7 @@ async def test_checkpoints_start_at_a_point_drawn_anew_each_time(tmp_path: Path)
                 active += size
             # The add that reached the point started a checkpoint, which took the half as it
             # was then: up to that entry, and no further (nothing is added until it is done).
-            deadline = loop.time() + 10
-            while bookie.checkpoints == checkpoints:
-                assert loop.time() < deadline, "no checkpoint after the point was reached"
-                await asyncio.sleep(0.01)
+            await wait_until_async(lambda taken=checkpoints: bookie.checkpoints != taken)
             assert bookie.index is not None
             assert bookie.index.last_entry(3) == entry_id - 1
             assert bookie.write_cache_size == 0

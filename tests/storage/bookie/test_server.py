@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import socket
 import subprocess
@@ -20,7 +18,7 @@ from storage.bookie.errors import Fenced, ReadOnly, Unauthorized
 from storage.bookie.protocol import encode_read
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, entry
-from tests.support import RawEtcd, wait_until
+from tests.support import RawEtcd, wait_until, wait_until_async
 
 OTHER_KEY = b"\xee" * 20
 
@@ -129,13 +127,12 @@ async def test_disk_full_switches_to_readonly_and_back(
         assert await client.read(4, 0) == entry(4, 0)  # reads go on
         filler.unlink()
         wait_until(lambda: raw_etcd.get(writable) is not None and raw_etcd.get(readonly) is None)
-        deadline = time.monotonic() + 5
-        while True:  # the bookie flips its own flag within one check interval
-            with contextlib.suppress(ReadOnly):
-                await client.add(4, 1, MASTER_KEY, entry(4, 1))
-                break
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.05)
+
+        async def added() -> bool:  # the bookie flips its own flag within one check interval
+            await client.add(4, 1, MASTER_KEY, entry(4, 1))  # ReadOnly until then
+            return True
+
+        await wait_until_async(added, 5)
         assert await client.read(4, 1) == entry(4, 1)
 
 

@@ -70,7 +70,7 @@ async def test_service_killed_mid_copy_restarts_and_recovery_finishes(
         async def copying() -> bool:
             return raw.get(lock) is not None and await holds_entry(target, ledger_id, 0)
 
-        await wait_until_async(copying, 30)
+        await wait_until_async(copying, 30, interval=0.1)
         service.kill()  # SIGKILL: no cleanup, the lock stays until its lease expires
         assert victim in stored(raw, ledger_id).current_ensemble, "copy already finished"
         assert not await holds_entry(target, ledger_id, ENTRIES - 1), "copy already finished"
@@ -80,7 +80,7 @@ async def test_service_killed_mid_copy_restarts_and_recovery_finishes(
         async def replicated() -> bool:
             return not await replication_gaps(raw, produced, group.allowed, {victim})
 
-        await wait_until_async(replicated, 60)
+        await wait_until_async(replicated, 60, interval=0.1)
         md = stored(raw, ledger_id)
         assert md.current_ensemble == (ensemble[0], target, ensemble[2])
         assert md.last_entry_id == ENTRIES - 1

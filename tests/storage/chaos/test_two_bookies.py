@@ -106,7 +106,7 @@ async def test_two_bookies_stopped_mid_produce(chaos_etcd: EmbeddedEtcd, tmp_pat
                     gaps = await replication_gaps(raw, produced, group.allowed, set(killed))
                     return not gaps or print(gaps[:5]) or False  # type: ignore[func-returns-value]
 
-                await wait_until_async(replicated, 90)
+                await wait_until_async(replicated, 90, interval=0.1)
                 reader_checks = 0
                 for ledger_id, entries in produced.acked.items():  # and through the client
                     reader = await client.open(ledger_id)
