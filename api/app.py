@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp
 
+from api.console import install_console
 from api.deadline import RequestDeadline
 from api.deps import authorize_request
 from api.docs_ui import install_docs_ui
@@ -108,6 +109,7 @@ def create_app(settings: Settings, bookies: LocalBookies | None = None) -> FastA
         redoc_url=None,
     )
     install_docs_ui(app)
+    install_console(app)
     install_error_handlers(app)
     install_error_responses(app)
     for router in ROUTERS:
