@@ -56,12 +56,12 @@ from placement import (
 from placement.isolation import allowed_view
 from placement.topology import region_of
 from placement.violations import kind_names
+from storage.ledger.metadata import MANAGED_LEDGER_NAME
 
 WRITABLE = "writable"
 READ_ONLY = "read-only"
 UNPLACED = "registered but unplaced"
 NOT_RUNNING = "not running"
-MANAGED_LEDGER_NAME = "pulsar/managed-ledger"
 NO_NAMESPACE = ""
 
 

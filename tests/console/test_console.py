@@ -140,7 +140,8 @@ def test_violation_appears_when_a_bookie_leaves_its_group(
     try:
         row = page.locator("#violation-list .row").first
         expect(row).to_contain_text("FOREIGN_GROUP")
-        expect(row).to_contain_text(f"{bookie} is in group '{OTHER}', not one of primary ['{GROUP}']")
+        expect(row).to_contain_text(
+            f"{bookie} is in group '{OTHER}', not one of primary ['{GROUP}']")
         expect(row).to_contain_text(f"{NAMESPACE}/persistent/t1")
         expect(page.get_by_role("heading", name="Placement violations")).to_be_visible()
     finally:
