@@ -52,6 +52,13 @@ EXAMPLE_PREVIEW: dict[str, Any] = {
     "shortNamespaces": [{"namespace": "public/iso", "usableBookies": 1, "ensembleSize": 2}],
     "newShortNamespaces": [{"namespace": "public/iso", "usableBookies": 1, "ensembleSize": 2}],
 }
+EXAMPLE_LEDGERS: dict[str, Any] = {
+    "namespace": "public/iso",
+    "topics": [{"name": "public/iso/persistent/orders", "ledgers": [{
+        "ledgerId": 7, "state": "CLOSED", "ensembleSize": 2, "writeQuorum": 2, "ackQuorum": 2,
+        "ensembles": [{"firstEntry": 0, "bookies": ["10.0.0.7:3181", "10.0.0.8:3181"]}],
+    }]}],
+}  # fmt: skip
 EXAMPLE_CHANGE: dict[str, Any] = {"bookie": {"id": "10.0.0.9:3181", "group": "ssd",
                                             "rack": "/rack2"}}
 
@@ -97,7 +104,16 @@ async def get_console_overview(request: Request, console: ConsoleDep) -> dict[st
     "/namespaces/{tenant}/{namespace}/ledgers",
     operation_id="getConsoleNamespaceLedgers",
     summary="Extension: a namespace's topics with their ledgers and ensembles",
-    responses={404: {"description": "Namespace does not exist"}},
+    description=(
+        "Every topic of the namespace that has ledgers (a ledger belongs to the managed ledger "
+        "named in its `pulsar/managed-ledger` custom metadata), each ledger with its state, "
+        "E/Qw/Qa and every ensemble from its first entry, bookie by bookie."
+    ),
+    responses={
+        200: {"content": {"application/json": {"example": EXAMPLE_LEDGERS}}},
+        404: {"description": "Namespace does not exist"},
+        412: {"description": "Namespace name is not valid"},
+    },
 )
 async def get_console_namespace_ledgers(
     tenant: TenantName, namespace: NamespaceName, console: ConsoleDep
