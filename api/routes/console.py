@@ -66,7 +66,7 @@ EXAMPLE_CHANGE: dict[str, Any] = {"bookie": {"id": "10.0.0.9:3181", "group": "ss
 async def get_console(request: Request) -> ConsoleService:
     state = app_state(request)
     return ConsoleService(
-        state.store, state.versioned_keys, state.placement_config,
+        state.store, state.console_ledgers, state.placement_config,
         state.services.tenants, state.services.namespaces, state.services.storage_bookies,
         state.guard, state.services.storage_audits.root, state.settings.clusterName,
     )  # fmt: skip

@@ -27,59 +27,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from api.authorization import NEED_SUPER_USER, Guard
 from api.errors import InvalidInput, NotAuthorized, NotFound
+from api.services.console_ledgers import (
+    ConsoleLedgers,
+    LedgerRecord,
+    NamespacePolicy,
+    Verdict,
+)
 from api.services.namespaces import NamespaceService
 from api.services.storage_bookies import StorageBookieService
 from api.services.tenants import TenantService
 from metastore.documents import Registrations
 from metastore.errors import MetastoreError
-from metastore.ledger_metadata import LedgerMetadata
-from metastore.ledgers import LedgerMetadataStore
 from metastore.readers import read_all_local_policies, read_policies
 from metastore.store import MetadataStore
 from metastore.topology import ClusterView, read_cluster_view
-from metastore.versioned_keys import VersionedKeys
 from placement import (
     AffinityGroups,
-    EnsembleRequest,
     PlacementConfig,
     Topology,
-    check_fragment,
     default_request,
     effective_groups,
 )
 from placement.isolation import allowed_view
 from placement.topology import region_of
-from placement.violations import kind_names
-from storage.ledger.metadata import MANAGED_LEDGER_NAME
 
 WRITABLE = "writable"
 READ_ONLY = "read-only"
 UNPLACED = "registered but unplaced"
 NOT_RUNNING = "not running"
-NO_NAMESPACE = ""
-
-
-@dataclass(frozen=True)
-class LedgerRecord:
-    """One ledger as the console shows it: its managed ledger (topic) and namespace, if any."""
-
-    metadata: LedgerMetadata
-    topic: str
-    namespace: str
-
-
-@dataclass(frozen=True)
-class NamespacePolicy:
-    name: str
-    request: EnsembleRequest
-    affinity: AffinityGroups | None  # its own groups; None: the broker's defaults apply
-    anti_affinity_group: str | None
 
 
 @dataclass
@@ -118,15 +99,8 @@ class Inputs:
 
     view: ClusterView
     namespaces: dict[str, NamespacePolicy]
-    ledgers: list[LedgerRecord]
+    ledgers: Mapping[int, LedgerRecord]
     revision: int
-    hostnames: dict[str, str] = field(default_factory=dict)
-
-
-def namespace_of_topic(topic: str) -> str:
-    """`tenant/ns/persistent/topic` -> `tenant/ns`; "" when the name has no namespace."""
-    parts = topic.split("/")
-    return "/".join(parts[:2]) if len(parts) >= 4 else NO_NAMESPACE
 
 
 def bookie_state(bookie: str, registrations: Registrations, placed: bool) -> str:
@@ -149,44 +123,10 @@ def usable_bookies(
     return frozenset(allowed_view(topology, groups, size, config).bookies)
 
 
-def judge(
-    record: LedgerRecord, topology: Topology, policy: NamespacePolicy | None,
-    config: PlacementConfig,
-) -> dict[str, Any] | None:
-    """The ledger's first segment that breaks the namespace's current policy, with the
-    engine's reasons; None when every segment adheres."""
-    md = record.metadata
-    affinity = policy.affinity if policy else None
-    for first_entry, ensemble in sorted(md.ensembles.items()):
-        verdict = check_fragment(topology, ensemble, md.write_quorum_size, md.ack_quorum_size,
-                                 config, affinity=affinity)
-        if verdict.violations:
-            return {
-                "ledgerId": md.ledger_id,
-                "namespace": record.namespace or None,
-                "topic": record.topic or None,
-                "firstEntry": first_entry,
-                "ensemble": list(ensemble),
-                "kinds": kind_names(verdict.violations),
-                "reasons": list(verdict.reasons),
-            }
-    return None
-
-
-def violations(
-    inputs: Inputs, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
-    config: PlacementConfig, scope: Scope,
-) -> list[dict[str, Any]]:
-    found = []
-    for record in inputs.ledgers:
-        if record.namespace and not scope.sees(record.namespace):
-            continue
-        if not record.namespace and not scope.sees_bookies:
-            continue
-        verdict = judge(record, topology, namespaces.get(record.namespace), config)
-        if verdict is not None:
-            found.append(verdict)
-    return found
+def visible(verdicts: Mapping[int, Verdict], scope: Scope) -> list[Verdict]:
+    """The violations `scope` may see, by ledger id."""
+    return [v for _, v in sorted(verdicts.items())
+            if (scope.sees(v["namespace"]) if v["namespace"] else scope.sees_bookies)]
 
 
 def short_namespaces(
@@ -232,7 +172,7 @@ class ConsoleService:
     def __init__(
         self,
         store: MetadataStore,
-        keys: VersionedKeys,
+        ledgers: ConsoleLedgers,
         config: PlacementConfig,
         tenants: TenantService,
         namespaces: NamespaceService,
@@ -242,7 +182,7 @@ class ConsoleService:
         cluster: str,
     ) -> None:
         self.store = store
-        self.ledger_store = LedgerMetadataStore(keys)
+        self.ledgers = ledgers
         self.config = config
         self.tenants = tenants
         self.namespaces = namespaces
@@ -264,14 +204,9 @@ class ConsoleService:
 
     async def read(self) -> Inputs:
         revision = await self.store.revision()
+        ledgers = await self.ledgers.current()
         view = await read_cluster_view(self.store, self.config)
         namespaces = await self._namespace_policies()
-        ledgers = []
-        async for stored in self.ledger_store.ledgers():
-            md = stored.metadata
-            raw = md.custom_metadata.get(MANAGED_LEDGER_NAME, b"")
-            topic = raw.decode("utf-8", "replace")
-            ledgers.append(LedgerRecord(md, topic, namespace_of_topic(topic)))
         return Inputs(view, namespaces, ledgers, revision)
 
     async def _namespace_policies(self) -> dict[str, NamespacePolicy]:
@@ -299,15 +234,8 @@ class ConsoleService:
         inputs = await self.read()
         topology = inputs.view.topology
         namespaces = {n: p for n, p in inputs.namespaces.items() if scope.sees(n)}
-        counts: dict[str, int] = {}
-        topics: dict[str, set[str]] = {}
-        ledger_counts: dict[str, int] = {}
-        for record in inputs.ledgers:
-            for bookie in {b for e in record.metadata.ensembles.values() for b in e}:
-                counts[bookie] = counts.get(bookie, 0) + 1
-            if record.namespace:
-                topics.setdefault(record.namespace, set()).add(record.topic)
-                ledger_counts[record.namespace] = ledger_counts.get(record.namespace, 0) + 1
+        verdicts = self.ledgers.verdicts(topology, inputs.namespaces, self.config)
+        counts, topics, ledger_counts = self.ledgers.counts()
         return {
             "cluster": self.cluster,
             "mode": self.config.mode.value,
@@ -316,11 +244,11 @@ class ConsoleService:
             "tenants": None if scope.tenants is None else sorted(scope.tenants),
             "bookies": await self._bookies(inputs, counts) if scope.sees_bookies else None,
             "namespaces": [
-                self._namespace(policy, topology, len(topics.get(name, ())),
+                self._namespace(policy, topology, topics.get(name, 0),
                                 ledger_counts.get(name, 0))
                 for name, policy in sorted(namespaces.items())
             ],
-            "violations": violations(inputs, topology, inputs.namespaces, self.config, scope),
+            "violations": visible(verdicts, scope),
             "shortNamespaces": short_namespaces(topology, namespaces, self.config, scope),
             "auditReport": self.latest_audit_report() if scope.sees_bookies else None,
         }
@@ -387,12 +315,11 @@ class ConsoleService:
         name = f"{tenant}/{namespace}"
         await self.namespaces.policies(tenant, namespace)  # 404 in Pulsar's words
         by_topic: dict[str, list[dict[str, Any]]] = {}
-        async for stored in self.ledger_store.ledgers():
-            md = stored.metadata
-            topic = md.custom_metadata.get(MANAGED_LEDGER_NAME, b"").decode("utf-8", "replace")
-            if namespace_of_topic(topic) != name:
+        for record in (await self.ledgers.current()).values():
+            if record.namespace != name:
                 continue
-            by_topic.setdefault(topic, []).append({
+            md = record.metadata
+            by_topic.setdefault(record.topic, []).append({
                 "ledgerId": md.ledger_id,
                 "state": md.state.name,
                 "ensembleSize": md.ensemble_size,
@@ -427,8 +354,8 @@ class ConsoleService:
                 raise NotFound("Namespace does not exist")
             namespaces[change.namespace] = NamespacePolicy(
                 policy.name, policy.request, change.affinity, policy.anti_affinity_group)
-        was = violations(inputs, before, inputs.namespaces, self.config, scope)
-        will = violations(inputs, after, namespaces, self.config, scope)
+        was = visible(self.ledgers.verdicts(before, inputs.namespaces, self.config), scope)
+        will = visible(self.ledgers.what_if(after, namespaces, self.config), scope)
         was_ids = {v["ledgerId"] for v in was}
         will_ids = {v["ledgerId"] for v in will}
         short_before = {s["namespace"] for s in short_namespaces(

@@ -1,0 +1,241 @@
+"""Every ledger's metadata held in memory for the placement console, and each ledger's verdict
+under its namespace's current policy, kept up to date at the cost of what changed.
+
+The ledgers are read once (on the console's first request), then followed by an etcd watch of
+the ledger metadata keys (from the revision before that read, so nothing is missed): a created
+or changed ledger is decoded again, a deleted one dropped. When the watch breaks, the next
+request reads everything again.
+
+A fragment's verdict (`placement.check_fragment`) depends only on its members' places in the
+topology (location, group, registration, read-only, unplaceable) and on its namespace's
+policy. So each judgement remembers every member's place and every namespace's policy it was
+made under; the next one judges again only the ledgers that changed, those with a member whose
+place changed and those of a namespace whose policy changed. A preview (`what_if`) judges the
+same subset under the proposed topology or policy, without keeping the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from metastore import paths
+from metastore.errors import MetastoreError
+from metastore.ledger_metadata import LedgerMetadata, decode_ledger_metadata
+from metastore.ledgers import LedgerMetadataStore
+from metastore.store import MetadataStore
+from metastore.versioned_keys import VersionedKeys
+from placement import AffinityGroups, EnsembleRequest, PlacementConfig, Topology, check_fragment
+from placement.violations import kind_names
+from storage.ledger.metadata import MANAGED_LEDGER_NAME
+
+log = logging.getLogger(__name__)
+
+NO_NAMESPACE = ""
+Verdict = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LedgerRecord:
+    """One ledger as the console shows it: its managed ledger (topic) and namespace, if any."""
+
+    metadata: LedgerMetadata
+    topic: str
+    namespace: str
+
+    @classmethod
+    def of(cls, metadata: LedgerMetadata) -> LedgerRecord:
+        topic = metadata.custom_metadata.get(MANAGED_LEDGER_NAME, b"").decode("utf-8", "replace")
+        return cls(metadata, topic, namespace_of_topic(topic))
+
+    @property
+    def members(self) -> frozenset[str]:
+        return frozenset(b for ensemble in self.metadata.ensembles.values() for b in ensemble)
+
+
+@dataclass(frozen=True)
+class NamespacePolicy:
+    name: str
+    request: EnsembleRequest
+    affinity: AffinityGroups | None  # its own groups; None: the broker's defaults apply
+    anti_affinity_group: str | None
+
+
+def namespace_of_topic(topic: str) -> str:
+    """`tenant/ns/persistent/topic` -> `tenant/ns`; "" when the name has no namespace."""
+    parts = topic.split("/")
+    return "/".join(parts[:2]) if len(parts) >= 4 else NO_NAMESPACE
+
+
+def place_of(topology: Topology, bookie: str) -> tuple[Any, ...]:
+    """Everything about a bookie that a verdict on a fragment holding it depends on."""
+    return (topology.location.get(bookie), topology.group_of.get(bookie),
+            bookie in topology.writable, bookie in topology.read_only,
+            topology.unplaceable.get(bookie))  # fmt: skip
+
+
+def judge(
+    record: LedgerRecord, topology: Topology, policy: NamespacePolicy | None,
+    config: PlacementConfig,
+) -> Verdict | None:
+    """The ledger's first segment that breaks the namespace's current policy, with the
+    engine's reasons; None when every segment adheres."""
+    md = record.metadata
+    affinity = policy.affinity if policy else None
+    for first_entry, ensemble in sorted(md.ensembles.items()):
+        verdict = check_fragment(topology, ensemble, md.write_quorum_size, md.ack_quorum_size,
+                                 config, affinity=affinity)
+        if verdict.violations:
+            return {
+                "ledgerId": md.ledger_id,
+                "namespace": record.namespace or None,
+                "topic": record.topic or None,
+                "firstEntry": first_entry,
+                "ensemble": list(ensemble),
+                "kinds": kind_names(verdict.violations),
+                "reasons": list(verdict.reasons),
+            }
+    return None
+
+
+class ConsoleLedgers:
+    def __init__(self, store: MetadataStore, keys: VersionedKeys) -> None:
+        self.store = store
+        self.ledger_store = LedgerMetadataStore(keys)
+        self.records: dict[int, LedgerRecord] = {}
+        self.generation = 0  # counts changes of `records`
+        self._loaded = False
+        self._lock = asyncio.Lock()
+        self._follower: asyncio.Task[None] | None = None
+        self._by_bookie: dict[str, set[int]] = {}
+        self._by_namespace: dict[str, set[int]] = {}
+        self._verdicts: dict[int, Verdict | None] = {}
+        self._places: dict[str, tuple[Any, ...]] = {}
+        self._policies: dict[str, NamespacePolicy | None] = {}
+        self._counted: tuple[int, tuple[dict[str, int], dict[str, int], dict[str, int]]] = (
+            -1, ({}, {}, {}))
+
+    async def current(self) -> Mapping[int, LedgerRecord]:
+        """Every ledger, read now or kept up to date by the watch."""
+        async with self._lock:
+            if not self._loaded:
+                await self._load()
+        return self.records
+
+    async def stop(self) -> None:
+        if self._follower is not None:
+            self._follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follower
+            self._follower = None
+
+    async def _load(self) -> None:
+        await self.stop()
+        revision = await self.store.revision()
+        for ledger_id in list(self.records):
+            self._drop(ledger_id)
+        async for stored in self.ledger_store.ledgers():
+            self._put(LedgerRecord.of(stored.metadata))
+        self._loaded = True
+        self._follower = asyncio.create_task(self._follow(revision + 1), name="console ledgers")
+
+    async def _follow(self, start: int) -> None:
+        try:
+            stream = await self.store.watch_keys(paths.LEDGERS + "/", paths.LEDGERS + "0",
+                                                 start_revision=start)
+            async for event in stream:
+                ledger_id = paths.ledger_id_of(event.path)
+                if ledger_id is None:
+                    continue
+                self._drop(ledger_id)
+                if event.value is not None:
+                    try:
+                        self._put(LedgerRecord.of(decode_ledger_metadata(ledger_id, event.value)))
+                    except (MetastoreError, ValueError) as exc:
+                        log.warning("ledger %d: unreadable metadata: %s", ledger_id, exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the watch broke: read everything again on the next request
+            log.info("console ledger watch ended (%s); reading again on the next request", exc)
+        self._loaded = False
+
+    def _put(self, record: LedgerRecord) -> None:
+        ledger_id = record.metadata.ledger_id
+        self.records[ledger_id] = record
+        for bookie in record.members:
+            self._by_bookie.setdefault(bookie, set()).add(ledger_id)
+        self._by_namespace.setdefault(record.namespace, set()).add(ledger_id)
+        self.generation += 1
+
+    def _drop(self, ledger_id: int) -> None:
+        record = self.records.pop(ledger_id, None)
+        self._verdicts.pop(ledger_id, None)
+        if record is None:
+            return
+        for bookie in record.members:
+            self._by_bookie.get(bookie, set()).discard(ledger_id)
+        self._by_namespace.get(record.namespace, set()).discard(ledger_id)
+        self.generation += 1
+
+    def _affected(
+        self, places: Mapping[str, tuple[Any, ...]],
+        namespaces: Mapping[str, NamespacePolicy],
+    ) -> set[int]:
+        """Ledgers whose verdict may differ from the kept one under `places` and
+        `namespaces`: never judged, a member's place changed, or their namespace's policy."""
+        todo = {i for i in self.records if i not in self._verdicts}
+        for bookie, place in places.items():
+            if self._places.get(bookie) != place:
+                todo |= self._by_bookie.get(bookie, set())
+        for name in set(namespaces) | set(self._policies):
+            if namespaces.get(name) != self._policies.get(name):
+                todo |= self._by_namespace.get(name, set())
+        return todo
+
+    def _judged(
+        self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
+        config: PlacementConfig, ledger_ids: Iterable[int],
+    ) -> dict[int, Verdict | None]:
+        return {i: judge(self.records[i], topology, namespaces.get(self.records[i].namespace),
+                         config) for i in ledger_ids if i in self.records}  # fmt: skip
+
+    def verdicts(
+        self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
+        config: PlacementConfig,
+    ) -> dict[int, Verdict]:
+        """Every violating ledger's verdict under this topology and these policies (kept)."""
+        places = {b: place_of(topology, b) for b in self._by_bookie}
+        todo = self._affected(places, namespaces)
+        self._verdicts.update(self._judged(topology, namespaces, config, todo))
+        self._places = places
+        self._policies = dict(namespaces)
+        return {i: v for i, v in self._verdicts.items() if v is not None}
+
+    def what_if(
+        self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
+        config: PlacementConfig,
+    ) -> dict[int, Verdict]:
+        """Every violating ledger's verdict under a proposed topology or policies, judging
+        only the ledgers the proposal touches; nothing is kept (call `verdicts` first)."""
+        places = {b: place_of(topology, b) for b in self._by_bookie}
+        changed = self._judged(topology, namespaces, config,
+                               self._affected(places, namespaces))
+        merged = {**self._verdicts, **changed}
+        return {i: v for i, v in merged.items() if v is not None}
+
+    def counts(self) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+        """Ledgers per bookie, topics per namespace and ledgers per namespace (recounted only
+        after a ledger changed)."""
+        if self._counted[0] != self.generation:
+            per_bookie = {b: len(ids) for b, ids in self._by_bookie.items() if ids}
+            topics: dict[str, set[str]] = {}
+            for record in self.records.values():
+                topics.setdefault(record.namespace, set()).add(record.topic)
+            per_namespace = {n: len(ids) for n, ids in self._by_namespace.items() if ids}
+            self._counted = (self.generation, (
+                per_bookie, {n: len(t) for n, t in topics.items()}, per_namespace))
+        return self._counted[1]
