@@ -234,7 +234,7 @@ class ConsoleService:
         inputs = await self.read()
         topology = inputs.view.topology
         namespaces = {n: p for n, p in inputs.namespaces.items() if scope.sees(n)}
-        verdicts = self.ledgers.verdicts(topology, inputs.namespaces, self.config)
+        verdicts = await self.ledgers.verdicts(topology, inputs.namespaces, self.config)
         counts, topics, ledger_counts = self.ledgers.counts()
         return {
             "cluster": self.cluster,
@@ -354,8 +354,8 @@ class ConsoleService:
                 raise NotFound("Namespace does not exist")
             namespaces[change.namespace] = NamespacePolicy(
                 policy.name, policy.request, change.affinity, policy.anti_affinity_group)
-        was = visible(self.ledgers.verdicts(before, inputs.namespaces, self.config), scope)
-        will = visible(self.ledgers.what_if(after, namespaces, self.config), scope)
+        was = visible(await self.ledgers.verdicts(before, inputs.namespaces, self.config), scope)
+        will = visible(await self.ledgers.what_if(after, namespaces, self.config), scope)
         was_ids = {v["ledgerId"] for v in was}
         will_ids = {v["ledgerId"] for v in will}
         short_before = {s["namespace"] for s in short_namespaces(

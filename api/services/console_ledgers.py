@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 
 NO_NAMESPACE = ""
 Verdict = dict[str, Any]
+# above this many ledgers to judge, judging runs in a worker thread (the event loop stays free)
+# as a task of its own that a request's deadline does not cancel: the next request finds it done
+INLINE_JUDGEMENTS = 2000
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,8 @@ class ConsoleLedgers:
         self.records: dict[int, LedgerRecord] = {}
         self.generation = 0  # counts changes of `records`
         self._loaded = False
-        self._lock = asyncio.Lock()
+        self._loading: asyncio.Task[None] | None = None
+        self._judging: asyncio.Task[None] | None = None
         self._follower: asyncio.Task[None] | None = None
         self._by_bookie: dict[str, set[int]] = {}
         self._by_namespace: dict[str, set[int]] = {}
@@ -120,21 +124,27 @@ class ConsoleLedgers:
             -1, ({}, {}, {}))
 
     async def current(self) -> Mapping[int, LedgerRecord]:
-        """Every ledger, read now or kept up to date by the watch."""
-        async with self._lock:
-            if not self._loaded:
-                await self._load()
+        """Every ledger, read now (in a task a request's deadline does not cancel) or kept up
+        to date by the watch."""
+        while not self._loaded:
+            if self._loading is None or self._loading.done():
+                self._loading = asyncio.create_task(self._load(), name="console ledgers load")
+            await asyncio.shield(self._loading)
         return self.records
 
     async def stop(self) -> None:
+        for task in (self._loading, self._judging, self._follower):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._loading = self._judging = self._follower = None
+
+    async def _load(self) -> None:
         if self._follower is not None:
             self._follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._follower
-            self._follower = None
-
-    async def _load(self) -> None:
-        await self.stop()
         revision = await self.store.revision()
         for ledger_id in list(self.records):
             self._drop(ledger_id)
@@ -198,34 +208,62 @@ class ConsoleLedgers:
 
     def _judged(
         self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
+        config: PlacementConfig, records: Mapping[int, LedgerRecord],
+    ) -> dict[int, Verdict | None]:
+        return {i: judge(r, topology, namespaces.get(r.namespace), config)
+                for i, r in records.items()}  # fmt: skip
+
+    async def _judge(
+        self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
         config: PlacementConfig, ledger_ids: Iterable[int],
     ) -> dict[int, Verdict | None]:
-        return {i: judge(self.records[i], topology, namespaces.get(self.records[i].namespace),
-                         config) for i in ledger_ids if i in self.records}  # fmt: skip
+        """Verdicts of these ledgers (of those that still exist), inline or in a thread."""
+        records = {i: self.records[i] for i in ledger_ids if i in self.records}
+        if len(records) <= INLINE_JUDGEMENTS:
+            return self._judged(topology, namespaces, config, records)
+        judged = await asyncio.to_thread(self._judged, topology, namespaces, config, records)
+        # a ledger that changed meanwhile has no verdict now: it is judged next time
+        return {i: v for i, v in judged.items() if self.records.get(i) is records[i]}
 
-    def verdicts(
+    async def _keep(
+        self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
+        config: PlacementConfig, places: dict[str, tuple[Any, ...]], ledger_ids: set[int],
+    ) -> None:
+        self._verdicts.update(await self._judge(topology, namespaces, config, ledger_ids))
+        self._places = places
+        self._policies = dict(namespaces)
+
+    async def verdicts(
         self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
         config: PlacementConfig,
     ) -> dict[int, Verdict]:
         """Every violating ledger's verdict under this topology and these policies (kept)."""
-        places = {b: place_of(topology, b) for b in self._by_bookie}
-        todo = self._affected(places, namespaces)
-        self._verdicts.update(self._judged(topology, namespaces, config, todo))
-        self._places = places
-        self._policies = dict(namespaces)
-        return {i: v for i, v in self._verdicts.items() if v is not None}
+        while True:
+            places = {b: place_of(topology, b) for b in self._by_bookie}
+            todo = self._affected(places, namespaces)
+            if len(todo) <= INLINE_JUDGEMENTS:
+                await self._keep(topology, namespaces, config, places, todo)
+                return self._violating(self._verdicts)
+            if self._judging is None or self._judging.done():
+                self._judging = asyncio.create_task(
+                    self._keep(topology, namespaces, config, places, todo),
+                    name="console judgement")
+            await asyncio.shield(self._judging)
 
-    def what_if(
+    async def what_if(
         self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
         config: PlacementConfig,
     ) -> dict[int, Verdict]:
         """Every violating ledger's verdict under a proposed topology or policies, judging
         only the ledgers the proposal touches; nothing is kept (call `verdicts` first)."""
         places = {b: place_of(topology, b) for b in self._by_bookie}
-        changed = self._judged(topology, namespaces, config,
-                               self._affected(places, namespaces))
-        merged = {**self._verdicts, **changed}
-        return {i: v for i, v in merged.items() if v is not None}
+        changed = await self._judge(topology, namespaces, config,
+                                    self._affected(places, namespaces))
+        return self._violating({**self._verdicts, **changed})
+
+    @staticmethod
+    def _violating(verdicts: Mapping[int, Verdict | None]) -> dict[int, Verdict]:
+        return {i: v for i, v in verdicts.items() if v is not None}
 
     def counts(self) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
         """Ledgers per bookie, topics per namespace and ledgers per namespace (recounted only

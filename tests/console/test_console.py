@@ -195,7 +195,7 @@ def test_namespace_change_preview_and_an_apply_error_shows_pulsars_reason(
     console.expected_statuses.add(412)
     page.get_by_label("Primary groups (comma separated)").fill("*")
     page.get_by_role("button", name="Preview change").click()
-    expect(preview).to_contain_text("No ledger would break")
+    expect(preview).to_contain_text("No ledger would newly break its policy")
     page.get_by_role("button", name="Apply").click()
     error = page.locator("#change-error")
     expect(error).to_contain_text("412 Precondition failed: ")

@@ -165,6 +165,8 @@ async function refresh() {
       return false;
     }
     setLive(false, `refresh failed: ${describe(error)}`);
+    // 503: the service is still reading the ledgers (or etcd is away): ask again shortly
+    if (error instanceof ApiError && error.status === 503) return "retry";
     return false;
   }
   state.overview = overview;
@@ -178,7 +180,7 @@ function scheduleRefresh() {
   if (state.refreshTimer) return;
   state.refreshTimer = setTimeout(async () => {
     state.refreshTimer = null;
-    await refresh();
+    if (await refresh() === "retry") scheduleRefresh();
     if (state.selected) loadLedgers(state.selected);
   }, 100);
 }
@@ -452,7 +454,10 @@ async function preview(change) {
       ...result.shortNamespaces.map((s) => el("li", { class: "short" },
         `Namespace ${s.namespace} would be left with ${s.usableBookies} usable bookie${s.usableBookies === 1 ? "" : "s"}, fewer than its ensemble size ${s.ensembleSize}`)),
     ];
-    if (!items.length) items.push(el("li", {}, "No ledger would break its policy and every namespace keeps enough bookies."));
+    if (!items.length) {
+      items.push(el("li", {}, "No ledger would newly break its policy, and every namespace " +
+        "keeps at least as many usable bookies as its ensemble size."));
+    }
     $("preview-details").replaceChildren(...items);
     $("preview").hidden = false;
     $("apply").focus();
@@ -649,7 +654,12 @@ function parseFrame(frame) {
 // -- start --------------------------------------------------------------------------------------
 
 async function start() {
-  if (await refresh()) {
+  let outcome = await refresh();
+  for (let tries = 0; outcome === "retry" && tries < 120; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    outcome = await refresh();
+  }
+  if (outcome === true) {
     startLive();
     loadHistory();
   }
