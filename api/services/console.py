@@ -24,7 +24,6 @@ administers, their ledgers and violations, and no bookies.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from api.services.console_ledgers import (
     ConsoleLedgers,
     LedgerRecord,
     NamespacePolicy,
+    UsableBookies,
     Verdict,
 )
 from api.services.namespaces import NamespaceService
@@ -46,7 +46,7 @@ from metastore.documents import Registrations
 from metastore.errors import MetastoreError
 from metastore.readers import read_all_local_policies, read_policies
 from metastore.store import MetadataStore
-from metastore.topology import ClusterView, read_cluster_view
+from metastore.topology import ClusterView, TopologySnapshot
 from placement import (
     AffinityGroups,
     PlacementConfig,
@@ -54,7 +54,6 @@ from placement import (
     default_request,
     effective_groups,
 )
-from placement.isolation import allowed_view
 from placement.topology import region_of
 
 WRITABLE = "writable"
@@ -111,18 +110,6 @@ def bookie_state(bookie: str, registrations: Registrations, placed: bool) -> str
     return NOT_RUNNING
 
 
-def usable_bookies(
-    topology: Topology, policy: NamespacePolicy | None, config: PlacementConfig
-) -> frozenset[str]:
-    """The writable bookies a new ledger of the namespace may use (the placement engine's
-    allowed view for its groups and ensemble size)."""
-    groups = effective_groups(policy.affinity if policy else None, config)
-    if groups is None:
-        return frozenset(topology.bookies)
-    size = policy.request.ensemble_size if policy else config.managed_ledger_default_ensemble_size
-    return frozenset(allowed_view(topology, groups, size, config).bookies)
-
-
 def visible(verdicts: Mapping[int, Verdict], scope: Scope) -> list[Verdict]:
     """The violations `scope` may see, by ledger id."""
     return [v for _, v in sorted(verdicts.items())
@@ -131,14 +118,14 @@ def visible(verdicts: Mapping[int, Verdict], scope: Scope) -> list[Verdict]:
 
 def short_namespaces(
     topology: Topology, namespaces: Mapping[str, NamespacePolicy], config: PlacementConfig,
-    scope: Scope,
+    scope: Scope, usable_bookies: UsableBookies,
 ) -> list[dict[str, Any]]:
     """Namespaces whose usable bookies are fewer than their ensemble size."""
     out = []
     for name, policy in sorted(namespaces.items()):
         if not scope.sees(name):
             continue
-        usable = len(usable_bookies(topology, policy, config))
+        usable = len(usable_bookies.of(topology, policy, config))
         if usable < policy.request.ensemble_size:
             out.append({"namespace": name, "usableBookies": usable,
                         "ensembleSize": policy.request.ensemble_size})
@@ -173,6 +160,7 @@ class ConsoleService:
         self,
         store: MetadataStore,
         ledgers: ConsoleLedgers,
+        snapshot: TopologySnapshot,
         config: PlacementConfig,
         tenants: TenantService,
         namespaces: NamespaceService,
@@ -183,6 +171,8 @@ class ConsoleService:
     ) -> None:
         self.store = store
         self.ledgers = ledgers
+        self.usable = ledgers.usable
+        self.snapshot = snapshot
         self.config = config
         self.tenants = tenants
         self.namespaces = namespaces
@@ -205,7 +195,7 @@ class ConsoleService:
     async def read(self) -> Inputs:
         revision = await self.store.revision()
         ledgers = await self.ledgers.current()
-        view = await read_cluster_view(self.store, self.config)
+        view = await self.snapshot.current()
         namespaces = await self._namespace_policies()
         return Inputs(view, namespaces, ledgers, revision)
 
@@ -249,7 +239,8 @@ class ConsoleService:
                 for name, policy in sorted(namespaces.items())
             ],
             "violations": visible(verdicts, scope),
-            "shortNamespaces": short_namespaces(topology, namespaces, self.config, scope),
+            "shortNamespaces": short_namespaces(topology, namespaces, self.config, scope,
+                                                self.usable),
             "auditReport": self.latest_audit_report() if scope.sees_bookies else None,
         }
 
@@ -268,7 +259,7 @@ class ConsoleService:
             "writeQuorum": policy.request.write_quorum,
             "ackQuorum": policy.request.ack_quorum,
             "antiAffinityGroup": policy.anti_affinity_group,
-            "usableBookies": sorted(usable_bookies(topology, policy, self.config)),
+            "usableBookies": sorted(self.usable.of(topology, policy, self.config)),
             "topics": topics,
             "ledgers": ledgers,
         }
@@ -281,9 +272,10 @@ class ConsoleService:
                 placed.setdefault(bookie, (group, info if isinstance(info, Mapping) else {}))
         supervised = set(self.storage.local.bookie_ids) if self.storage.local else set()
         ids = sorted(set(placed) | view.registrations.all | supervised)
-        disks = await asyncio.gather(*(self.storage.disk(b) for b in ids))
+        disks = {b: await self.storage.disk(b) for b in sorted(supervised)}
         out = []
-        for bookie, (used, capacity) in zip(ids, disks, strict=True):
+        for bookie in ids:
+            used, capacity = disks.get(bookie, (None, None))
             group_of, info = placed.get(bookie, (None, {}))
             rack = view.topology.location.get(bookie)
             host = info.get("hostname")
@@ -359,8 +351,8 @@ class ConsoleService:
         was_ids = {v["ledgerId"] for v in was}
         will_ids = {v["ledgerId"] for v in will}
         short_before = {s["namespace"] for s in short_namespaces(
-            before, inputs.namespaces, self.config, scope)}
-        short_after = short_namespaces(after, namespaces, self.config, scope)
+            before, inputs.namespaces, self.config, scope, self.usable)}
+        short_after = short_namespaces(after, namespaces, self.config, scope, self.usable)
         return {
             "violationsBefore": len(was),
             "violationsAfter": len(will),

@@ -1,5 +1,6 @@
-"""Every ledger's metadata held in memory for the placement console, and each ledger's verdict
-under its namespace's current policy, kept up to date at the cost of what changed.
+"""What the placement console keeps between requests: every ledger's metadata, each ledger's
+verdict under its namespace's current policy, and each namespace's usable bookies, kept up to
+date at the cost of what changed.
 
 The ledgers are read once (on the console's first request), then followed by an etcd watch of
 the ledger metadata keys (from the revision before that read, so nothing is missed): a created
@@ -29,7 +30,16 @@ from metastore.ledger_metadata import LedgerMetadata, decode_ledger_metadata
 from metastore.ledgers import LedgerMetadataStore
 from metastore.store import MetadataStore
 from metastore.versioned_keys import VersionedKeys
-from placement import AffinityGroups, EnsembleRequest, PlacementConfig, Topology, check_fragment
+from placement import (
+    AffinityGroups,
+    EnsembleRequest,
+    PlacementConfig,
+    Topology,
+    check_fragment,
+    effective_groups,
+)
+from placement.isolation import allowed_view
+from placement.topology import MemoKey
 from placement.violations import kind_names
 from storage.ledger.metadata import MANAGED_LEDGER_NAME
 
@@ -105,6 +115,46 @@ def judge(
     return None
 
 
+@dataclass(frozen=True)
+class GroupViewKey(MemoKey[tuple[frozenset[str], ...]]):
+    """What the bookies a namespace may use depend on: placeable bookies, groups, known."""
+
+
+def group_view(topology: Topology) -> tuple[frozenset[str], ...]:
+    return topology.memo(GroupViewKey(), lambda: (
+        frozenset(topology.bookies), frozenset(f"{b}\0{g}" for b, g in
+                                               topology.group_of.items() if g is not None),
+        topology.known))  # fmt: skip
+
+
+class UsableBookies:
+    """The writable bookies a new ledger of a namespace may use: the placement engine's allowed
+    view for its groups and ensemble size, remembered across topologies that differ only in
+    what it does not depend on (a rack write keeps every namespace's answer)."""
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[Any, ...], frozenset[str]] = {}
+
+    def of(
+        self, topology: Topology, policy: NamespacePolicy | None, config: PlacementConfig
+    ) -> frozenset[str]:
+        groups = effective_groups(policy.affinity if policy else None, config)
+        if groups is None:
+            return frozenset(topology.bookies)
+        size = (policy.request.ensemble_size if policy
+                else config.managed_ledger_default_ensemble_size)
+        key = (groups, size, group_view(topology))
+        found = self.known.get(key)
+        if found is None:
+            if len(self.known) >= self.LIMIT:
+                self.known.clear()
+            found = self.known[key] = frozenset(allowed_view(topology, groups, size, config)
+                                                .bookies)
+        return found
+
+
 class ConsoleLedgers:
     def __init__(self, store: MetadataStore, keys: VersionedKeys) -> None:
         self.store = store
@@ -120,6 +170,7 @@ class ConsoleLedgers:
         self._verdicts: dict[int, Verdict | None] = {}
         self._places: dict[str, tuple[Any, ...]] = {}
         self._policies: dict[str, NamespacePolicy | None] = {}
+        self.usable = UsableBookies()
         self._counted: tuple[int, tuple[dict[str, int], dict[str, int], dict[str, int]]] = (
             -1, ({}, {}, {}))
 

@@ -15,6 +15,7 @@ const state = {
   history: [],
   revision: 0,
   refreshTimer: null,
+  settleTimer: null,
   tilesShown: new Map(), // rack key -> tiles rendered
 };
 
@@ -623,6 +624,9 @@ async function watch(prefix, since) {
           } else if (event.id) {
             next = Number(event.id) + 1;
             scheduleRefresh();
+            // and once more when changes stop: the service's own watches may trail this one
+            clearTimeout(state.settleTimer);
+            state.settleTimer = setTimeout(scheduleRefresh, 700);
           }
         }
       }

@@ -11,7 +11,7 @@ from metastore import paths
 from metastore.ledger_metadata import LedgerMetadata, LedgerState, encode_ledger_metadata
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.factories import assert_reason, make_namespace, register, set_rack
-from tests.support import RawEtcd
+from tests.support import RawEtcd, wait_until
 
 NS = "acme/ns1"
 A, B, C, D, E = (f"10.0.0.{i}:3181" for i in range(1, 6))
@@ -43,6 +43,14 @@ def setup(admin: httpx.Client, raw: RawEtcd) -> None:
         "bookkeeperAffinityGroupStrict": True}).raise_for_status()
     put_ledger(raw, 1, f"{NS}/persistent/t1", [A, B])
     put_ledger(raw, 2, f"{NS}/persistent/t2", [A, C])
+
+    def seen() -> bool:  # the service's watches have delivered the raw writes
+        bookies = admin.get("/admin/v2/console/overview").json()["bookies"]
+        return {b["id"]: (b["state"], b["ledgers"]) for b in bookies}.get(D) == (
+            "registered but unplaced", 0) and len(bookies) == 5 and sum(
+            b["ledgers"] for b in bookies) == 4
+
+    wait_until(seen)
 
 
 def test_overview_states_namespaces_and_violations(admin: httpx.Client, clean_store: RawEtcd
