@@ -74,7 +74,7 @@ async def seed(etcd: EmbeddedEtcd, bookies: int, ledgers: int) -> None:
     for ledger in range(1, ledgers + 1):
         g = ledger % GROUPS
         first = (ledger * 7 * GROUPS + g) % bookies
-        second = (first + GROUPS) % bookies
+        second = (first + PER_RACK) % bookies  # the same group, the next rack
         if ledger % 100 == 0:
             second = (first + 1) % bookies  # another group's bookie
         metadata = LedgerMetadata(

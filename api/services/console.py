@@ -112,7 +112,8 @@ def bookie_state(bookie: str, registrations: Registrations, placed: bool) -> str
 
 def visible(verdicts: Mapping[int, Verdict], scope: Scope) -> list[Verdict]:
     """The violations `scope` may see, by ledger id."""
-    return [v for _, v in sorted(verdicts.items())
+    found = (verdicts[i] for i in sorted(verdicts))
+    return [v for v in found
             if (scope.sees(v["namespace"]) if v["namespace"] else scope.sees_bookies)]
 
 
@@ -266,10 +267,11 @@ class ConsoleService:
 
     async def _bookies(self, inputs: Inputs, counts: Mapping[str, int]) -> list[dict[str, Any]]:
         view = inputs.view
-        placed: dict[str, tuple[str | None, Mapping[str, Any]]] = {}
+        placed: dict[str, tuple[str | None, dict[str, Any]]] = {}
         for group, members in sorted(view.rack_map.items()):
             for bookie, info in members.items():
-                placed.setdefault(bookie, (group, info if isinstance(info, Mapping) else {}))
+                # type(...) is dict: the decoded JSON; an ABC check per bookie costs more
+                placed.setdefault(bookie, (group, info if type(info) is dict else {}))
         supervised = set(self.storage.local.bookie_ids) if self.storage.local else set()
         ids = sorted(set(placed) | view.registrations.all | supervised)
         disks = {b: await self.storage.disk(b) for b in sorted(supervised)}
@@ -281,7 +283,7 @@ class ConsoleService:
             host = info.get("hostname")
             out.append({
                 "id": bookie,
-                "hostname": host if isinstance(host, str) else bookie.rsplit(":", 1)[0],
+                "hostname": host if type(host) is str else bookie.rsplit(":", 1)[0],
                 "group": group_of,
                 "rack": rack if rack is not None else view.topology.default_location,
                 "region": region_of(rack) if rack and rack.count("/") >= 2 else None,

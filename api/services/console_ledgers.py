@@ -168,6 +168,8 @@ class ConsoleLedgers:
         self._by_bookie: dict[str, set[int]] = {}
         self._by_namespace: dict[str, set[int]] = {}
         self._verdicts: dict[int, Verdict | None] = {}
+        self._violations: dict[int, Verdict] = {}  # the violating ones of `_verdicts`
+        self._unjudged: set[int] = set()  # ledgers without a verdict
         self._places: dict[str, tuple[Any, ...]] = {}
         self._policies: dict[str, NamespacePolicy | None] = {}
         self.usable = UsableBookies()
@@ -230,11 +232,14 @@ class ConsoleLedgers:
         for bookie in record.members:
             self._by_bookie.setdefault(bookie, set()).add(ledger_id)
         self._by_namespace.setdefault(record.namespace, set()).add(ledger_id)
+        self._unjudged.add(ledger_id)
         self.generation += 1
 
     def _drop(self, ledger_id: int) -> None:
         record = self.records.pop(ledger_id, None)
         self._verdicts.pop(ledger_id, None)
+        self._violations.pop(ledger_id, None)
+        self._unjudged.discard(ledger_id)
         if record is None:
             return
         for bookie in record.members:
@@ -248,7 +253,7 @@ class ConsoleLedgers:
     ) -> set[int]:
         """Ledgers whose verdict may differ from the kept one under `places` and
         `namespaces`: never judged, a member's place changed, or their namespace's policy."""
-        todo = {i for i in self.records if i not in self._verdicts}
+        todo = set(self._unjudged)
         for bookie, place in places.items():
             if self._places.get(bookie) != place:
                 todo |= self._by_bookie.get(bookie, set())
@@ -280,7 +285,14 @@ class ConsoleLedgers:
         self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
         config: PlacementConfig, places: dict[str, tuple[Any, ...]], ledger_ids: set[int],
     ) -> None:
-        self._verdicts.update(await self._judge(topology, namespaces, config, ledger_ids))
+        judged = await self._judge(topology, namespaces, config, ledger_ids)
+        self._verdicts.update(judged)
+        self._unjudged.difference_update(judged)
+        for ledger_id, verdict in judged.items():
+            if verdict is None:
+                self._violations.pop(ledger_id, None)
+            else:
+                self._violations[ledger_id] = verdict
         self._places = places
         self._policies = dict(namespaces)
 
@@ -294,7 +306,7 @@ class ConsoleLedgers:
             todo = self._affected(places, namespaces)
             if len(todo) <= INLINE_JUDGEMENTS:
                 await self._keep(topology, namespaces, config, places, todo)
-                return self._violating(self._verdicts)
+                return dict(self._violations)
             if self._judging is None or self._judging.done():
                 self._judging = asyncio.create_task(
                     self._keep(topology, namespaces, config, places, todo),
@@ -310,11 +322,13 @@ class ConsoleLedgers:
         places = {b: place_of(topology, b) for b in self._by_bookie}
         changed = await self._judge(topology, namespaces, config,
                                     self._affected(places, namespaces))
-        return self._violating({**self._verdicts, **changed})
-
-    @staticmethod
-    def _violating(verdicts: Mapping[int, Verdict | None]) -> dict[int, Verdict]:
-        return {i: v for i, v in verdicts.items() if v is not None}
+        merged = dict(self._violations)
+        for ledger_id, verdict in changed.items():
+            if verdict is None:
+                merged.pop(ledger_id, None)
+            else:
+                merged[ledger_id] = verdict
+        return merged
 
     def counts(self) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
         """Ledgers per bookie, topics per namespace and ledgers per namespace (recounted only

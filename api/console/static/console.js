@@ -10,6 +10,7 @@ const $ = (id) => document.getElementById(id);
 
 const state = {
   overview: null,
+  bookieById: new Map(),
   selected: null, // the selected namespace's name
   pending: null, // the change previewed, waiting for Apply
   history: [],
@@ -171,6 +172,7 @@ async function refresh() {
     return false;
   }
   state.overview = overview;
+  state.bookieById = new Map((overview.bookies || []).map((b) => [b.id, b]));
   state.revision = Math.max(state.revision, overview.revision);
   signedIn();
   render();
@@ -268,9 +270,10 @@ function renderTopology() {
     "aria-label": `cluster ${o.cluster}` }, el("h3", {}, `Cluster ${o.cluster}`));
   for (const region of [...regions.keys()].sort()) {
     const racks = regions.get(region);
+    const level = o.mode === "zone-aware" ? "Zone" : "Region";
     const holder = region
-      ? el("div", { class: "area region", role: "group", "aria-label": `region ${region}` },
-        el("h4", {}, `Region ${region}`))
+      ? el("div", { class: "area region", role: "group", "aria-label": `${level} ${region}` },
+        el("h4", {}, `${level} ${region}`))
       : cluster;
     for (const rack of [...racks.keys()].sort()) {
       holder.append(rackArea(region, rack, racks.get(rack), usable));
@@ -367,7 +370,7 @@ function selectNamespace(name) {
 }
 
 function bookieChip(id) {
-  const bookie = (state.overview.bookies || []).find((b) => b.id === id);
+  const bookie = state.bookieById.get(id);
   const group = bookie ? bookie.group : null;
   const words = bookie ? (bookie.state === "writable" ? "" : ` (${bookie.state})`) : "";
   return el("span", { class: "chip", style: `border-left-color:${groupColour(group)}`,
@@ -414,7 +417,8 @@ function renderViolations() {
   }
   violationList.set(o.violations);
   const short = o.shortNamespaces.map((s) =>
-    `${s.namespace} has ${s.usableBookies} usable bookies for an ensemble of ${s.ensembleSize}`);
+    `${s.namespace} has ${s.usableBookies} usable bookie${s.usableBookies === 1 ? "" : "s"} ` +
+    `for an ensemble of ${s.ensembleSize}`);
   $("violation-summary").textContent = (o.violations.length
     ? `${o.violations.length} ledger${o.violations.length === 1 ? "" : "s"} break their namespace's current policy.`
     : "No ledger breaks its namespace's current policy.") + (short.length ? ` ${short.join("; ")}.` : "");
