@@ -18,6 +18,10 @@ Bookie states: `writable` and `read-only` by the bookie's registration; `registe
 unplaced` when it is registered but absent from the rack map (`/bookies`); `not running` when
 the rack map (or this service's supervisor) knows it but it is not registered.
 
+The topology is the watch-fed `TopologySnapshot` every placement reads; the ledgers, their
+verdicts and each namespace's usable bookies are kept between requests by
+`api.services.console_ledgers.ConsoleLedgers`.
+
 A caller who is not a super-user (authorization on) sees only the namespaces of the tenants it
 administers, their ledgers and violations, and no bookies.
 """
