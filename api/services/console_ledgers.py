@@ -201,7 +201,7 @@ class ConsoleLedgers:
         revision = await self.store.revision()
         for ledger_id in list(self.records):
             self._drop(ledger_id)
-        async for stored in self.ledger_store.ledgers():
+        async for stored in self.ledger_store.ledgers(page_size=1000):
             self._put(LedgerRecord.of(stored.metadata))
         self._loaded = True
         self._follower = asyncio.create_task(self._follow(revision + 1), name="console ledgers")
