@@ -5,13 +5,16 @@ its errors in Pulsar's shape; and the console's static assets."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 
 from metastore import paths
+from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import LedgerMetadata, LedgerState, encode_ledger_metadata
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.factories import assert_reason, make_namespace, register, set_rack
-from tests.support import RawEtcd, wait_until
+from tests.support import RawEtcd, ServerProcess, wait_until
 
 NS = "acme/ns1"
 A, B, C, D, E = (f"10.0.0.{i}:3181" for i in range(1, 6))
@@ -137,3 +140,25 @@ def test_console_assets_are_served(admin: httpx.Client) -> None:
     assert admin.get("/console/console.css").status_code == 200
     assert admin.get("/console/nothing.js").status_code == 404
 
+
+
+def test_region_aware_bookies_carry_their_region(
+    clean_store: RawEtcd, etcd: EmbeddedEtcd, tmp_path: Path
+) -> None:
+    server = ServerProcess(etcd.url, tmp_path, extra_conf={
+        "bookkeeperClientRegionawarePolicyEnabled": "true",
+        "initializeClusterMetadata": "false"}).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=10) as http:
+            register(clean_store, A, B)
+            set_rack(http, A, "/eu/r1", "g")
+            set_rack(http, B, "/us/r2", "g")
+
+            def regions() -> dict[str, tuple[str, str]]:
+                bookies = http.get("/admin/v2/console/overview").json()["bookies"]
+                return {b["id"]: (b["region"], b["rack"]) for b in bookies}
+
+            assert wait_until(lambda: len(regions()) == 2 and regions()) == {
+                A: ("eu", "/eu/r1"), B: ("us", "/us/r2")}
+    finally:
+        server.stop()
