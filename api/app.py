@@ -13,6 +13,7 @@ from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp
 
 from api.auth.secrets import install_log_masking
+from api.console import install_console
 from api.deps import authorize_request
 from api.errors import install_error_handlers
 from api.http.deadline import RequestDeadline
@@ -108,6 +109,7 @@ def create_app(settings: Settings, bookies: LocalBookies | None = None) -> FastA
         redoc_url=None,
     )
     install_docs_ui(app)
+    install_console(app)
     install_error_handlers(app)
     install_error_responses(app)
     for router in ROUTERS:

@@ -12,6 +12,7 @@ from api.auth.authorization import Guard
 from api.auth.security import build_guard
 from api.change_history import HistoryPruner
 from api.services.clusters import ClusterService
+from api.services.console_ledgers import ConsoleLedgers
 from api.services.isolation import IsolationService
 from api.services.lint import LintService
 from api.services.lookup import LookupService
@@ -111,6 +112,7 @@ class AppState:
     versioned_keys: VersionedKeys  # ledger metadata and other records with Pulsar's versions
     guard: Guard  # who may do what (api.auth.authorization)
     history_pruner: HistoryPruner  # the change history's retention (api.change_history)
+    console_ledgers: ConsoleLedgers  # the placement console's ledgers and verdicts
     autorecovery: AutoRecovery | None = None  # with autoRecoveryDaemonEnabled
 
     @classmethod
@@ -167,6 +169,7 @@ class AppState:
             guard=build_guard(settings, store),
             history_pruner=HistoryPruner(store, settings),
             autorecovery=autorecovery(settings, store, ledgers),
+            console_ledgers=ConsoleLedgers(store, versioned_keys),
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:
@@ -187,6 +190,7 @@ class AppState:
         if self.autorecovery is not None:
             await self.autorecovery.stop()
             await self.autorecovery.keys.close()
+        await self.console_ledgers.stop()
         await self.managed_ledgers.close()
         await self.ledgers.close()
         for watch in self.watches():

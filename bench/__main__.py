@@ -8,6 +8,7 @@ from bench import (
     bookie_bench,
     bookie_tail_bench,
     cli_bench,
+    console_bench,
     gc_bench,
     ledger_bench,
     ledger_tail_bench,
@@ -49,6 +50,9 @@ def main() -> None:
     print()
     print("## Placement audit (Spark local[2] vs plain Python, 1M synthetic ledgers)")
     audit_bench.main([])
+    print()
+    print("## Placement console (headless Chromium; 1,000 and 10,000 bookies, 100k ledgers)")
+    console_bench.main([])
 
 
 if __name__ == "__main__":

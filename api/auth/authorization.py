@@ -83,7 +83,16 @@ class TopicOperation:
     operation: str
 
 
-Need = SuperUser | TenantOperation | NamespaceOperation | NamespacePolicy | TopicOperation
+@dataclass(frozen=True)
+class Authenticated:
+    """Any authenticated role; the service itself limits what the role sees (the placement
+    console's overview and preview show a tenant admin its own tenants' namespaces only)."""
+
+
+Need = (
+    Authenticated | SuperUser | TenantOperation | NamespaceOperation | NamespacePolicy
+    | TopicOperation
+)
 SUPER_USER: Final = SuperUser()
 
 
@@ -165,6 +174,10 @@ RULES: Final[Mapping[str, Need]] = {
     "getAntiAffinityNamespaces": TenantOperation("LIST_NAMESPACES", from_query=("tenant",)),
     "getAntiAffinityNamespacesV1": TenantOperation("LIST_NAMESPACES", from_query=("property",)),
     "getPlacementPreview": _read("ALL"),
+    # the placement console's extensions (api/routes/console.py)
+    "getConsoleOverview": Authenticated(),
+    "previewConsoleChange": Authenticated(),
+    "getConsoleNamespaceLedgers": _read("ALL"),
     "unloadNamespace": NamespaceOperation("UNLOAD"),
     "getList": NamespaceOperation("GET_TOPICS"),
     # topics: the tenant's admin
@@ -216,6 +229,8 @@ async def authorize(access: Access, guard: Guard) -> str | None:
     if not guard.authorization_enabled or role in guard.super_users:
         return role
     need = RULES.get(access.operation, SUPER_USER)
+    if isinstance(need, Authenticated):
+        return role
     if isinstance(need, SuperUser):
         raise NotAuthorized(NEED_SUPER_USER)
     tenant = _tenant_of(access, need)

@@ -6,6 +6,7 @@ from api.routes import (
     brokers,
     changes,
     clusters,
+    console,
     lookup,
     namespaces,
     namespaces_v1,
@@ -36,6 +37,7 @@ ROUTERS = [
     storage_bookies.router,
     watch.router,
     changes.router,
+    console.router,
 ]
 
 __all__ = ["ROUTERS"]

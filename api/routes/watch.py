@@ -26,7 +26,7 @@ EXAMPLE_STREAM = (
 @router.get(
     "/watch",
     operation_id="watchChanges",
-    summary="Extension: changes of bookies, policies or clusters as Server-Sent Events",
+    summary="Extension: changes of bookies, policies, clusters or ledgers as Server-Sent Events",
     response_class=EventStreamResponse,
     status_code=200,
     responses={
@@ -43,7 +43,7 @@ async def watch_changes(
     store: MetastoreDep,
     prefix: Annotated[
         str,
-        Query(description="What to watch: `bookies`, `policies` or `clusters`"),
+        Query(description="What to watch: `bookies`, `policies`, `clusters` or `ledgers`"),
     ],
     since: Annotated[
         str | None,
@@ -67,7 +67,8 @@ async def watch_changes(
     `bookies`: `/bookies` and the registrations under `/ledgers/available/`; `policies`:
     `/admin/policies/`, `/admin/local-policies/` and every cluster's
     `namespaceIsolationPolicies`; `clusters`: the rest of `/admin/clusters/` (cluster data,
-    failure domains). Each event's id is its etcd revision; reconnecting with
+    failure domains); `ledgers`: the ledger metadata keys. Each event's id is its etcd
+    revision; reconnecting with
     `since=<last id>+1` (or `Last-Event-ID`) gives every later change exactly once. When that
     is impossible (etcd compacted the revision, or the client fell too far behind) the stream
     sends `event: resync` with the current revision and ends. A `: heartbeat` comment comes

@@ -145,7 +145,7 @@ class StorageBookieService:
             rack: str | None = None
             if bookie_id in placed:
                 group, rack = placed[bookie_id]
-            used, total = await self._disk(bookie_id)
+            used, total = await self.disk(bookie_id)
             found.append(BookieStatus(
                 id=bookie_id, state=state_of(bookie_id, view.registrations), rack=rack,
                 group=group, supervised=bookie_id in supervised, diskUsed=used,
@@ -161,7 +161,7 @@ class StorageBookieService:
                 counts[bookie] = counts.get(bookie, 0) + 1
         return counts
 
-    async def _disk(self, bookie_id: str) -> tuple[int | None, int | None]:
+    async def disk(self, bookie_id: str) -> tuple[int | None, int | None]:
         local = self.local.find(bookie_id) if self.local else None
         if local is None or not local.data_dir.exists():
             return None, None

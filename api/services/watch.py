@@ -9,7 +9,10 @@ the selected keys from an etcd watch. What each name selects (Pulsar's own keys)
   (bookie affinity, anti-affinity group) under `/admin/local-policies/`, and every cluster's
   namespace isolation policies `/admin/clusters/{cluster}/namespaceIsolationPolicies`;
 - `clusters`: everything else under `/admin/clusters/`: the `ClusterData` documents and the
-  failure domains.
+  failure domains;
+- `ledgers`: the ledger metadata keys (`/ledgers/00/0000/L0001`, long ids' too): a ledger
+  created, its ensemble changed, closed or deleted; `value` is `{"ledgerId": <id>}` (read the
+  metadata from BookKeeper's `/api/v1/ledger/metadata`).
 
 etcd watches one key range, so each name is one range holding all its keys (`bookies`:
 [`/bookies`, `/ledgers/available0`), `policies`: `/admin/`, `clusters`: `/admin/clusters/`),
@@ -78,6 +81,10 @@ def _is_cluster_key(path: str) -> bool:
     return path.startswith(paths.CLUSTERS + "/") and not path.endswith(_ISOLATION_SUFFIX)
 
 
+def _is_ledger_key(path: str) -> bool:
+    return paths.ledger_id_of(path) is not None
+
+
 def _children_end(path: str) -> str:
     """The first key after everything under `path + "/"` ('/' + 1 is '0')."""
     return path + "0"
@@ -100,6 +107,9 @@ SELECTIONS: Final[dict[str, Selection]] = {
     "policies": Selection("policies", "/admin/", _children_end("/admin"), _is_policy_key),
     "clusters": Selection(
         "clusters", paths.CLUSTERS + "/", _children_end(paths.CLUSTERS), _is_cluster_key
+    ),
+    "ledgers": Selection(
+        "ledgers", paths.LEDGERS + "/", _children_end(paths.LEDGERS), _is_ledger_key
     ),
 }
 
@@ -134,6 +144,9 @@ def decode_value(path: str, value: bytes | None) -> Any:
     """The document stored at `path`, decoded for a watch event."""
     if value is None:
         return None
+    ledger_id = paths.ledger_id_of(path)
+    if ledger_id is not None:
+        return {"ledgerId": ledger_id}
     if path.startswith(_REGISTRATIONS):
         bookie_id = path.rsplit("/", 1)[1]
         if bookie_id == "readonly" and not value:

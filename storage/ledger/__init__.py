@@ -17,9 +17,10 @@ from storage.ledger.errors import (
     RecoveryFailed,
 )
 from storage.ledger.handle import Entry, ReadableLedger, WriteHandle, master_key
-from storage.ledger.metadata import LedgerMetadata, LedgerState
+from storage.ledger.metadata import MANAGED_LEDGER_NAME, LedgerMetadata, LedgerState
 
 __all__ = [
+    "MANAGED_LEDGER_NAME",
     "AddFailed",
     "BookieConnection",
     "BookiePool",

@@ -178,7 +178,7 @@ def test_a_compacted_revision_gives_resync(server: ServerProcess, clean_store: R
 @pytest.mark.parametrize(
     ("params", "headers", "reason"),
     [
-        ({"prefix": "ledgers"}, {}, "Invalid prefix 'ledgers'"),
+        ({"prefix": "topics"}, {}, "Invalid prefix 'topics'"),
         ({"prefix": "bookies", "since": "0"}, {}, "Invalid since '0'"),
         ({"prefix": "bookies", "since": "abc"}, {}, "Invalid since 'abc'"),
         ({"prefix": "bookies", "since": str(2**63)}, {}, "Invalid since"),
@@ -354,4 +354,32 @@ def test_policies_stream_from_now_holds_only_policy_keys(
         ("put", "/admin/clusters/c1/namespaceIsolationPolicies"),
         ("put", "/admin/local-policies/t1/ns1"),
         ("delete", "/admin/policies/t0"),
+    ]
+
+
+def test_ledgers_stream_holds_only_ledger_metadata_keys(
+    server: ServerProcess, clean_store: RawEtcd
+) -> None:
+    raw = clean_store
+    with (
+        httpx.Client(base_url=server.url, timeout=10) as client,
+        client.stream("GET", "/admin/v2/watch", params={"prefix": "ledgers"}) as response,
+    ):
+        lines = response.iter_lines()
+        assert next(lines).startswith(": watching ledgers from revision ")
+        raw.put("/ledgers/available/10.0.0.1:3181", b"")  # a registration: `bookies` only
+        raw.put("/ledgers/idgen/ID-0000000001", b"")  # the id generator: not a ledger
+        raw.put("/ledgers/00/0000/L0001", b"BookieMetadataFormatVersion\t3\n")
+        raw.put("/ledgers/000/0000/0021/4748/L3653", b"x")  # a long ledger id's key
+        raw.delete("/ledgers/00/0000/L0001")
+        events = []
+        for event in sse_events(lines):
+            data = json.loads(event.data)
+            events.append((event.event, data["key"], data["value"]))
+            if len(events) == 3:
+                break
+    assert events == [
+        ("put", "/ledgers/00/0000/L0001", {"ledgerId": 1}),
+        ("put", "/ledgers/000/0000/0021/4748/L3653", {"ledgerId": 2**31 + 5}),
+        ("delete", "/ledgers/00/0000/L0001", None),
     ]

@@ -1,0 +1,344 @@
+"""What the placement console keeps between requests: every ledger's metadata, each ledger's
+verdict under its namespace's current policy, and each namespace's usable bookies, kept up to
+date at the cost of what changed.
+
+The ledgers are read once (on the console's first request), then followed by an etcd watch of
+the ledger metadata keys (from the revision before that read, so nothing is missed): a created
+or changed ledger is decoded again, a deleted one dropped. When the watch breaks, the next
+request reads everything again.
+
+A fragment's verdict (`placement.check_fragment`) depends only on its members' places in the
+topology (location, group, registration, read-only, unplaceable) and on its namespace's
+policy. So each judgement remembers every member's place and every namespace's policy it was
+made under; the next one judges again only the ledgers that changed, those with a member whose
+place changed and those of a namespace whose policy changed. A preview (`what_if`) judges the
+same subset under the proposed topology or policy, without keeping the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from metastore import paths
+from metastore.errors import MetastoreError
+from metastore.ledger_metadata import LedgerMetadata, decode_ledger_metadata
+from metastore.ledgers import LedgerMetadataStore
+from metastore.store import MetadataStore
+from metastore.versioned_keys import VersionedKeys
+from placement import (
+    AffinityGroups,
+    EnsembleRequest,
+    PlacementConfig,
+    Topology,
+    check_fragment,
+    effective_groups,
+)
+from placement.isolation import allowed_view
+from placement.topology import MemoKey
+from placement.violations import kind_names
+from storage.ledger import MANAGED_LEDGER_NAME
+
+log = logging.getLogger(__name__)
+
+NO_NAMESPACE = ""
+Verdict = dict[str, Any]
+# above this many ledgers to judge, judging runs in a worker thread (the event loop stays free)
+# as a task of its own that a request's deadline does not cancel: the next request finds it done
+INLINE_JUDGEMENTS = 2000
+
+
+@dataclass(frozen=True)
+class LedgerRecord:
+    """One ledger as the console shows it: its managed ledger (topic) and namespace, if any."""
+
+    metadata: LedgerMetadata
+    topic: str
+    namespace: str
+
+    @classmethod
+    def of(cls, metadata: LedgerMetadata) -> LedgerRecord:
+        topic = metadata.custom_metadata.get(MANAGED_LEDGER_NAME, b"").decode("utf-8", "replace")
+        return cls(metadata, topic, namespace_of_topic(topic))
+
+    @property
+    def members(self) -> frozenset[str]:
+        return frozenset(b for ensemble in self.metadata.ensembles.values() for b in ensemble)
+
+
+@dataclass(frozen=True)
+class NamespacePolicy:
+    name: str
+    request: EnsembleRequest
+    affinity: AffinityGroups | None  # its own groups; None: the broker's defaults apply
+    anti_affinity_group: str | None
+
+
+def namespace_of_topic(topic: str) -> str:
+    """`tenant/ns/persistent/topic` -> `tenant/ns`; "" when the name has no namespace."""
+    parts = topic.split("/")
+    return "/".join(parts[:2]) if len(parts) >= 4 else NO_NAMESPACE
+
+
+def place_of(topology: Topology, bookie: str) -> tuple[Any, ...]:
+    """Everything about a bookie that a verdict on a fragment holding it depends on."""
+    return (topology.location.get(bookie), topology.group_of.get(bookie),
+            bookie in topology.writable, bookie in topology.read_only,
+            topology.unplaceable.get(bookie))  # fmt: skip
+
+
+def judge(
+    record: LedgerRecord, topology: Topology, policy: NamespacePolicy | None,
+    config: PlacementConfig,
+) -> Verdict | None:
+    """The ledger's first segment that breaks the namespace's current policy, with the
+    engine's reasons; None when every segment adheres."""
+    md = record.metadata
+    affinity = policy.affinity if policy else None
+    for first_entry, ensemble in sorted(md.ensembles.items()):
+        verdict = check_fragment(topology, ensemble, md.write_quorum_size, md.ack_quorum_size,
+                                 config, affinity=affinity)
+        if verdict.violations:
+            return {
+                "ledgerId": md.ledger_id,
+                "namespace": record.namespace or None,
+                "topic": record.topic or None,
+                "firstEntry": first_entry,
+                "ensemble": list(ensemble),
+                "kinds": kind_names(verdict.violations),
+                "reasons": list(verdict.reasons),
+            }
+    return None
+
+
+@dataclass(frozen=True)
+class GroupViewKey(MemoKey[tuple[frozenset[str], ...]]):
+    """What the bookies a namespace may use depend on: placeable bookies, groups, known."""
+
+
+def group_view(topology: Topology) -> tuple[frozenset[str], ...]:
+    return topology.memo(GroupViewKey(), lambda: (
+        frozenset(topology.bookies), frozenset(f"{b}\0{g}" for b, g in
+                                               topology.group_of.items() if g is not None),
+        topology.known))  # fmt: skip
+
+
+class UsableBookies:
+    """The writable bookies a new ledger of a namespace may use: the placement engine's allowed
+    view for its groups and ensemble size, remembered across topologies that differ only in
+    what it does not depend on (a rack write keeps every namespace's answer)."""
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[Any, ...], frozenset[str]] = {}
+
+    def of(
+        self, topology: Topology, policy: NamespacePolicy | None, config: PlacementConfig
+    ) -> frozenset[str]:
+        groups = effective_groups(policy.affinity if policy else None, config)
+        if groups is None:
+            return frozenset(topology.bookies)
+        size = (policy.request.ensemble_size if policy
+                else config.managed_ledger_default_ensemble_size)
+        key = (groups, size, group_view(topology))
+        found = self.known.get(key)
+        if found is None:
+            if len(self.known) >= self.LIMIT:
+                self.known.clear()
+            found = self.known[key] = frozenset(allowed_view(topology, groups, size, config)
+                                                .bookies)
+        return found
+
+
+class ConsoleLedgers:
+    def __init__(self, store: MetadataStore, keys: VersionedKeys) -> None:
+        self.store = store
+        self.ledger_store = LedgerMetadataStore(keys)
+        self.records: dict[int, LedgerRecord] = {}
+        self.generation = 0  # counts changes of `records`
+        self._loaded = False
+        self._loading: asyncio.Task[None] | None = None
+        self._judging: asyncio.Task[None] | None = None
+        self._follower: asyncio.Task[None] | None = None
+        self._by_bookie: dict[str, set[int]] = {}
+        self._by_namespace: dict[str, set[int]] = {}
+        self._verdicts: dict[int, Verdict | None] = {}
+        self._violations: dict[int, Verdict] = {}  # the violating ones of `_verdicts`
+        self._unjudged: set[int] = set()  # ledgers without a verdict
+        self._places: dict[str, tuple[Any, ...]] = {}
+        self._policies: dict[str, NamespacePolicy | None] = {}
+        self.usable = UsableBookies()
+        self._counted: tuple[int, tuple[dict[str, int], dict[str, int], dict[str, int]]] = (
+            -1, ({}, {}, {}))
+
+    async def current(self) -> Mapping[int, LedgerRecord]:
+        """Every ledger, read now (in a task a request's deadline does not cancel) or kept up
+        to date by the watch."""
+        while not self._loaded:
+            if self._loading is None or self._loading.done():
+                self._loading = asyncio.create_task(self._load(), name="console ledgers load")
+            await asyncio.shield(self._loading)
+        return self.records
+
+    async def stop(self) -> None:
+        for task in (self._loading, self._judging, self._follower):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._loading = self._judging = self._follower = None
+
+    async def _load(self) -> None:
+        if self._follower is not None:
+            self._follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follower
+        revision = await self.store.revision()
+        for ledger_id in list(self.records):
+            self._drop(ledger_id)
+        async for stored in self.ledger_store.ledgers(page_size=1000):
+            self._put(LedgerRecord.of(stored.metadata))
+        self._loaded = True
+        self._follower = asyncio.create_task(self._follow(revision + 1), name="console ledgers")
+
+    async def _follow(self, start: int) -> None:
+        try:
+            stream = await self.store.watch_keys(paths.LEDGERS + "/", paths.LEDGERS + "0",
+                                                 start_revision=start)
+            async for event in stream:
+                ledger_id = paths.ledger_id_of(event.path)
+                if ledger_id is None:
+                    continue
+                self._drop(ledger_id)
+                if event.value is not None:
+                    try:
+                        self._put(LedgerRecord.of(decode_ledger_metadata(ledger_id, event.value)))
+                    except (MetastoreError, ValueError) as exc:
+                        log.warning("ledger %d: unreadable metadata: %s", ledger_id, exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the watch broke: read everything again on the next request
+            log.info("console ledger watch ended (%s); reading again on the next request", exc)
+        self._loaded = False
+
+    def _put(self, record: LedgerRecord) -> None:
+        ledger_id = record.metadata.ledger_id
+        self.records[ledger_id] = record
+        for bookie in record.members:
+            self._by_bookie.setdefault(bookie, set()).add(ledger_id)
+        self._by_namespace.setdefault(record.namespace, set()).add(ledger_id)
+        self._unjudged.add(ledger_id)
+        self.generation += 1
+
+    def _drop(self, ledger_id: int) -> None:
+        record = self.records.pop(ledger_id, None)
+        self._verdicts.pop(ledger_id, None)
+        self._violations.pop(ledger_id, None)
+        self._unjudged.discard(ledger_id)
+        if record is None:
+            return
+        for bookie in record.members:
+            self._by_bookie.get(bookie, set()).discard(ledger_id)
+        self._by_namespace.get(record.namespace, set()).discard(ledger_id)
+        self.generation += 1
+
+    def _affected(
+        self, places: Mapping[str, tuple[Any, ...]],
+        namespaces: Mapping[str, NamespacePolicy],
+    ) -> set[int]:
+        """Ledgers whose verdict may differ from the kept one under `places` and
+        `namespaces`: never judged, a member's place changed, or their namespace's policy."""
+        todo = set(self._unjudged)
+        for bookie, place in places.items():
+            if self._places.get(bookie) != place:
+                todo |= self._by_bookie.get(bookie, set())
+        for name in set(namespaces) | set(self._policies):
+            if namespaces.get(name) != self._policies.get(name):
+                todo |= self._by_namespace.get(name, set())
+        return todo
+
+    def _judged(
+        self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
+        config: PlacementConfig, records: Mapping[int, LedgerRecord],
+    ) -> dict[int, Verdict | None]:
+        return {i: judge(r, topology, namespaces.get(r.namespace), config)
+                for i, r in records.items()}  # fmt: skip
+
+    async def _judge(
+        self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
+        config: PlacementConfig, ledger_ids: Iterable[int],
+    ) -> dict[int, Verdict | None]:
+        """Verdicts of these ledgers (of those that still exist), inline or in a thread."""
+        records = {i: self.records[i] for i in ledger_ids if i in self.records}
+        if len(records) <= INLINE_JUDGEMENTS:
+            return self._judged(topology, namespaces, config, records)
+        judged = await asyncio.to_thread(self._judged, topology, namespaces, config, records)
+        # a ledger that changed meanwhile has no verdict now: it is judged next time
+        return {i: v for i, v in judged.items() if self.records.get(i) is records[i]}
+
+    async def _keep(
+        self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
+        config: PlacementConfig, places: dict[str, tuple[Any, ...]], ledger_ids: set[int],
+    ) -> None:
+        judged = await self._judge(topology, namespaces, config, ledger_ids)
+        self._verdicts.update(judged)
+        self._unjudged.difference_update(judged)
+        for ledger_id, verdict in judged.items():
+            if verdict is None:
+                self._violations.pop(ledger_id, None)
+            else:
+                self._violations[ledger_id] = verdict
+        self._places = places
+        self._policies = dict(namespaces)
+
+    async def verdicts(
+        self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
+        config: PlacementConfig,
+    ) -> dict[int, Verdict]:
+        """Every violating ledger's verdict under this topology and these policies (kept)."""
+        while True:
+            places = {b: place_of(topology, b) for b in self._by_bookie}
+            todo = self._affected(places, namespaces)
+            if len(todo) <= INLINE_JUDGEMENTS:
+                await self._keep(topology, namespaces, config, places, todo)
+                return dict(self._violations)
+            if self._judging is None or self._judging.done():
+                self._judging = asyncio.create_task(
+                    self._keep(topology, namespaces, config, places, todo),
+                    name="console judgement")
+            await asyncio.shield(self._judging)
+
+    async def what_if(
+        self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
+        config: PlacementConfig,
+    ) -> dict[int, Verdict]:
+        """Every violating ledger's verdict under a proposed topology or policies, judging
+        only the ledgers the proposal touches; nothing is kept (call `verdicts` first)."""
+        places = {b: place_of(topology, b) for b in self._by_bookie}
+        changed = await self._judge(topology, namespaces, config,
+                                    self._affected(places, namespaces))
+        merged = dict(self._violations)
+        for ledger_id, verdict in changed.items():
+            if verdict is None:
+                merged.pop(ledger_id, None)
+            else:
+                merged[ledger_id] = verdict
+        return merged
+
+    def counts(self) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+        """Ledgers per bookie, topics per namespace and ledgers per namespace (recounted only
+        after a ledger changed)."""
+        if self._counted[0] != self.generation:
+            per_bookie = {b: len(ids) for b, ids in self._by_bookie.items() if ids}
+            topics: dict[str, set[str]] = {}
+            for record in self.records.values():
+                topics.setdefault(record.namespace, set()).add(record.topic)
+            per_namespace = {n: len(ids) for n, ids in self._by_namespace.items() if ids}
+            self._counted = (self.generation, (
+                per_bookie, {n: len(t) for n, t in topics.items()}, per_namespace))
+        return self._counted[1]
