@@ -8,7 +8,6 @@ seconds with `Unavailable` when etcd cannot be reached; a failed call writes not
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -33,8 +32,8 @@ from metastore.errors import (
     Compacted,
     NotFound,
     Unavailable,
-    ValueTooLarge,
 )
+from metastore.etcd_backend import Endpoint, EtcdBackend
 from metastore.group_commit import Draft, GroupCommit
 from metastore.guards import Guard, GuardKind
 from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff, retry_on_conflict
@@ -63,34 +62,6 @@ log = logging.getLogger(__name__)
 PRUNE_BATCH = 100  # deletes per transaction (etcd's --max-txn-ops defaults to 128)
 
 T = TypeVar("T")
-
-# Reconnect quickly after etcd comes back instead of gRPC's default two-minute backoff.
-_CHANNEL_OPTIONS = {
-    "grpc.initial_reconnect_backoff_ms": 100,
-    "grpc.min_reconnect_backoff_ms": 100,
-    "grpc.max_reconnect_backoff_ms": 1000,
-    "grpc.keepalive_time_ms": 10_000,
-    "grpc.keepalive_timeout_ms": 3_000,
-    "grpc.max_receive_message_length": 64 * 1024 * 1024,
-}
-_UNAVAILABLE_ERRORS = (
-    aetcd.ConnectionFailedError,
-    aetcd.ConnectionTimeoutError,
-    aetcd.InternalError,
-    rpc.AioRpcError,  # raised as is by the raw range request (`scan`)
-    asyncio.TimeoutError,
-    OSError,
-)
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
-
 
 def parse_metadata_store_url(url: str) -> list[Endpoint]:
     """Parse Pulsar's `etcd:http://h1:p1,h2:p2` form (the `etcd:` prefix is optional)."""
@@ -204,10 +175,9 @@ class MetadataStore:
         """`pipeline_depth`: transactions of one key in flight at once (`group_commit`)."""
         if not endpoints:
             raise ValueError("at least one etcd endpoint is required")
-        self.endpoints = list(endpoints)
+        self.backend = EtcdBackend(endpoints, timeout)
+        self.endpoints = self.backend.endpoints
         self.timeout = timeout
-        self._current = 0
-        self._etcd: aetcd.Client | None = None
         self._caches: list[KeyCache] = []
         self._group_commit = GroupCommit(self, pipeline_depth)
         self.change_log = ChangeLog()
@@ -219,44 +189,14 @@ class MetadataStore:
     # -- connection -------------------------------------------------------------------------
 
     def _client(self) -> aetcd.Client:
-        if self._etcd is None:
-            endpoint = self.endpoints[self._current]
-            self._etcd = aetcd.Client(
-                host=endpoint.host,
-                port=endpoint.port,
-                timeout=self.timeout,
-                options=_CHANNEL_OPTIONS,
-                connect_wait_timeout=int(self.timeout),
-            )
-        return self._etcd
+        return self.backend.client()
 
     async def close(self) -> None:
-        if self._etcd is not None:
-            client, self._etcd = self._etcd, None
-            await client.close()
-
-    async def _failover(self) -> None:
-        """Move to the next endpoint after a failure (only when there is more than one)."""
-        if len(self.endpoints) > 1:
-            self._current = (self._current + 1) % len(self.endpoints)
-            await self.close()
+        await self.backend.close()
 
     async def _call(self, make: Callable[[aetcd.Client], Awaitable[T]]) -> T:
-        """Run one etcd call within the timeout, mapping transport errors to `Unavailable`."""
-        try:
-            async with asyncio.timeout(self.timeout):  # unlike wait_for, no task per call
-                return await make(self._client())
-        except _UNAVAILABLE_ERRORS as exc:
-            await self._failover()
-            raise Unavailable(f"metadata store unavailable: {type(exc).__name__}") from exc
-        except aetcd.InvalidArgumentError as exc:
-            if "too large" in str(exc):
-                raise ValueTooLarge() from exc
-            raise
-        except aetcd.ClientError as exc:  # gRPC's own limit: a request twice etcd's (a record)
-            if "larger than max" in str(exc):
-                raise ValueTooLarge() from exc
-            raise
+        """Run one etcd call within the timeout (`EtcdBackend.call`)."""
+        return await self.backend.call(make)
 
     async def _transaction(
         self, compare: list[Any], success: list[Any], failure: list[Any] | None = None

@@ -1,5 +1,5 @@
-"""Fixtures: a real etcd on free ports and the real server over HTTP, shared by the session;
-every test starts from an empty store."""
+"""Fixtures: a real etcd and a real ZooKeeper on free ports and the real server over HTTP,
+shared by the session; every test starts from an empty store."""
 
 from __future__ import annotations
 
@@ -13,11 +13,24 @@ from metastore.embedded import EmbeddedEtcd
 from metastore.store import MetadataStore
 from tests.storage.cluster import TOPIC_CONF, Cluster, start_cluster, stop_cluster
 from tests.support import RawEtcd, ServerProcess, wait_until
+from tests.zookeeper import EmbeddedZooKeeper
+from tests.zookeeper import available as zookeeper_available
 
 
 @pytest.fixture(scope="session")
 def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEtcd]:
     server = EmbeddedEtcd(tmp_path_factory.mktemp("etcd"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedZooKeeper]:
+    """One real ZooKeeper (Debian's package) for the whole session."""
+    if not zookeeper_available():
+        pytest.skip("Debian's zookeeper package is not installed (make system-deps)")
+    server = EmbeddedZooKeeper(tmp_path_factory.mktemp("zookeeper"))
     server.start()
     yield server
     server.stop()

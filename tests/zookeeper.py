@@ -1,4 +1,4 @@
-"""A real ZooKeeper (Debian's `zookeeper` package) on a free port, for the snapshot tests.
+"""A real ZooKeeper (Debian's `zookeeper` package) on a free port, one for the test session.
 
 Runs `org.apache.zookeeper.server.ZooKeeperServerMain` with a config of its own (client port,
 data dir, admin server off) from /usr/share/java/zookeeper.jar, whose manifest names the
@@ -8,6 +8,7 @@ other jars it needs.
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -64,7 +65,34 @@ class EmbeddedZooKeeper:
         except OSError:
             return False
 
+    def hosts(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def wipe(self) -> None:
+        """Delete every znode but ZooKeeper's own `/zookeeper`."""
+        from kazoo.client import KazooClient
+
+        client = KazooClient(hosts=self.hosts(), timeout=10)
+        client.start(10)
+        try:
+            for name in client.get_children("/"):
+                if name != "zookeeper":
+                    client.delete(f"/{name}", recursive=True)
+        finally:
+            client.stop()
+            client.close()
+
+    def pause(self) -> None:
+        """Stop the server process (SIGSTOP): connections hang, nothing answers."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
+        self.resume()
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
