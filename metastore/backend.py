@@ -57,12 +57,17 @@ def sequential_name(prefix: str, n: int) -> str:
 
 @dataclass(frozen=True)
 class Stat:
-    """A stored value, its Pulsar version and the revision of the write that made it."""
+    """A stored value, its Pulsar version and the revision of the write that made it;
+    `owner`: the session holding it (etcd lease, ZooKeeper session id), 0 if persistent."""
 
     value: bytes
     version: int
     revision: int
-    ephemeral: bool = False
+    owner: int = 0
+
+    @property
+    def ephemeral(self) -> bool:
+        return self.owner != 0
 
 
 @dataclass(frozen=True)
@@ -196,6 +201,13 @@ class StoreBackend(Protocol):
 
     def add_session_listener(self, listener: SessionListener) -> None:
         """Call `listener` (on the event loop) with every `SessionEvent`."""
+
+    async def session_id(self) -> int:
+        """The current session (an etcd lease, a ZooKeeper session id; granted on first
+        use); what `Stat.owner` holds for its ephemeral entries."""
+
+    def last_revision(self) -> int:
+        """The store revision of the latest answer this backend received."""
 
     async def expire_session(self) -> None:
         """End the session as the store would on a timeout (ephemerals vanish); a new one

@@ -121,6 +121,7 @@ class EtcdBackend:
         self._listeners: list[SessionListener] = []
         self._streams: list[ChangeStream] = []
         self._watcher: asyncio.Task[None] | None = None
+        self._revision = 0
 
     # -- connection ---------------------------------------------------------------------
 
@@ -179,7 +180,8 @@ class EtcdBackend:
         kv = await self.call(lambda c: c.get(_key(path)))
         if kv is None:
             return None
-        return Stat(kv.value, int(kv.version) - 1, int(kv.mod_revision), bool(kv.lease))
+        self._revision = max(self._revision, int(kv.mod_revision))
+        return Stat(kv.value, int(kv.version) - 1, int(kv.mod_revision), int(kv.lease))
 
     async def put(
         self,
@@ -257,8 +259,9 @@ class EtcdBackend:
         for op in ops:
             if isinstance(op, Put):
                 value, meta = next(found)[0]
+                self._revision = max(self._revision, int(meta.mod_revision))
                 results.append(
-                    Stat(value, int(meta.version) - 1, int(meta.mod_revision), bool(meta.lease))
+                    Stat(value, int(meta.version) - 1, int(meta.mod_revision), int(meta.lease))
                 )
             else:
                 results.append(None)
@@ -310,6 +313,12 @@ class EtcdBackend:
 
     def add_session_listener(self, listener: SessionListener) -> None:
         self._listeners.append(listener)
+
+    async def session_id(self) -> int:
+        return await self.session_lease()
+
+    def last_revision(self) -> int:
+        return self._revision
 
     async def expire_session(self) -> None:
         lease = self._lease

@@ -30,6 +30,7 @@ from metastore.errors import (
     AlreadyExists,
     BadVersion,
     Compacted,
+    MetastoreError,
     NotFound,
     Unavailable,
 )
@@ -38,6 +39,8 @@ from metastore.group_commit import Draft, GroupCommit
 from metastore.guards import Guard, GuardKind
 from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff, retry_on_conflict
 from metastore.versioned import NOT_CACHED, NotCached, Versioned
+from metastore.zookeeper_backend import ZooKeeperBackend
+from metastore.zookeeper_keys import ZooKeeperKeys, ZooKeeperWatch
 
 __all__ = [
     "UNCHANGED",
@@ -76,6 +79,10 @@ def parse_metadata_store_url(url: str) -> list[Endpoint]:
             raise ValueError(f"invalid etcd endpoint {item!r} in metadata store URL {url!r}")
         endpoints.append(Endpoint(host.strip("[]"), int(port)))
     return endpoints
+
+
+def _unsupported(what: str) -> MetastoreError:
+    return MetastoreError(f"{what} are not supported on ZooKeeper")
 
 
 def _whole_transactions(records: list[ChangeRecord], limit: int) -> list[ChangeRecord]:
@@ -170,13 +177,22 @@ class MetadataStore:
     a method here. Implements `group_commit.KeyStore` for its group-commit writers."""
 
     def __init__(
-        self, endpoints: Sequence[Endpoint], timeout: float = 5.0, pipeline_depth: int = 1
+        self,
+        endpoints: Sequence[Endpoint],
+        timeout: float = 5.0,
+        pipeline_depth: int = 1,
+        *,
+        zookeeper: ZooKeeperBackend | None = None,
     ) -> None:
-        """`pipeline_depth`: transactions of one key in flight at once (`group_commit`)."""
-        if not endpoints:
+        """`pipeline_depth`: transactions of one key in flight at once (`group_commit`).
+        With `zookeeper`, the store is that ZooKeeper (`endpoints` unused): see
+        `metastore.zookeeper_keys` for how its operations map onto it."""
+        self._zk = None if zookeeper is None else ZooKeeperKeys(zookeeper)
+        if not endpoints and zookeeper is None:
             raise ValueError("at least one etcd endpoint is required")
-        self.backend = EtcdBackend(endpoints, timeout)
-        self.endpoints = self.backend.endpoints
+        self.backend: EtcdBackend | ZooKeeperBackend = (
+            zookeeper if zookeeper is not None else EtcdBackend(endpoints, timeout))
+        self.endpoints = list(endpoints)
         self.timeout = timeout
         self._caches: list[KeyCache] = []
         self._group_commit = GroupCommit(self, pipeline_depth)
@@ -188,15 +204,26 @@ class MetadataStore:
 
     # -- connection -------------------------------------------------------------------------
 
+    @property
+    def etcd(self) -> EtcdBackend:
+        """The etcd backend (`MetastoreError` on ZooKeeper)."""
+        if not isinstance(self.backend, EtcdBackend):
+            raise _unsupported("etcd transactions")
+        return self.backend
+
+    @property
+    def on_zookeeper(self) -> bool:
+        return self._zk is not None
+
     def _client(self) -> aetcd.Client:
-        return self.backend.client()
+        return self.etcd.client()
 
     async def close(self) -> None:
         await self.backend.close()
 
     async def _call(self, make: Callable[[aetcd.Client], Awaitable[T]]) -> T:
         """Run one etcd call within the timeout (`EtcdBackend.call`)."""
-        return await self.backend.call(make)
+        return await self.etcd.call(make)
 
     async def _transaction(
         self, compare: list[Any], success: list[Any], failure: list[Any] | None = None
@@ -280,6 +307,8 @@ class MetadataStore:
     # -- reads ------------------------------------------------------------------------------
 
     async def get(self, path: str) -> Versioned | None:
+        if self._zk is not None:
+            return await self._zk.get(path)
         result = await self._call(lambda c: c.get(to_key(path)))
         if result is None:
             return None
@@ -295,6 +324,9 @@ class MetadataStore:
     async def read_range(self, path: str, *, prefix: bool) -> RangeSnapshot:
         """The key `path` (`prefix=False`) or every key under `path + "/"`, with the store
         revision of the read (a watch from `revision + 1` misses nothing)."""
+        if self._zk is not None:
+            found = await self._zk.read_range(path, prefix=prefix)
+            return RangeSnapshot(found.entries, found.revision)
         if prefix:
             start, _ = child_range(path)
             result = await self._call(lambda c: c.get_prefix(start))
@@ -315,6 +347,8 @@ class MetadataStore:
 
     async def children(self, path: str) -> list[str]:
         """Names of the direct children of `path`, sorted (as Pulsar's etcd store lists them)."""
+        if self._zk is not None:
+            return await self._zk.backend.children(path)
         start, _ = child_range(path)
         result = await self._call(lambda c: c.get_prefix(start, keys_only=True))
         cut = len(start)
@@ -322,13 +356,19 @@ class MetadataStore:
 
     async def lease_of(self, path: str) -> int | None:
         """The lease the key is attached to (None: absent or not on a lease)."""
+        if self._zk is not None:
+            return await self._zk.lease_of(path)
         result = await self._call(lambda c: c.get(to_key(path)))
         return int(result.lease) if result is not None and result.lease else None
 
-    async def watch(self, path: str, *, prefix: bool, start_revision: int) -> WatchStream:
+    async def watch(
+        self, path: str, *, prefix: bool, start_revision: int
+    ) -> WatchStream | ZooKeeperWatch:
         """Changes of the key (or of every key under `path + "/"`) from `start_revision` on;
         the watch is established when this returns. Iterate it until it breaks (the
         iteration then ends or raises); `cancel()` it when done."""
+        if self._zk is not None:
+            return await self._zk.watch(path, prefix=prefix)
         if prefix:
             key, range_end = child_range(path)
         else:
@@ -339,6 +379,8 @@ class MetadataStore:
         """Changes of every key in [`first`, `end`) (paths compared as UTF-8 bytes) from
         `start_revision` on, as `watch`. Raises `Compacted` when etcd compacted
         `start_revision` away (at once, or on the first iteration)."""
+        if self._zk is not None:
+            raise _unsupported("key-range watches")
         return await self._watch(to_key(first), to_key(end), start_revision)
 
     async def _watch(self, key: bytes, range_end: bytes | None, start_revision: int) -> WatchStream:
@@ -354,12 +396,16 @@ class MetadataStore:
 
     async def revision(self) -> int:
         """The store's current revision (that of its latest write)."""
+        if self._zk is not None:
+            return await self._zk.revision()
         result = await self._call(lambda c: c.get_prefix(b"\0", keys_only=True))
         return int(result.header.revision)
 
     async def compact(self, revision: int) -> None:
         """Discard the history before `revision` (etcd's compaction); watches from an older
         revision then fail with `Compacted`."""
+        if self._zk is not None:
+            return
         await self._call(lambda c: c.compact(revision, physical=True))
 
     # -- writes -----------------------------------------------------------------------------
@@ -367,6 +413,8 @@ class MetadataStore:
     async def put(self, path: str, value: bytes, expected_revision: int | None = None) -> int:
         """Write `value`; with `expected_revision`, only if the key is still at that revision
         (0 means: only if the key does not exist). Returns the new revision."""
+        if self._zk is not None:
+            return await self._zk.put(path, value, expected_revision)
         if expected_revision is None:
             if current_change() is None:
                 result = await self._call(lambda c: c.put(to_key(path), value))
@@ -397,6 +445,10 @@ class MetadataStore:
         (0: absent) and the key `requires` (if given) exists. Returns (True, what was written)
         or (False, what the key holds now, read in the same transaction; None when absent);
         `NotFound(requires)` when that key is gone."""
+        if self._zk is not None:
+            return await self._zk.put_if_revision(
+                path, value, expected_revision, lease=lease, requires=requires
+            )
         tx = self._client().transactions
         key = to_key(path)
         compare = [tx.mod(key) == expected_revision]
@@ -420,6 +472,8 @@ class MetadataStore:
     async def delete(self, path: str, expected_revision: int | None = None) -> int:
         """Delete the key and return the revision of the deletion; `NotFound` when it is
         absent, `BadVersion` when it changed since `expected_revision`."""
+        if self._zk is not None:
+            return await self._zk.delete(path, expected_revision)
         key = to_key(path)
         tx = self._client().transactions
         compare = [tx.version(key) > 0]
@@ -440,6 +494,8 @@ class MetadataStore:
 
     async def delete_children(self, path: str) -> int:
         """Delete every key under `path + "/"` (not `path` itself); the revision after it."""
+        if self._zk is not None:
+            return await self._zk.delete_children(path)
         start, end = child_range(path)
         tx = self._client().transactions
         _, responses = await self._recorded_transaction(
@@ -458,6 +514,8 @@ class MetadataStore:
         delete each of `deletes` and each of `delete_trees` (the key and everything under
         it), and return the store revision after it; otherwise nothing is written and
         `BadVersion` is raised."""
+        if self._zk is not None:
+            return await self._zk.commit(guards, puts or {}, delete_trees, deletes)
         tx = self._client().transactions
         compare = [self._compare(guard) for guard in guards]
         success = [tx.put(to_key(path), value) for path, value in (puts or {}).items()]
@@ -488,6 +546,8 @@ class MetadataStore:
         """Write `value` (None: delete) if `guard` holds; the new revision, else `BadVersion`
         (group commit's write). `records`: the change record of each update of the batch,
         written in the same transaction (the guard makes their `before` exact)."""
+        if self._zk is not None:
+            return await self._zk.swap(path, guard, value, records)
         tx = self._client().transactions
         key = to_key(path)
         success = [tx.delete(key) if value is None else tx.put(key, value)]
@@ -500,20 +560,28 @@ class MetadataStore:
 
     async def put_ephemeral(self, path: str, value: bytes, lease_id: int) -> None:
         """Write a key attached to a lease: it vanishes when the lease expires."""
+        if self._zk is not None:
+            return await self._zk.put_ephemeral(path, value, lease_id)
         await self._call(lambda c: c.put(to_key(path), value, lease=lease_id))
 
     async def grant_lease(self, ttl: int) -> int:
+        if self._zk is not None:
+            return await self._zk.grant_lease()
         lease = await self._call(lambda c: c.lease(ttl))
         return int(lease.id)
 
     async def refresh_lease(self, lease_id: int) -> bool:
         """Keep the lease alive; False when it has already expired."""
+        if self._zk is not None:
+            return await self._zk.refresh_lease(lease_id)
         reply = await self._call(lambda c: c.refresh_lease(lease_id))
         return reply is not None and int(reply.TTL) > 0
 
     async def revoke_lease(self, lease_id: int) -> None:
         """End the lease now: every key on it is deleted. A lease that already expired is
         ended too (no error)."""
+        if self._zk is not None:
+            return await self._zk.revoke_lease(lease_id)
         try:
             await self._call(lambda c: c.revoke_lease(lease_id))
         except aetcd.ClientError as exc:
@@ -524,6 +592,8 @@ class MetadataStore:
 
     async def get_with_version(self, path: str) -> tuple[bytes, int] | None:
         """The value and its etcd `version` (1 after creation, +1 per write), or None."""
+        if self._zk is not None:
+            return await self._zk.get_with_version(path)
         result = await self._call(lambda c: c.get(to_key(path)))
         return None if result is None else (result.value, int(result.version))
 
@@ -532,6 +602,8 @@ class MetadataStore:
     ) -> tuple[list[tuple[str, bytes, int]], bool]:
         """Up to `limit` keys in [start, end) in key order, as (path, value, etcd version),
         in one bounded range request, and whether more keys follow."""
+        if self._zk is not None:
+            raise _unsupported("key-range scans")
         if limit < 1:
             raise ValueError("limit must be at least 1")
         response = await self._range(rpc.RangeRequest(
@@ -545,6 +617,8 @@ class MetadataStore:
     ) -> tuple[bool, bool]:
         """Write `value` (on `lease`, if given) only if the key's etcd version is `version`
         (0: absent). Returns (written, whether the key exists when not written)."""
+        if self._zk is not None:
+            return await self._zk.put_at_version(path, value, version, lease=lease)
         tx = self._client().transactions
         key = to_key(path)
         ok, responses = await self._transaction(
@@ -554,12 +628,16 @@ class MetadataStore:
 
     async def put_returning_version(self, path: str, value: bytes) -> int:
         """An unconditional write; the etcd version the key had before it (0: absent)."""
+        if self._zk is not None:
+            return await self._zk.put_returning_version(path, value)
         result = await self._call(lambda c: c.put(to_key(path), value, prev_kv=True))
         return 0 if result.prev_kv is None else int(result.prev_kv.version)
 
     async def delete_at_version(self, path: str, version: int | None) -> tuple[bool, bool]:
         """Delete the key if it exists and, when `version` is given, is at that etcd version.
         Returns (deleted, whether the key exists when not deleted)."""
+        if self._zk is not None:
+            return await self._zk.delete_at_version(path, version)
         tx = self._client().transactions
         key = to_key(path)
         compare = [tx.version(key) > 0]
@@ -597,6 +675,8 @@ class MetadataStore:
         `prefix` (see `ChangeRecord.touches`), ordered by revision and, within one
         transaction, as written. A transaction's records are never split between pages
         (unless one transaction alone holds more than `limit`)."""
+        if self._zk is not None:
+            return []
         found: list[ChangeRecord] = []
         page = max(limit, 100)
         while len(found) < limit:
@@ -637,6 +717,8 @@ class MetadataStore:
     async def prune_changes(self, max_records: int, max_age_seconds: float) -> int:
         """Delete the oldest change records beyond `max_records` (<= 0: no limit) and those
         older than `max_age_seconds` (<= 0: no limit); how many were deleted."""
+        if self._zk is not None:
+            return 0
         deleted = 0
         tx = self._client().transactions
         if max_age_seconds > 0:

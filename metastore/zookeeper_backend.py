@@ -97,7 +97,7 @@ class _AddWatch(NamedTuple):
 
 
 def _stat(value: bytes, stat: ZnodeStat) -> Stat:
-    return Stat(value, int(stat.version), int(stat.mzxid), bool(stat.ephemeralOwner))
+    return Stat(value, int(stat.version), int(stat.mzxid), int(stat.ephemeralOwner))
 
 
 def _parent(path: str) -> str:
@@ -134,6 +134,8 @@ class ZooKeeperBackend:
         self._watching = False
         self._state = KazooState.LOST
         self._closed = False
+        self._session: int | None = None
+        self._lost_sessions: set[int] = set()
 
     # -- connection ---------------------------------------------------------------------
 
@@ -318,6 +320,11 @@ class ZooKeeperBackend:
     def _on_state(self, state: str) -> None:
         """kazoo's state listener (its own thread): session events, the watch re-added."""
         previous, self._state = self._state, state
+        client_id = self._zk.client_id
+        if state == KazooState.CONNECTED and client_id is not None:
+            self._session = int(client_id[0])
+        elif state == KazooState.LOST and self._session is not None:
+            self._lost_sessions.add(self._session)
         events: list[SessionEvent] = []
         if state == KazooState.SUSPENDED:
             events.append(SessionEvent.CONNECTION_LOST)
@@ -342,6 +349,23 @@ class ZooKeeperBackend:
 
     def add_session_listener(self, listener: SessionListener) -> None:
         self._listeners.append(listener)
+
+    async def session_id(self) -> int:
+        await self._connect()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        while (client_id := self._zk.client_id) is None or not self._zk.connected:
+            if loop.time() > deadline:
+                raise Unavailable("metadata store unavailable: no ZooKeeper session")
+            await asyncio.sleep(0.02)
+        return int(client_id[0])
+
+    def session_lost(self, session: int) -> bool:
+        """Whether `session` is known to have ended (expired or closed)."""
+        return session in self._lost_sessions
+
+    def last_revision(self) -> int:
+        return int(self._zk.last_zxid)
 
     async def expire_session(self) -> None:
         """Expire the session as ZooKeeper does after a timeout: a second client attaches
