@@ -28,7 +28,7 @@ from api.secrets import install_log_masking
 from api.services.cluster_metadata import Initialised, keep_initializing
 from api.settings import Settings
 from api.state import AppState
-from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.store import MetadataStore, open_metadata_store
 from storage.cluster import LocalBookies
 
 DESCRIPTION = (
@@ -78,7 +78,7 @@ def create_app(settings: Settings, bookies: LocalBookies | None = None) -> FastA
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = MetadataStore(parse_metadata_store_url(settings.metadataStoreUrl), timeout * 0.8)
+        store = open_metadata_store(settings.metadataStoreUrl, timeout * 0.8)
         state = AppState.build(settings, store, bookies)
         await state.start()
         app.state.pulsar = state

@@ -38,6 +38,7 @@ from metastore.etcd_backend import Endpoint, EtcdBackend
 from metastore.group_commit import Draft, GroupCommit
 from metastore.guards import Guard, GuardKind
 from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff, retry_on_conflict
+from metastore.store_url import EtcdUrl, StoreUrl, parse_store_url
 from metastore.versioned import NOT_CACHED, NotCached, Versioned
 from metastore.zookeeper_backend import ZooKeeperBackend
 from metastore.zookeeper_keys import ZooKeeperKeys, ZooKeeperWatch
@@ -55,6 +56,7 @@ __all__ = [
     "WatchEvent",
     "WatchStream",
     "child_range",
+    "open_metadata_store",
     "parse_metadata_store_url",
     "retry_on_conflict",
     "to_key",
@@ -67,18 +69,31 @@ PRUNE_BATCH = 100  # deletes per transaction (etcd's --max-txn-ops defaults to 1
 T = TypeVar("T")
 
 def parse_metadata_store_url(url: str) -> list[Endpoint]:
-    """Parse Pulsar's `etcd:http://h1:p1,h2:p2` form (the `etcd:` prefix is optional)."""
-    body = url.removeprefix("etcd:")
-    endpoints = []
-    for item in body.split(","):
-        item = item.strip()
-        for scheme in ("http://", "https://"):
-            item = item.removeprefix(scheme)
-        host, sep, port = item.rstrip("/").rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"invalid etcd endpoint {item!r} in metadata store URL {url!r}")
-        endpoints.append(Endpoint(host.strip("[]"), int(port)))
-    return endpoints
+    """The etcd endpoints of Pulsar's `etcd:http://h1:p1,h2:p2` form (the `etcd:` prefix is
+    optional before `http://`); `ValueError` for any other store (`open_metadata_store`
+    opens every form)."""
+    text = url.strip()
+    parsed = parse_store_url(text if text.startswith(("etcd:", "http", "zk:")) else f"etcd:{text}")
+    if not isinstance(parsed, EtcdUrl):
+        raise ValueError(f"not an etcd metadata store URL: {url!r}")
+    return list(parsed.endpoints)
+
+
+def open_metadata_store(
+    url: str | StoreUrl,
+    timeout: float = 5.0,
+    pipeline_depth: int = 1,
+    *,
+    session_timeout: float = 30.0,
+) -> MetadataStore:
+    """The store a `metadataStoreUrl` names (`metastore.store_url`): etcd, or ZooKeeper
+    under its chroot. `ValueError` when the URL is malformed."""
+    parsed = parse_store_url(url) if isinstance(url, str) else url
+    if isinstance(parsed, EtcdUrl):
+        return MetadataStore(list(parsed.endpoints), timeout, pipeline_depth)
+    backend = ZooKeeperBackend(parsed.hosts, parsed.chroot, timeout=timeout,
+                               session_timeout=session_timeout)
+    return MetadataStore([], timeout, pipeline_depth, zookeeper=backend)
 
 
 def _unsupported(what: str) -> MetastoreError:
