@@ -29,7 +29,7 @@ from api.client_certificates import ClientCertHttpProtocol
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
 from metastore.store import open_metadata_store
-from metastore.store_url import parse_store_url
+from metastore.store_url import ZooKeeperUrl, parse_store_url
 from storage.bookie.service import check_bookie_settings
 from storage.cluster import FIRST_PORT, LocalBookies, default_ports, ports_for, wait_registered
 from storage.runtime import GC_DEFAULT, set_gc
@@ -286,11 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     supervisor = None
     if settings.metadataStoreUrl:
         try:
-            parse_store_url(settings.metadataStoreUrl)
+            named = parse_store_url(settings.metadataStoreUrl)
         except ValueError as exc:
             print(f"configuration error: {exc}", file=sys.stderr)
             return 2
         etcd_text = settings.metadataStoreUrl.removeprefix("etcd:")
+        if isinstance(named, ZooKeeperUrl):
+            etcd_text = f"none (ZooKeeper {named.url})"
     else:
         etcd = embedded_etcd(settings)
         supervisor = EtcdSupervisor(etcd)

@@ -169,6 +169,21 @@ class WatchStream:
             await self._watch.cancel()
 
 
+class ZooKeeperWatchStream(WatchStream):
+    """A `WatchStream` over ZooKeeper's change stream (`zookeeper_keys.ZooKeeperWatch`)."""
+
+    def __init__(self, watch: ZooKeeperWatch) -> None:
+        super().__init__(watch)
+        self._zookeeper = watch
+
+    async def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        async for event in self._zookeeper:
+            yield WatchEvent(event.path, event.value, event.revision)
+
+    async def cancel(self) -> None:
+        await self._zookeeper.cancel()
+
+
 class Unchanged:
     """Returned by an update function to leave the key as it is."""
 
@@ -202,7 +217,8 @@ class MetadataStore:
         """`pipeline_depth`: transactions of one key in flight at once (`group_commit`).
         With `zookeeper`, the store is that ZooKeeper (`endpoints` unused): see
         `metastore.zookeeper_keys` for how its operations map onto it."""
-        self._zk = None if zookeeper is None else ZooKeeperKeys(zookeeper)
+        self.change_log = ChangeLog()
+        self._zk = None if zookeeper is None else ZooKeeperKeys(zookeeper, self.change_log)
         if not endpoints and zookeeper is None:
             raise ValueError("at least one etcd endpoint is required")
         self.backend: EtcdBackend | ZooKeeperBackend = (
@@ -211,7 +227,6 @@ class MetadataStore:
         self.timeout = timeout
         self._caches: list[KeyCache] = []
         self._group_commit = GroupCommit(self, pipeline_depth)
-        self.change_log = ChangeLog()
 
     @property
     def pipeline_depth(self) -> int:
@@ -376,14 +391,12 @@ class MetadataStore:
         result = await self._call(lambda c: c.get(to_key(path)))
         return int(result.lease) if result is not None and result.lease else None
 
-    async def watch(
-        self, path: str, *, prefix: bool, start_revision: int
-    ) -> WatchStream | ZooKeeperWatch:
+    async def watch(self, path: str, *, prefix: bool, start_revision: int) -> WatchStream:
         """Changes of the key (or of every key under `path + "/"`) from `start_revision` on;
         the watch is established when this returns. Iterate it until it breaks (the
         iteration then ends or raises); `cancel()` it when done."""
         if self._zk is not None:
-            return await self._zk.watch(path, prefix=prefix)
+            return ZooKeeperWatchStream(await self._zk.watch(path, prefix=prefix))
         if prefix:
             key, range_end = child_range(path)
         else:
@@ -395,7 +408,9 @@ class MetadataStore:
         `start_revision` on, as `watch`. Raises `Compacted` when etcd compacted
         `start_revision` away (at once, or on the first iteration)."""
         if self._zk is not None:
-            raise _unsupported("key-range watches")
+            return ZooKeeperWatchStream(
+                await self._zk.watch_keys(first, end, start_revision=start_revision)
+            )
         return await self._watch(to_key(first), to_key(end), start_revision)
 
     async def _watch(self, key: bytes, range_end: bytes | None, start_revision: int) -> WatchStream:
@@ -691,7 +706,7 @@ class MetadataStore:
         transaction, as written. A transaction's records are never split between pages
         (unless one transaction alone holds more than `limit`)."""
         if self._zk is not None:
-            return []
+            return await self._zk.read_changes(since, limit, prefix)
         found: list[ChangeRecord] = []
         page = max(limit, 100)
         while len(found) < limit:
@@ -733,7 +748,7 @@ class MetadataStore:
         """Delete the oldest change records beyond `max_records` (<= 0: no limit) and those
         older than `max_age_seconds` (<= 0: no limit); how many were deleted."""
         if self._zk is not None:
-            return 0
+            return await self._zk.prune_changes(max_records, max_age_seconds)
         deleted = 0
         tx = self._client().transactions
         if max_age_seconds > 0:

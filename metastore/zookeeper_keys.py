@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from metastore import paths
 from metastore.backend import CREATE, ChangeKind, ChangeStream, Check, Delete, Op, Put, Stat
-from metastore.errors import AlreadyExists, BadVersion, NotFound, Unavailable
+from metastore.change_history import ChangeLog, ChangeRecord, KeyChange, current_change
+from metastore.errors import AlreadyExists, BadVersion, Compacted, NotFound, Unavailable
 from metastore.guards import Guard, GuardKind
 from metastore.versioned import Versioned
 from metastore.zookeeper_backend import ZooKeeperBackend
@@ -56,17 +58,11 @@ class ZooKeeperWatch:
     `Unavailable`: the reader re-reads, as after a broken etcd watch."""
 
     def __init__(
-        self, keys: ZooKeeperKeys, stream: ChangeStream, path: str, *, prefix: bool
+        self, keys: ZooKeeperKeys, stream: ChangeStream, covers: Callable[[str], bool]
     ) -> None:
         self._keys = keys
         self._stream = stream
-        self._path = path
-        self._prefix = prefix
-
-    def _covers(self, path: str) -> bool:
-        if self._prefix:
-            return path.startswith(self._path.rstrip("/") + "/")
-        return path == self._path
+        self._covers = covers
 
     async def __aiter__(self) -> AsyncIterator[ZooKeeperEvent]:
         async for change in self._stream:
@@ -88,8 +84,9 @@ class ZooKeeperWatch:
 class ZooKeeperKeys:
     """See the module docstring."""
 
-    def __init__(self, backend: ZooKeeperBackend) -> None:
+    def __init__(self, backend: ZooKeeperBackend, change_log: ChangeLog) -> None:
         self.backend = backend
+        self.change_log = change_log
         self._versions: dict[str, tuple[int, int]] = {}  # path: (mzxid, version)
         self._opened: dict[tuple[str, bool], ChangeStream] = {}
         self._lease_keys: dict[int, set[str]] = {}
@@ -175,7 +172,20 @@ class ZooKeeperKeys:
         stream = self._opened.pop((path, prefix), None)
         if stream is None or stream.closed:
             stream = await self.backend.watch()
-        return ZooKeeperWatch(self, stream, path, prefix=prefix)
+        if prefix:
+            under = path.rstrip("/") + "/"
+            return ZooKeeperWatch(self, stream, lambda key: key.startswith(under))
+        return ZooKeeperWatch(self, stream, lambda key: key == path)
+
+    async def watch_keys(self, first: str, end: str, *, start_revision: int) -> ZooKeeperWatch:
+        """Changes of every key in [`first`, `end`) (as UTF-8 bytes) from now; ZooKeeper
+        keeps no history, so a `start_revision` already past is `Compacted`."""
+        current = await self.revision()
+        if start_revision <= current:
+            raise Compacted(current + 1)
+        low, high = first.encode(), end.encode()
+        stream = await self.backend.watch()
+        return ZooKeeperWatch(self, stream, lambda key: low <= key.encode() < high)
 
     async def revision(self) -> int:
         await self.backend.get("/")
@@ -185,17 +195,18 @@ class ZooKeeperKeys:
 
     async def put(self, path: str, value: bytes, expected_revision: int | None) -> int:
         if expected_revision is None:
-            stat = await self.backend.put(path, value)
+            [written] = await self._recorded([Put(path, value)])
         else:
             try:
                 version = await self.version_at(path, expected_revision)
-                stat = await self.backend.put(path, value, version)
+                [written] = await self._recorded([Put(path, value, version)])
             except BadVersion:
                 if expected_revision == 0:
                     raise AlreadyExists(path) from None
                 raise
-        self.remember(path, stat)
-        return stat.revision
+        assert written is not None
+        self.remember(path, written)
+        return written.revision
 
     async def put_if_revision(
         self,
@@ -219,7 +230,7 @@ class ZooKeeperKeys:
                     ops.append(Delete(path, version))
                 stat = await self._ephemeral(path, value, lease, ops)
             else:
-                [*_, written] = await self.backend.multi([*ops, Put(path, value, version)])
+                [*_, written] = await self._recorded([*ops, Put(path, value, version)])
                 assert written is not None
                 stat = written
         except BadVersion:
@@ -247,7 +258,9 @@ class ZooKeeperKeys:
                 if await self.backend.get(path) is None:
                     raise NotFound(path) from None
                 raise
-        await self.backend.delete(path, version)
+        if await self.backend.get(path) is None:
+            raise NotFound(path)
+        await self._recorded([Delete(path, version)])
         self._versions.pop(path, None)
         return self.backend.last_revision()
 
@@ -268,6 +281,63 @@ class ZooKeeperKeys:
             found.extend(await self._all_znodes(child))
         return found
 
+    async def _recorded(self, ops: list[Op]) -> list[Stat | None]:
+        """`multi(ops)`, with the change record of the current change context (if any) in
+        the same multi: the values before are read, and checked unchanged in it."""
+        context = current_change()
+        written = [op for op in ops if not isinstance(op, Check)
+                   and paths.in_change_history(op.path)]
+        if context is None or not written:
+            return await self.backend.multi(ops)
+        changes: list[KeyChange] = []
+        guards: list[Op] = []
+        for op in written:
+            before = await self.backend.get(op.path)
+            guards.append(Check(op.path, CREATE if before is None else before.version))
+            after = op.value if isinstance(op, Put) else None
+            changes.append(KeyChange(op.path, None if before is None else before.value, after))
+        key, record = self.change_log.record(context, changes)
+        checked = {op.path for op in ops if isinstance(op, Check)}
+        guards = [guard for guard in guards if guard.path not in checked]
+        results = await self.backend.multi([*guards, *ops, Put(key, record, CREATE)])
+        return results[len(guards) : len(guards) + len(ops)]
+
+    async def read_changes(self, since: int, limit: int, prefix: str) -> list[ChangeRecord]:
+        """As `MetadataStore.read_changes`: a record's revision is its znode's czxid (a
+        record is never rewritten, so its mzxid)."""
+        records: list[ChangeRecord] = []
+        for name in await self.backend.children(paths.CHANGE_HISTORY):
+            key = f"{paths.CHANGE_HISTORY}/{name}"
+            found = await self.backend.get(key)
+            if found is None or found.revision <= since:
+                continue
+            record = self.change_log.decode(key, found.value, found.revision)
+            if not prefix or record.touches(prefix):
+                records.append(record)
+        records.sort(key=lambda r: (r.revision, r.sequence))
+        if len(records) <= limit:
+            return records
+        cut = records[:limit]
+        last = cut[-1].revision
+        if records[limit].revision == last:  # never split one multi's records
+            whole = [r for r in cut if r.revision != last]
+            return whole or [r for r in records if r.revision == last]
+        return cut
+
+    async def prune_changes(self, max_records: int, max_age_seconds: float) -> int:
+        names = sorted(await self.backend.children(paths.CHANGE_HISTORY))
+        doomed: list[str] = []
+        if max_age_seconds > 0:
+            cutoff = self.change_log.age_cutoff_key(max_age_seconds).rsplit("/", 1)[-1]
+            doomed = [name for name in names if name < cutoff]
+        kept = names[len(doomed):]
+        if max_records > 0 and len(kept) > max_records:
+            doomed += kept[: len(kept) - max_records]
+        for name in doomed:
+            with contextlib.suppress(NotFound):
+                await self.backend.delete(f"{paths.CHANGE_HISTORY}/{name}")
+        return len(doomed)
+
     async def commit(
         self,
         guards: Sequence[Guard],
@@ -286,7 +356,7 @@ class ZooKeeperKeys:
             ops.extend(await self._tree_deletes(path, with_root=True))
         if not ops:
             return 0
-        results = await self.backend.multi(ops)
+        results = await self._recorded(ops)
         revision = 0
         for op, stat in zip(ops, results, strict=True):
             if stat is not None:
@@ -299,7 +369,7 @@ class ZooKeeperKeys:
     async def delete_children(self, path: str) -> int:
         ops = await self._tree_deletes(path, with_root=False)
         if ops:
-            await self.backend.multi(ops)
+            await self._recorded(ops)
         return self.backend.last_revision()
 
     async def swap(
