@@ -594,6 +594,20 @@ class MetadataStore:
             return await self._zk.put_ephemeral(path, value, lease_id)
         await self._call(lambda c: c.put(to_key(path), value, lease=lease_id))
 
+    async def create_sequential(self, prefix: str, value: bytes, lease: int | None) -> str:
+        """Create `prefix` + a ten-digit sequence number (ephemeral on `lease` when given),
+        as each store numbers sequential keys (`backend.StoreBackend.create_sequential`);
+        the path created."""
+        if self._zk is not None:
+            return await self._zk.create_sequential(prefix, value, lease)
+        previous = await self._call(lambda c: c.put(to_key(prefix), b"", prev_kv=True))
+        n = 0 if previous.prev_kv is None else int(previous.prev_kv.version)
+        path = f"{prefix}{n:010d}"
+        written, _ = await self.put_at_version(path, value, 0, lease=lease)
+        if not written:
+            raise AlreadyExists(path)
+        return path
+
     async def grant_lease(self, ttl: int) -> int:
         if self._zk is not None:
             return await self._zk.grant_lease()

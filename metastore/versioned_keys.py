@@ -86,6 +86,10 @@ class VersionedKeys:
 
     # -- writes -----------------------------------------------------------------------------
 
+    async def create_sequential(self, prefix: str, value: bytes, lease: int | None) -> str:
+        """`MetadataStore.create_sequential`: the path created."""
+        return await self.store.create_sequential(prefix, value, lease)
+
     async def create(self, path: str, value: bytes, lease: int | None = None) -> int:
         """Write `value` only if the key does not exist (`AlreadyExists` otherwise), on
         `lease` when given (an ephemeral key); version 0."""

@@ -445,6 +445,14 @@ class ZooKeeperKeys:
             return
         raise BadVersion(path)
 
+    async def create_sequential(self, prefix: str, value: bytes, lease: int | None) -> str:
+        if lease is not None and await self.backend.session_id() != lease:
+            raise Unavailable("metadata store unavailable: the ZooKeeper session was lost")
+        created = await self.backend.create_sequential(prefix, value, ephemeral=lease is not None)
+        if lease is not None:
+            self._lease_keys.setdefault(lease, set()).add(created)
+        return created
+
     async def lease_of(self, path: str) -> int | None:
         found = await self.backend.get(path)
         return found.owner if found is not None and found.owner else None

@@ -11,8 +11,10 @@ import pytest
 from kazoo.client import KazooClient
 
 from metastore.cache import WatchedRange
+from metastore.ledger_ids import LedgerIdGenerator
 from metastore.store import MetadataStore
 from metastore.versioned import Versioned
+from metastore.versioned_keys import VersionedKeys
 from metastore.zookeeper_backend import ZooKeeperBackend
 from tests.zookeeper import EmbeddedZooKeeper
 
@@ -139,3 +141,17 @@ async def test_lease_is_the_session(open_store: StoreFactory, kazoo: KazooClient
     assert renewed != lease
     await owner.put_ephemeral("/ledgers/available/b1:3181", b"again", renewed)
     assert await other.lease_of("/ledgers/available/b1:3181") == renewed
+
+
+async def test_ledger_ids_are_zookeeper_sequential_znodes(
+    open_store: StoreFactory, kazoo: KazooClient
+) -> None:
+    """As BookKeeper's `ZkLedgerIdGenerator`: an ephemeral-sequential `ID-` znode per id,
+    deleted at once; two generators (two sessions) never share an id."""
+    first, second = await open_store(), await open_store()
+    generators = [LedgerIdGenerator(VersionedKeys(store)) for store in (first, second)]
+    ids = await asyncio.gather(*(generators[i % 2].generate() for i in range(40)))
+    assert len(set(ids)) == 40
+    assert kazoo.get_children(f"{CHROOT}/ledgers/idgen") == []
+    for generator in generators:
+        await generator.close()
