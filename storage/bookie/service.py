@@ -183,7 +183,8 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
     bookie.journal.metrics = metrics
     stop_metrics = serve_metrics(settings, bookie, metrics) if metrics is not None else None
     server = await serve(bookie, settings.host, settings.port, metrics)
-    store = open_metadata_store(settings.metadata_store_url)
+    # on ZooKeeper the registration's session times out as its etcd lease would
+    store = open_metadata_store(settings.metadata_store_url, session_timeout=settings.lease_ttl)
     registration = Registration(store, settings.bookie_id, settings.lease_ttl)
     data_dir = settings.storage.data_dir
     bookie.readonly = next_readonly(

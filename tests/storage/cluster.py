@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metastore.embedded import EmbeddedEtcd
-from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.store import MetadataStore, open_metadata_store
 from metastore.topology import read_cluster_view
 from placement import PlacementConfig, Topology
 from storage.bookie.client import BookieClient
@@ -85,8 +85,16 @@ class Engine:
 async def engine(cluster: Cluster, config: PlacementConfig | None = None,
                  seed: int = 7) -> AsyncIterator[Engine]:
     """The client side on the cluster; the topology is read from etcd on each placement."""
+    async with engine_on(cluster.etcd.url, config, seed) as running:
+        yield running
+
+
+@asynccontextmanager
+async def engine_on(store_url: str, config: PlacementConfig | None = None,
+                    seed: int = 7) -> AsyncIterator[Engine]:
+    """The client side on the store `store_url` names (etcd or ZooKeeper)."""
     config = config or PlacementConfig()
-    store = MetadataStore(parse_metadata_store_url(cluster.etcd.url))
+    store = open_metadata_store(store_url)
 
     async def topology() -> Topology:
         return (await read_cluster_view(store, config)).topology
