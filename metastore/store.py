@@ -647,7 +647,7 @@ class MetadataStore:
         """Up to `limit` keys in [start, end) in key order, as (path, value, etcd version),
         in one bounded range request, and whether more keys follow."""
         if self._zk is not None:
-            raise _unsupported("key-range scans")
+            return await self._zk.scan(start, end, limit=limit, keys_only=keys_only)
         if limit < 1:
             raise ValueError("limit must be at least 1")
         response = await self._range(rpc.RangeRequest(

@@ -187,6 +187,43 @@ class ZooKeeperKeys:
         stream = await self.backend.watch()
         return ZooKeeperWatch(self, stream, lambda key: low <= key.encode() < high)
 
+    async def scan(
+        self, start: str, end: str, *, limit: int, keys_only: bool
+    ) -> tuple[list[tuple[str, bytes, int]], bool]:
+        """As `MetadataStore.scan` (etcd versions: znode version + 1): ZooKeeper has no key
+        ranges, so the znodes under the range's common parent are walked in name order,
+        skipping subtrees wholly outside [start, end), until `limit` + 1 keys are found.
+        (Name order is key order wherever sibling names do not differ only after a prefix
+        followed by a byte below "/", as in every layout Pulsar and BookKeeper use.)"""
+        low, high = start.encode(), end.encode()
+        common = ""
+        for a, b in zip(start, end, strict=False):
+            if a != b:
+                break
+            common += a
+        base = common[: common.rfind("/")] or "/"
+        found: list[tuple[str, bytes, int]] = []
+
+        async def visit(path: str) -> None:
+            for name in await self.backend.children(path):
+                if len(found) > limit:
+                    return
+                child = f"{path.rstrip('/')}/{name}"
+                key = child.encode()
+                below = key + b"0"  # everything under `child` sorts before it
+                if key >= high or below <= low and key < low:
+                    continue
+                stat = await self.backend.get(child)
+                names = await self.backend.children(child)
+                if low <= key < high and stat is not None and (stat.value or not names):
+                    found.append((child, b"" if keys_only else stat.value, stat.version + 1))
+                if names and key + b"/" < high and below > low:
+                    await visit(child)
+
+        await visit(base)
+        found.sort(key=lambda item: item[0].encode())
+        return found[:limit], len(found) > limit
+
     async def revision(self) -> int:
         await self.backend.get("/")
         return self.backend.last_revision()

@@ -155,3 +155,26 @@ async def test_ledger_ids_are_zookeeper_sequential_znodes(
     assert kazoo.get_children(f"{CHROOT}/ledgers/idgen") == []
     for generator in generators:
         await generator.close()
+
+
+async def test_key_range_scans_page_in_key_order(open_store: StoreFactory) -> None:
+    store = await open_store()
+    keys = [f"/ledgers/00/000{h}/L000{n}" for h in range(3) for n in range(4)]
+    for key in keys:
+        await store.put(key, key.encode())
+    await store.put("/ledgers/LAYOUT", b"layout")
+    await store.put("/ledgers/underreplication/ledgers/0000/0000/urL0001", b"mark")
+    seen: list[str] = []
+    start = "/ledgers/0"
+    while True:
+        items, more = await store.scan(start, "/ledgers/:", limit=5)
+        seen += [path for path, _, _ in items]
+        assert all(value == path.encode() and version == 1 for path, value, version in items)
+        if not more:
+            break
+        start = items[-1][0] + "\0"
+    assert seen == keys
+    marks, more = await store.scan("/ledgers/underreplication/ledgers/",
+                                   "/ledgers/underreplication/ledgers0", limit=10)
+    assert [path for path, _, _ in marks] == [
+        "/ledgers/underreplication/ledgers/0000/0000/urL0001"] and not more
