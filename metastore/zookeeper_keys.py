@@ -211,7 +211,7 @@ class ZooKeeperKeys:
                 child = f"{path.rstrip('/')}/{name}"
                 key = child.encode()
                 below = key + b"0"  # everything under `child` sorts before it
-                if key >= high or below <= low and key < low:
+                if key >= high or (below <= low and key < low):
                     continue
                 stat = await self.backend.get(child)
                 names = await self.backend.children(child)
