@@ -85,6 +85,7 @@ class ZooKeeperStore:
 def start_zookeeper_cluster(workdir: Path, count: int, hosts: str, chroot: str) -> Cluster:
     """As `start_cluster`, on a running ZooKeeper (every key under `chroot`, wiped first):
     `cluster.etcd.url` is the `zk:` URL and `cluster.raw` a `RawZooKeeper`."""
+    workdir.mkdir(parents=True, exist_ok=True)
     raw = RawZooKeeper(hosts, chroot)
     raw.wipe()
     url = f"zk:{hosts}{chroot}"
