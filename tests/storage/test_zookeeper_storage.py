@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -112,3 +114,35 @@ async def test_a_killed_bookies_registration_goes_with_its_session(
                           lease_ttl=4).start()
     again.stop()  # a graceful stop ends the registration at once
     assert zk_cluster.raw.get(paths.bookie_available(again.bookie_id)) is None
+
+
+def test_an_expired_session_registers_again_on_a_new_one(
+    zk_cluster: ZooKeeperCluster, zookeeper: EmbeddedZooKeeper
+) -> None:
+    """ZooKeeper stopped for longer than the bookies' session timeout (4 s): when it is
+    back it expires their sessions, their registrations go, and each bookie registers again
+    on a session of its own."""
+    def owners() -> dict[str, int]:
+        found = {}
+        for bookie in zk_cluster.bookies:
+            stat = zk_cluster.raw.client.exists(paths.bookie_available(bookie.bookie_id))
+            found[bookie.bookie_id] = stat.ephemeralOwner if stat else 0
+        return found
+
+    before = owners()
+    assert all(before.values())
+    zk_cluster.raw.client.stop()  # its own session would expire too
+    assert zookeeper.process is not None
+    zookeeper.process.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(10)  # the outage itself, longer than the session timeout (not a wait)
+    finally:
+        zookeeper.process.send_signal(signal.SIGCONT)
+    zk_cluster.raw.client.start(30)
+
+    def registered_again() -> bool:
+        now = owners()
+        return all(now.values()) and all(now[b] != before[b] for b in before)
+
+    wait_until(registered_again, timeout=60, interval=0.5)
+    assert len(set(owners().values())) == 3
