@@ -1,80 +1,26 @@
-"""A real ZooKeeper (Debian's `zookeeper` package) on a free port, one for the test session.
-
-Runs `org.apache.zookeeper.server.ZooKeeperServerMain` with a config of its own (client port,
-data dir, admin server off) from /usr/share/java/zookeeper.jar, whose manifest names the
-other jars it needs.
-"""
+"""The session's ZooKeeper for the tests (`metastore.embedded_zookeeper`, plus what tests do
+to it: wipe, pause, resume) and direct access to it for assertions (`RawZooKeeper`)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import signal
-import socket
-import subprocess
-import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from metastore.embedded import free_port
+from metastore.embedded_zookeeper import EmbeddedZooKeeper as ZooKeeperServer
+from metastore.embedded_zookeeper import available
 
-ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+__all__ = ["ON_BOTH_STORES", "EmbeddedZooKeeper", "RawZooKeeper", "available"]
 
 ON_BOTH_STORES = pytest.mark.parametrize("store_kind", ["etcd", "zookeeper"], indirect=True)
 """A module's `pytestmark`: its tests run on the etcd server, then on the ZooKeeper one
 (the `store_kind` fixture under `admin` and `clean_store`)."""
 
 
-def available() -> bool:
-    return ZOOKEEPER_JAR.exists() and shutil.which("java") is not None
-
-
-class EmbeddedZooKeeper:
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        """Pulsar's metadataStoreUrl form."""
-        return f"zk:127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> None:
-        data = self.workdir / "data"
-        data.mkdir(parents=True, exist_ok=True)
-        cfg = self.workdir / "zoo.cfg"
-        cfg.write_text(f"tickTime=2000\ndataDir={data}\nclientPort={self.port}\n"
-                       "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
-                       "4lw.commands.whitelist=ruok\n")
-        log = (self.workdir / "zookeeper.log").open("wb")
-        self.process = subprocess.Popen(
-            ["java", "-Xmx128m", "-cp", str(ZOOKEEPER_JAR),
-             "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
-            stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"zookeeper exited with {self.process.returncode}: "
-                                   f"{(self.workdir / 'zookeeper.log').read_text()[-2000:]}")
-            if self._ruok():
-                return
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"zookeeper on port {self.port} not ready in {timeout}s")
-
-    def _ruok(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
-                conn.sendall(b"ruok")
-                return conn.recv(4) == b"imok"
-        except OSError:
-            return False
-
-    def hosts(self) -> str:
-        return f"127.0.0.1:{self.port}"
+class EmbeddedZooKeeper(ZooKeeperServer):
+    """The server, with what tests do to it."""
 
     def wipe(self) -> None:
         """Delete every znode but ZooKeeper's own `/zookeeper`."""
@@ -101,14 +47,7 @@ class EmbeddedZooKeeper:
 
     def stop(self) -> None:
         self.resume()
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
+        super().stop()
 
 
 class RawZooKeeper:

@@ -1,0 +1,80 @@
+"""A ZooKeeper server (Debian's `zookeeper` package) on a free port, for benchmarks and tests.
+
+Runs `org.apache.zookeeper.server.ZooKeeperServerMain` with a config of its own (client port,
+data dir, admin server off) from /usr/share/java/zookeeper.jar, whose manifest names the
+other jars it needs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from metastore.embedded import free_port
+
+__all__ = ["ZOOKEEPER_JAR", "EmbeddedZooKeeper", "available"]
+
+ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+
+
+def available() -> bool:
+    return ZOOKEEPER_JAR.exists() and shutil.which("java") is not None
+
+
+class EmbeddedZooKeeper:
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """Pulsar's metadataStoreUrl form."""
+        return f"zk:127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> None:
+        data = self.workdir / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        cfg = self.workdir / "zoo.cfg"
+        cfg.write_text(f"tickTime=2000\ndataDir={data}\nclientPort={self.port}\n"
+                       "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+                       "4lw.commands.whitelist=ruok\n")
+        log = (self.workdir / "zookeeper.log").open("wb")
+        self.process = subprocess.Popen(
+            ["java", "-Xmx128m", "-cp", str(ZOOKEEPER_JAR),
+             "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
+            stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"zookeeper exited with {self.process.returncode}: "
+                                   f"{(self.workdir / 'zookeeper.log').read_text()[-2000:]}")
+            if self._ruok():
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"zookeeper on port {self.port} not ready in {timeout}s")
+
+    def _ruok(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
+                conn.sendall(b"ruok")
+                return conn.recv(4) == b"imok"
+        except OSError:
+            return False
+
+    def hosts(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
