@@ -71,6 +71,7 @@ __all__ = ["ZooKeeperBackend"]
 
 log = logging.getLogger(__name__)
 
+_PARENTS_KNOWN = 10_000  # parent znodes known to exist (not made again before each multi)
 _PERSISTENT_RECURSIVE = 1  # ZooKeeper's AddWatchMode
 _EVENT_KINDS = {1: ChangeKind.CREATED, 2: ChangeKind.DELETED, 3: ChangeKind.MODIFIED}
 _TRANSPORT_ERRORS = (
@@ -136,6 +137,7 @@ class ZooKeeperBackend:
         self._closed = False
         self._session: int | None = None
         self._lost_sessions: set[int] = set()
+        self._parents: set[str] = set()
 
     # -- connection ---------------------------------------------------------------------
 
@@ -266,9 +268,23 @@ class ZooKeeperBackend:
         return sorted(names)
 
     async def multi(self, ops: Sequence[Op]) -> list[Stat | None]:
+        try:
+            return await self._multi(ops)
+        except NoNodeError:  # a parent known to exist was deleted since: make it again
+            self._parents.clear()
+            try:
+                return await self._multi(ops)
+            except NoNodeError:
+                raise BadVersion(", ".join(op.path for op in ops)) from None
+
+    async def _multi(self, ops: Sequence[Op]) -> list[Stat | None]:
+        await self._connect()  # kazoo prefixes the chroot as each op is added
         for parent in sorted({_parent(op.path) for op in ops if not isinstance(op, Delete)}):
-            if parent != "/":
+            if parent != "/" and parent not in self._parents:
                 await self._result(functools.partial(self._zk.ensure_path_async, parent))
+                if len(self._parents) >= _PARENTS_KNOWN:
+                    self._parents.clear()
+                self._parents.add(parent)
         existing: dict[str, bool] = {}
         for op in ops:  # an unconditional put is a set or a create, as the znode is now
             if isinstance(op, Put) and op.expected_version is None:
@@ -297,6 +313,10 @@ class ZooKeeperBackend:
         failures = [r for r in results if isinstance(r, Exception)]
         if failures:
             causes = [r for r in failures if not isinstance(r, RolledBackError)]
+            if any(isinstance(c, NoNodeError) for c in causes) and any(
+                isinstance(op, Put) and op.expected_version in (None, CREATE) for op in ops
+            ) and not (len(ops) == 1 and isinstance(ops[0], Delete)):
+                raise NoNodeError()  # a parent is gone (`multi` makes it again)
             if len(ops) == 1 and isinstance(ops[0], Delete) and isinstance(causes[0], NoNodeError):
                 raise NotFound(ops[0].path)
             if len(ops) == 1 and isinstance(causes[0], NodeExistsError):

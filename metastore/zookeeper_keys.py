@@ -416,8 +416,17 @@ class ZooKeeperKeys:
         value: bytes | None,
         records: Sequence[tuple[str, bytes]] = (),
     ) -> int:
-        ops = await self._guard_ops(guard)
-        ops.append(Delete(path) if value is None else Put(path, value))
+        if guard.kind is GuardKind.REVISION and guard.path == path:
+            version = await self.version_at(path, guard.revision)  # the write's own condition
+            if value is None:
+                ops: list[Op] = [Delete(path, None if version == CREATE else version)]
+                if version == CREATE:
+                    ops = [Check(path, CREATE)]
+            else:
+                ops = [Put(path, value, version)]
+        else:
+            ops = await self._guard_ops(guard)
+            ops.append(Delete(path) if value is None else Put(path, value))
         ops.extend(Put(key, record, CREATE) for key, record in records)
         results = await self.backend.multi(ops)
         written = results[len(ops) - len(records) - 1]
