@@ -322,17 +322,20 @@ class ZooKeeperBackend:
             if len(ops) == 1 and isinstance(causes[0], NodeExistsError):
                 raise AlreadyExists(ops[0].path)
             raise BadVersion(", ".join(op.path for op in ops))
-        replies = iter(results[len(results) - len(writes):])
+        replies = list(results[len(results) - len(writes):])
+        # every op of one multi has the multi's zxid: a create's revision is a setData's mzxid
+        zxid = next((int(r.mzxid) for r in replies if isinstance(r, ZnodeStat)), None)
         stats: dict[int, Stat] = {}
-        for op in writes:
-            reply = next(replies)
+        for op, reply in zip(writes, replies, strict=True):
             if not isinstance(op, Put):
                 continue
             if isinstance(reply, ZnodeStat):
                 stats[id(op)] = _stat(op.value, reply)
-            else:  # a create answers with its path: its revision is the znode's czxid
+                continue
+            if zxid is None:  # a create answers with its path alone: read its czxid
                 found = await self._result(functools.partial(self._zk.exists_async, op.path))
-                stats[id(op)] = Stat(op.value, 0, int(found.czxid) if found else 0)
+                zxid = int(found.czxid) if found else 0
+            stats[id(op)] = Stat(op.value, 0, zxid)
         return [stats.get(id(op)) for op in ops]
 
     # -- session ------------------------------------------------------------------------
