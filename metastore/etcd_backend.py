@@ -22,7 +22,6 @@ import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aetcd
@@ -48,6 +47,7 @@ from metastore.errors import (
     Unavailable,
     ValueTooLarge,
 )
+from metastore.store_url import Endpoint
 
 __all__ = ["CHANNEL_OPTIONS", "Endpoint", "EtcdBackend"]
 
@@ -72,15 +72,6 @@ _UNAVAILABLE_ERRORS = (
     asyncio.TimeoutError,
     OSError,
 )
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
 
 
 async def _refresh(client: aetcd.Client, *, lease: int) -> Any:

@@ -1,9 +1,12 @@
-"""Async access to etcd with Pulsar's path-to-key mapping.
+"""Pulsar's metadata paths on etcd or ZooKeeper, behind one class every layer uses.
 
-Every read-modify-write is a transaction that compares the key's `mod_revision` and retries
-on conflict. Concurrent writers of one key in one process share a single transaction (group
-commit), so CAS conflicts only come from other processes. Every call fails within `timeout`
-seconds with `Unavailable` when etcd cannot be reached; a failed call writes nothing.
+On etcd (`etcd_backend.EtcdBackend`'s connection), every read-modify-write is a transaction
+that compares the key's `mod_revision` and retries on conflict. Concurrent writers of one key
+in one process share a single transaction (group commit), so CAS conflicts only come from
+other processes. On ZooKeeper (`zookeeper_keys.ZooKeeperKeys` over
+`zookeeper_backend.ZooKeeperBackend`) the same operations are znode reads, conditional writes
+and `multi`s, with the znode's `mzxid` as the revision. Every call fails within `timeout`
+seconds with `Unavailable` when the store cannot be reached; a failed call writes nothing.
 """
 
 from __future__ import annotations

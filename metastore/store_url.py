@@ -15,15 +15,16 @@
 
 where the path ends with the ledgers root, which is `/ledgers` (what Pulsar's drivers use and
 this project's ledger paths are); anything before it is the ZooKeeper chroot.
+
+Pure: no store client is imported here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from metastore.etcd_backend import Endpoint
-
 __all__ = [
+    "Endpoint",
     "EtcdUrl",
     "StoreUrl",
     "ZooKeeperUrl",
@@ -34,6 +35,17 @@ __all__ = [
 LEDGERS_ROOT = "/ledgers"
 _BOOKKEEPER_ZK_SCHEMES = ("zk+hierarchical://", "zk+null://", "zk+flat://", "zk://")
 _METADATA_STORE_SCHEME = "metadata-store:"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One etcd server."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
 
 
 @dataclass(frozen=True)
