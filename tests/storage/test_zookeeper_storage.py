@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +14,10 @@ import pytest
 
 from metastore import paths
 from metastore.ledger_metadata import LedgerState, decode_ledger_metadata
+from metastore.store import open_metadata_store
+from metastore.zookeeper_backend import ZooKeeperBackend
 from placement import AffinityGroups
+from storage.bookie.registration import Registration
 from storage.ledger import LedgerFenced, LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from storage.ledger.recovery import recover
@@ -116,33 +117,29 @@ async def test_a_killed_bookies_registration_goes_with_its_session(
     assert zk_cluster.raw.get(paths.bookie_available(again.bookie_id)) is None
 
 
-def test_an_expired_session_registers_again_on_a_new_one(
-    zk_cluster: ZooKeeperCluster, zookeeper: EmbeddedZooKeeper
+async def test_an_expired_session_registers_again_on_a_new_one(
+    zk_cluster: ZooKeeperCluster,
 ) -> None:
-    """ZooKeeper stopped for longer than the bookies' session timeout (4 s): when it is
-    back it expires their sessions, their registrations go, and each bookie registers again
-    on a session of its own."""
-    def owners() -> dict[str, int]:
-        found = {}
-        for bookie in zk_cluster.bookies:
-            stat = zk_cluster.raw.client.exists(paths.bookie_available(bookie.bookie_id))
-            found[bookie.bookie_id] = stat.ephemeralOwner if stat else 0
-        return found
+    """A bookie's registration (`storage.bookie.registration`, as the bookie process runs
+    it) whose ZooKeeper session expires: the znode goes with the session, and the bookie
+    registers again on a new session of its own."""
+    store = open_metadata_store(zk_cluster.url, timeout=5, session_timeout=4)
+    registration = Registration(store, "10.9.9.9:3181", ttl=4)
+    path = paths.bookie_available("10.9.9.9:3181")
 
-    before = owners()
-    assert all(before.values())
-    zk_cluster.raw.client.stop()  # its own session would expire too
-    assert zookeeper.process is not None
-    zookeeper.process.send_signal(signal.SIGSTOP)
+    def owner() -> int:
+        stat = zk_cluster.raw.client.exists(path)
+        return int(stat.ephemeralOwner) if stat else 0
+
+    await registration.start(readonly=False)
     try:
-        time.sleep(10)  # the outage itself, longer than the session timeout (not a wait)
+        first = await asyncio.to_thread(wait_until, owner, 30.0)
+        assert isinstance(store.backend, ZooKeeperBackend)
+        await store.backend.expire_session()
+        await asyncio.to_thread(
+            wait_until, lambda: owner() not in (0, first), 30.0, 0.1)
+        assert zk_cluster.raw.get(path) == registration.value
     finally:
-        zookeeper.process.send_signal(signal.SIGCONT)
-    zk_cluster.raw.client.start(30)
-
-    def registered_again() -> bool:
-        now = owners()
-        return all(now.values()) and all(now[b] != before[b] for b in before)
-
-    wait_until(registered_again, timeout=60, interval=0.5)
-    assert len(set(owners().values())) == 3
+        await registration.stop()
+        await store.close()
+    assert zk_cluster.raw.get(path) is None
