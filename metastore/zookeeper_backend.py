@@ -177,11 +177,11 @@ class ZooKeeperBackend:
             self._loop.call_soon_threadsafe(_succeed, done, None)
 
     async def _result(self, make: Callable[[], Any]) -> Any:
-        """Issue a kazoo asynchronous call and await its result on the loop, within the
-        timeout. Fails at once with `Unavailable` while disconnected (nothing is queued)."""
+        """Issue a kazoo asynchronous call and await its result on the loop, all within the
+        timeout. While disconnected it waits for the connection (bounded by the same
+        timeout) rather than let kazoo queue the request, which could then be sent after
+        the caller was told it failed."""
         await self._connect()
-        if not self._zk.connected:
-            raise Unavailable("metadata store unavailable: not connected to ZooKeeper")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
 
@@ -193,9 +193,11 @@ class ZooKeeperBackend:
             else:
                 loop.call_soon_threadsafe(_succeed, future, value)
 
-        make().rawlink(settle)
         try:
             async with asyncio.timeout(self.timeout):
+                while not self._zk.connected:
+                    await asyncio.sleep(0.02)
+                make().rawlink(settle)
                 return await future
         except TimeoutError:
             raise Unavailable("metadata store unavailable: ZooKeeper did not answer") from None

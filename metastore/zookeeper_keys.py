@@ -500,12 +500,19 @@ class ZooKeeperKeys:
         return created
 
     async def lease_of(self, path: str) -> int | None:
+        """The session that owns the ephemeral key (None: absent or persistent); noted, so
+        that `revoke_lease` of another process's session deletes the key."""
         found = await self.backend.get(path)
-        return found.owner if found is not None and found.owner else None
+        if found is None or not found.owner:
+            return None
+        if len(self._lease_keys) >= _MEMO_LIMIT:
+            self._lease_keys.clear()
+        self._lease_keys.setdefault(found.owner, set()).add(path)
+        return found.owner
 
     async def revoke_lease(self, lease: int) -> None:
-        """Delete the keys this process put on `lease`; a key of another session's lease
-        (a process elsewhere) is deleted where `lease_of` found it (`delete_owned`)."""
+        """Delete the keys put on `lease` by this process, and those `lease_of` found on it
+        (another process's session, which only ZooKeeper can end: its keys go now)."""
         for path in sorted(self._lease_keys.pop(lease, set())):
             found = await self.backend.get(path)
             if found is not None and found.owner == lease:

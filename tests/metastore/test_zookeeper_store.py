@@ -141,6 +141,9 @@ async def test_lease_is_the_session(open_store: StoreFactory, kazoo: KazooClient
     assert renewed != lease
     await owner.put_ephemeral("/ledgers/available/b1:3181", b"again", renewed)
     assert await other.lease_of("/ledgers/available/b1:3181") == renewed
+    # another process ends the registration (a bookie stopped by the service): it goes now
+    await other.revoke_lease(renewed)
+    assert await owner.get("/ledgers/available/b1:3181") is None
 
 
 async def test_ledger_ids_are_zookeeper_sequential_znodes(
