@@ -376,6 +376,8 @@ class MetadataStore:
 
     async def get_children_values(self, path: str) -> dict[str, Versioned]:
         """Every key under `path + "/"`, by full path."""
+        if self._zk is not None:
+            return (await self._zk.read_range(path, prefix=True, watching=False)).entries
         return (await self.read_range(path, prefix=True)).entries
 
     async def children(self, path: str) -> list[str]:

@@ -149,13 +149,15 @@ class ZooKeeperKeys:
             found.update(below)
         return found
 
-    async def read_range(self, path: str, *, prefix: bool) -> RangeEntries:
-        """As `MetadataStore.read_range`; opens the change stream first (see `watch`)."""
-        stream = await self.backend.watch()
-        previous = self._opened.pop((path, prefix), None)
-        if previous is not None:
-            previous.close()
-        self._opened[(path, prefix)] = stream
+    async def read_range(self, path: str, *, prefix: bool, watching: bool = True) -> RangeEntries:
+        """As `MetadataStore.read_range`; `watching`: a `watch` of the same range follows,
+        so the change stream is opened first (see `watch`)."""
+        if watching:
+            stream = await self.backend.watch()
+            previous = self._opened.pop((path, prefix), None)
+            if previous is not None:
+                previous.close()
+            self._opened[(path, prefix)] = stream
         if prefix:
             stats = await self._walk(path)
         else:
