@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
 
 from metastore.cache import WatchedRange
+from metastore.errors import Unavailable
 from metastore.ledger_ids import LedgerIdGenerator
-from metastore.store import MetadataStore
+from metastore.store import MetadataStore, open_metadata_store
 from metastore.versioned import Versioned
 from metastore.versioned_keys import VersionedKeys
 from metastore.zookeeper_backend import ZooKeeperBackend
@@ -181,3 +183,46 @@ async def test_key_range_scans_page_in_key_order(open_store: StoreFactory) -> No
                                    "/ledgers/underreplication/ledgers0", limit=10)
     assert [path for path, _, _ in marks] == [
         "/ledgers/underreplication/ledgers/0000/0000/urL0001"] and not more
+
+
+async def test_zookeeper_killed_and_restarted_under_writers_loses_no_acknowledged_update(
+    tmp_path: Path,
+) -> None:
+    """Two stores add bookies to `/bookies` while ZooKeeper is killed (-9) and restarted on
+    its data: every update acknowledged to a writer is in the document afterwards."""
+    server = EmbeddedZooKeeper(tmp_path / "zk")
+    server.start()
+    stores = [open_metadata_store(f"zk:{server.hosts()}/p", timeout=3) for _ in range(2)]
+    acknowledged: list[str] = []
+    stop = asyncio.Event()
+
+    async def writer(store: MetadataStore, name: str) -> None:
+        n = 0
+        while not stop.is_set():
+            bookie = f"{name}-{n}:3181"
+            try:
+                await store.update_json("/bookies", lambda doc, b=bookie: {
+                    **(doc or {}), b: {"rack": "/r"}})
+                acknowledged.append(bookie)
+            except Unavailable:
+                await asyncio.sleep(0.05)
+            n += 1
+
+    try:
+        tasks = [asyncio.create_task(writer(store, f"w{i}")) for i, store in enumerate(stores)]
+        await _eventually(lambda: len(acknowledged) >= 20, 30)
+        assert server.process is not None
+        server.process.kill()
+        server.process.wait()
+        written_before = len(acknowledged)
+        server.start()
+        await _eventually(lambda: len(acknowledged) >= written_before + 20, 60)
+        stop.set()
+        await asyncio.gather(*tasks)
+        stored = await stores[0].get_json("/bookies")
+        assert set(acknowledged) <= set(stored)
+    finally:
+        stop.set()
+        for store in stores:
+            await store.close()
+        server.stop()
