@@ -2,7 +2,8 @@
 
 python -m api tokens ...   (Pulsar's `pulsar tokens`: see api/auth/tokens.py)
 python -m api [--port 8080] [--host 0.0.0.0] [--config broker.conf]
-              [--metadata-store-url etcd:http://h:p[,h:p]] [--data-dir data]
+              [--metadata-store-url etcd:http://h:p[,h:p] | zk:h:p[,h:p][/chroot]]
+              [--data-dir data]
               [--cluster-name standalone] [--etcd-client-port 2379] [--etcd-peer-port 2380]
               [--bookies N] [--bookie-port 3181]
 """
@@ -27,7 +28,8 @@ from api.app import create_server_app
 from api.auth.client_certificates import ClientCertHttpProtocol
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
-from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.store import open_metadata_store
+from metastore.store_url import ZooKeeperUrl, parse_store_url
 from storage import (
     FIRST_PORT,
     GC_DEFAULT,
@@ -47,7 +49,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--port", help="webServicePort (default 8080)")
     parser.add_argument("--host", help="bindAddress (default 0.0.0.0)")
     parser.add_argument("--config", type=Path, help="broker.conf-style key=value file")
-    parser.add_argument("--metadata-store-url", help="etcd:http://host:port[,host:port]")
+    parser.add_argument(
+        "--metadata-store-url", help="etcd:http://host:port[,...] or zk:host:port[,...][/chroot]"
+    )
     parser.add_argument("--data-dir", help="where the embedded etcd keeps its data")
     parser.add_argument("--cluster-name", help="clusterName")
     parser.add_argument(
@@ -230,7 +234,7 @@ BOOKIE_REGISTRATION_WAIT = 60.0  # s: a journal replay of a large bookie takes a
 async def bookies_registered(settings: Settings, bookie_ids: list[str]) -> None:
     """Wait (bounded) until the supervised bookies registered, so that the ready line means
     they take writes; a bookie still missing after the bound is named in a warning."""
-    store = MetadataStore(parse_metadata_store_url(settings.metadataStoreUrl))
+    store = open_metadata_store(settings.metadataStoreUrl)
     try:
         missing = await wait_registered(store, bookie_ids, BOOKIE_REGISTRATION_WAIT)
     finally:
@@ -288,7 +292,14 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     supervisor = None
     if settings.metadataStoreUrl:
+        try:
+            named = parse_store_url(settings.metadataStoreUrl)
+        except ValueError as exc:
+            print(f"configuration error: {exc}", file=sys.stderr)
+            return 2
         etcd_text = settings.metadataStoreUrl.removeprefix("etcd:")
+        if isinstance(named, ZooKeeperUrl):
+            etcd_text = f"none (ZooKeeper {named.url})"
     else:
         etcd = embedded_etcd(settings)
         supervisor = EtcdSupervisor(etcd)

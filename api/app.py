@@ -29,7 +29,7 @@ from api.routes import ROUTERS
 from api.services.cluster_metadata import Initialised, keep_initializing
 from api.settings import Settings
 from api.state import AppState
-from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.store import MetadataStore, open_metadata_store
 from storage import LocalBookies
 
 DESCRIPTION = (
@@ -79,7 +79,7 @@ def create_app(settings: Settings, bookies: LocalBookies | None = None) -> FastA
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = MetadataStore(parse_metadata_store_url(settings.metadataStoreUrl), timeout * 0.8)
+        store = open_metadata_store(settings.metadataStoreUrl, timeout * 0.8)
         state = AppState.build(settings, store, bookies)
         await state.start()
         app.state.pulsar = state

@@ -14,12 +14,16 @@ from bench import (
     ledger_tail_bench,
     placement_bench,
     repair_bench,
+    zookeeper_bench,
 )
 
 
 def main() -> None:
     print("## Admin API (set-bookie-rack vs raw aetcd transactions, racks-info at 10k bookies)")
     print(api_bench.report(api_bench.run(seconds=5.0)))
+    print()
+    print("## Admin API on ZooKeeper (set-bookie-rack vs a raw kazoo setData loop)")
+    print(zookeeper_bench.report(zookeeper_bench.run(seconds=5.0, bookies=32)))
     print()
     print("## Placement")
     placement_bench.main([])

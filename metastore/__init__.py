@@ -1,5 +1,5 @@
-"""etcd at Pulsar's metadata paths: CAS updates, watch-fed caches, typed document readers, the
-live topology, an embedded etcd.
+"""etcd or ZooKeeper at Pulsar's metadata paths: CAS updates, watch-fed caches, typed document
+readers, the live topology, an embedded etcd and ZooKeeper.
 
 The names below are imported on first use (PEP 562), so the pure modules (`paths`, `codec`,
 `documents`, `errors`) load without the etcd client: a Spark worker imports
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from metastore.cache import CachedDocument, WatchedRange
     from metastore.embedded import EmbeddedEtcd, EtcdSupervisor
+    from metastore.embedded_zookeeper import EmbeddedZooKeeper
     from metastore.errors import (
         AlreadyExists,
         BadVersion,
@@ -23,7 +24,14 @@ if TYPE_CHECKING:
         NotFound,
         Unavailable,
     )
-    from metastore.store import Endpoint, MetadataStore, Versioned, parse_metadata_store_url
+    from metastore.store import (
+        Endpoint,
+        MetadataStore,
+        Versioned,
+        open_metadata_store,
+        parse_metadata_store_url,
+    )
+    from metastore.store_url import parse_metadata_service_uri, parse_store_url
     from metastore.topology import ClusterView, TopologySnapshot, read_cluster_view
 
 _HOME = {
@@ -33,6 +41,7 @@ _HOME = {
     "ClusterView": "metastore.topology",
     "ContentDeserializationError": "metastore.errors",
     "EmbeddedEtcd": "metastore.embedded",
+    "EmbeddedZooKeeper": "metastore.embedded_zookeeper",
     "Endpoint": "metastore.store",
     "EtcdSupervisor": "metastore.embedded",
     "InvalidValue": "metastore.errors",
@@ -43,7 +52,10 @@ _HOME = {
     "Unavailable": "metastore.errors",
     "Versioned": "metastore.store",
     "WatchedRange": "metastore.cache",
+    "open_metadata_store": "metastore.store",
+    "parse_metadata_service_uri": "metastore.store_url",
     "parse_metadata_store_url": "metastore.store",
+    "parse_store_url": "metastore.store_url",
     "read_cluster_view": "metastore.topology",
 }
 
@@ -54,6 +66,7 @@ __all__ = [
     "ClusterView",
     "ContentDeserializationError",
     "EmbeddedEtcd",
+    "EmbeddedZooKeeper",
     "Endpoint",
     "EtcdSupervisor",
     "InvalidValue",
@@ -64,7 +77,10 @@ __all__ = [
     "Unavailable",
     "Versioned",
     "WatchedRange",
+    "open_metadata_store",
+    "parse_metadata_service_uri",
     "parse_metadata_store_url",
+    "parse_store_url",
     "read_cluster_view",
 ]
 

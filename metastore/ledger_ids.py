@@ -86,7 +86,15 @@ class LedgerIdGenerator:
             await self.keys.create(path, b"")
 
     async def _sequential(self, parent: str) -> int:
-        """Create and delete the ephemeral-sequential key `parent/ID-<n>`; returns `n`."""
+        """Create and delete the ephemeral-sequential key `parent/ID-<n>`; returns `n`.
+        (On ZooKeeper a sequential znode of ZooKeeper's own, ten digits, as BookKeeper's
+        `ZkLedgerIdGenerator` makes it.)"""
+        if self.keys.store.on_zookeeper:
+            created = await self.keys.create_sequential(
+                f"{parent}/{_ID_PREFIX}", b"", await self._session_lease())
+            with contextlib.suppress(NotFound):
+                await self.keys.delete(created)
+            return int(created.rsplit(_ID_PREFIX, 1)[1])
         n = await self.keys.put(parent, b"")
         key = f"{parent}/{_ID_PREFIX}{n}"
         await self.keys.create(key, b"", lease=await self._session_lease())

@@ -1,14 +1,16 @@
-"""Async access to etcd with Pulsar's path-to-key mapping.
+"""Pulsar's metadata paths on etcd or ZooKeeper, behind one class every layer uses.
 
-Every read-modify-write is a transaction that compares the key's `mod_revision` and retries
-on conflict. Concurrent writers of one key in one process share a single transaction (group
-commit), so CAS conflicts only come from other processes. Every call fails within `timeout`
-seconds with `Unavailable` when etcd cannot be reached; a failed call writes nothing.
+On etcd (`etcd_backend.EtcdBackend`'s connection), every read-modify-write is a transaction
+that compares the key's `mod_revision` and retries on conflict. Concurrent writers of one key
+in one process share a single transaction (group commit), so CAS conflicts only come from
+other processes. On ZooKeeper (`zookeeper_keys.ZooKeeperKeys` over
+`zookeeper_backend.ZooKeeperBackend`) the same operations are znode reads, conditional writes
+and `multi`s, with the znode's `mzxid` as the revision. Every call fails within `timeout`
+seconds with `Unavailable` when the store cannot be reached; a failed call writes nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -31,14 +33,18 @@ from metastore.errors import (
     AlreadyExists,
     BadVersion,
     Compacted,
+    MetastoreError,
     NotFound,
     Unavailable,
-    ValueTooLarge,
 )
+from metastore.etcd_backend import Endpoint, EtcdBackend
 from metastore.group_commit import Draft, GroupCommit
 from metastore.guards import Guard, GuardKind
 from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff, retry_on_conflict
+from metastore.store_url import EtcdUrl, StoreUrl, parse_store_url
 from metastore.versioned import NOT_CACHED, NotCached, Versioned
+from metastore.zookeeper_backend import ZooKeeperBackend
+from metastore.zookeeper_keys import ZooKeeperKeys, ZooKeeperWatch
 
 __all__ = [
     "UNCHANGED",
@@ -53,6 +59,7 @@ __all__ = [
     "WatchEvent",
     "WatchStream",
     "child_range",
+    "open_metadata_store",
     "parse_metadata_store_url",
     "retry_on_conflict",
     "to_key",
@@ -64,47 +71,36 @@ PRUNE_BATCH = 100  # deletes per transaction (etcd's --max-txn-ops defaults to 1
 
 T = TypeVar("T")
 
-# Reconnect quickly after etcd comes back instead of gRPC's default two-minute backoff.
-_CHANNEL_OPTIONS = {
-    "grpc.initial_reconnect_backoff_ms": 100,
-    "grpc.min_reconnect_backoff_ms": 100,
-    "grpc.max_reconnect_backoff_ms": 1000,
-    "grpc.keepalive_time_ms": 10_000,
-    "grpc.keepalive_timeout_ms": 3_000,
-    "grpc.max_receive_message_length": 64 * 1024 * 1024,
-}
-_UNAVAILABLE_ERRORS = (
-    aetcd.ConnectionFailedError,
-    aetcd.ConnectionTimeoutError,
-    aetcd.InternalError,
-    rpc.AioRpcError,  # raised as is by the raw range request (`scan`)
-    asyncio.TimeoutError,
-    OSError,
-)
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
 def parse_metadata_store_url(url: str) -> list[Endpoint]:
-    """Parse Pulsar's `etcd:http://h1:p1,h2:p2` form (the `etcd:` prefix is optional)."""
-    body = url.removeprefix("etcd:")
-    endpoints = []
-    for item in body.split(","):
-        item = item.strip()
-        for scheme in ("http://", "https://"):
-            item = item.removeprefix(scheme)
-        host, sep, port = item.rstrip("/").rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"invalid etcd endpoint {item!r} in metadata store URL {url!r}")
-        endpoints.append(Endpoint(host.strip("[]"), int(port)))
-    return endpoints
+    """The etcd endpoints of Pulsar's `etcd:http://h1:p1,h2:p2` form (the `etcd:` prefix is
+    optional before `http://`); `ValueError` for any other store (`open_metadata_store`
+    opens every form)."""
+    text = url.strip()
+    parsed = parse_store_url(text if text.startswith(("etcd:", "http", "zk:")) else f"etcd:{text}")
+    if not isinstance(parsed, EtcdUrl):
+        raise ValueError(f"not an etcd metadata store URL: {url!r}")
+    return list(parsed.endpoints)
+
+
+def open_metadata_store(
+    url: str | StoreUrl,
+    timeout: float = 5.0,
+    pipeline_depth: int = 1,
+    *,
+    session_timeout: float = 30.0,
+) -> MetadataStore:
+    """The store a `metadataStoreUrl` names (`metastore.store_url`): etcd, or ZooKeeper
+    under its chroot. `ValueError` when the URL is malformed."""
+    parsed = parse_store_url(url) if isinstance(url, str) else url
+    if isinstance(parsed, EtcdUrl):
+        return MetadataStore(list(parsed.endpoints), timeout, pipeline_depth)
+    backend = ZooKeeperBackend(parsed.hosts, parsed.chroot, timeout=timeout,
+                               session_timeout=session_timeout)
+    return MetadataStore([], timeout, pipeline_depth, zookeeper=backend)
+
+
+def _unsupported(what: str) -> MetastoreError:
+    return MetastoreError(f"{what} are not supported on ZooKeeper")
 
 
 def _whole_transactions(records: list[ChangeRecord], limit: int) -> list[ChangeRecord]:
@@ -176,6 +172,21 @@ class WatchStream:
             await self._watch.cancel()
 
 
+class ZooKeeperWatchStream(WatchStream):
+    """A `WatchStream` over ZooKeeper's change stream (`zookeeper_keys.ZooKeeperWatch`)."""
+
+    def __init__(self, watch: ZooKeeperWatch) -> None:
+        super().__init__(watch)
+        self._zookeeper = watch
+
+    async def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        async for event in self._zookeeper:
+            yield WatchEvent(event.path, event.value, event.revision)
+
+    async def cancel(self) -> None:
+        await self._zookeeper.cancel()
+
+
 class Unchanged:
     """Returned by an update function to leave the key as it is."""
 
@@ -199,18 +210,26 @@ class MetadataStore:
     a method here. Implements `group_commit.KeyStore` for its group-commit writers."""
 
     def __init__(
-        self, endpoints: Sequence[Endpoint], timeout: float = 5.0, pipeline_depth: int = 1
+        self,
+        endpoints: Sequence[Endpoint],
+        timeout: float = 5.0,
+        pipeline_depth: int = 1,
+        *,
+        zookeeper: ZooKeeperBackend | None = None,
     ) -> None:
-        """`pipeline_depth`: transactions of one key in flight at once (`group_commit`)."""
-        if not endpoints:
+        """`pipeline_depth`: transactions of one key in flight at once (`group_commit`).
+        With `zookeeper`, the store is that ZooKeeper (`endpoints` unused): see
+        `metastore.zookeeper_keys` for how its operations map onto it."""
+        self.change_log = ChangeLog()
+        self._zk = None if zookeeper is None else ZooKeeperKeys(zookeeper, self.change_log)
+        if not endpoints and zookeeper is None:
             raise ValueError("at least one etcd endpoint is required")
+        self.backend: EtcdBackend | ZooKeeperBackend = (
+            zookeeper if zookeeper is not None else EtcdBackend(endpoints, timeout))
         self.endpoints = list(endpoints)
         self.timeout = timeout
-        self._current = 0
-        self._etcd: aetcd.Client | None = None
         self._caches: list[KeyCache] = []
         self._group_commit = GroupCommit(self, pipeline_depth)
-        self.change_log = ChangeLog()
 
     @property
     def pipeline_depth(self) -> int:
@@ -218,45 +237,26 @@ class MetadataStore:
 
     # -- connection -------------------------------------------------------------------------
 
+    @property
+    def etcd(self) -> EtcdBackend:
+        """The etcd backend (`MetastoreError` on ZooKeeper)."""
+        if not isinstance(self.backend, EtcdBackend):
+            raise _unsupported("etcd transactions")
+        return self.backend
+
+    @property
+    def on_zookeeper(self) -> bool:
+        return self._zk is not None
+
     def _client(self) -> aetcd.Client:
-        if self._etcd is None:
-            endpoint = self.endpoints[self._current]
-            self._etcd = aetcd.Client(
-                host=endpoint.host,
-                port=endpoint.port,
-                timeout=self.timeout,
-                options=_CHANNEL_OPTIONS,
-                connect_wait_timeout=int(self.timeout),
-            )
-        return self._etcd
+        return self.etcd.client()
 
     async def close(self) -> None:
-        if self._etcd is not None:
-            client, self._etcd = self._etcd, None
-            await client.close()
-
-    async def _failover(self) -> None:
-        """Move to the next endpoint after a failure (only when there is more than one)."""
-        if len(self.endpoints) > 1:
-            self._current = (self._current + 1) % len(self.endpoints)
-            await self.close()
+        await self.backend.close()
 
     async def _call(self, make: Callable[[aetcd.Client], Awaitable[T]]) -> T:
-        """Run one etcd call within the timeout, mapping transport errors to `Unavailable`."""
-        try:
-            async with asyncio.timeout(self.timeout):  # unlike wait_for, no task per call
-                return await make(self._client())
-        except _UNAVAILABLE_ERRORS as exc:
-            await self._failover()
-            raise Unavailable(f"metadata store unavailable: {type(exc).__name__}") from exc
-        except aetcd.InvalidArgumentError as exc:
-            if "too large" in str(exc):
-                raise ValueTooLarge() from exc
-            raise
-        except aetcd.ClientError as exc:  # gRPC's own limit: a request twice etcd's (a record)
-            if "larger than max" in str(exc):
-                raise ValueTooLarge() from exc
-            raise
+        """Run one etcd call within the timeout (`EtcdBackend.call`)."""
+        return await self.etcd.call(make)
 
     async def _transaction(
         self, compare: list[Any], success: list[Any], failure: list[Any] | None = None
@@ -340,6 +340,8 @@ class MetadataStore:
     # -- reads ------------------------------------------------------------------------------
 
     async def get(self, path: str) -> Versioned | None:
+        if self._zk is not None:
+            return await self._zk.get(path)
         result = await self._call(lambda c: c.get(to_key(path)))
         if result is None:
             return None
@@ -355,6 +357,9 @@ class MetadataStore:
     async def read_range(self, path: str, *, prefix: bool) -> RangeSnapshot:
         """The key `path` (`prefix=False`) or every key under `path + "/"`, with the store
         revision of the read (a watch from `revision + 1` misses nothing)."""
+        if self._zk is not None:
+            found = await self._zk.read_range(path, prefix=prefix)
+            return RangeSnapshot(found.entries, found.revision)
         if prefix:
             start, _ = child_range(path)
             result = await self._call(lambda c: c.get_prefix(start))
@@ -371,10 +376,14 @@ class MetadataStore:
 
     async def get_children_values(self, path: str) -> dict[str, Versioned]:
         """Every key under `path + "/"`, by full path."""
+        if self._zk is not None:
+            return (await self._zk.read_range(path, prefix=True, watching=False)).entries
         return (await self.read_range(path, prefix=True)).entries
 
     async def children(self, path: str) -> list[str]:
         """Names of the direct children of `path`, sorted (as Pulsar's etcd store lists them)."""
+        if self._zk is not None:
+            return await self._zk.backend.children(path)
         start, _ = child_range(path)
         result = await self._call(lambda c: c.get_prefix(start, keys_only=True))
         cut = len(start)
@@ -382,6 +391,8 @@ class MetadataStore:
 
     async def lease_of(self, path: str) -> int | None:
         """The lease the key is attached to (None: absent or not on a lease)."""
+        if self._zk is not None:
+            return await self._zk.lease_of(path)
         result = await self._call(lambda c: c.get(to_key(path)))
         return int(result.lease) if result is not None and result.lease else None
 
@@ -389,6 +400,8 @@ class MetadataStore:
         """Changes of the key (or of every key under `path + "/"`) from `start_revision` on;
         the watch is established when this returns. Iterate it until it breaks (the
         iteration then ends or raises); `cancel()` it when done."""
+        if self._zk is not None:
+            return ZooKeeperWatchStream(await self._zk.watch(path, prefix=prefix))
         if prefix:
             key, range_end = child_range(path)
         else:
@@ -399,6 +412,10 @@ class MetadataStore:
         """Changes of every key in [`first`, `end`) (paths compared as UTF-8 bytes) from
         `start_revision` on, as `watch`. Raises `Compacted` when etcd compacted
         `start_revision` away (at once, or on the first iteration)."""
+        if self._zk is not None:
+            return ZooKeeperWatchStream(
+                await self._zk.watch_keys(first, end, start_revision=start_revision)
+            )
         return await self._watch(to_key(first), to_key(end), start_revision)
 
     async def _watch(self, key: bytes, range_end: bytes | None, start_revision: int) -> WatchStream:
@@ -414,12 +431,16 @@ class MetadataStore:
 
     async def revision(self) -> int:
         """The store's current revision (that of its latest write)."""
+        if self._zk is not None:
+            return await self._zk.revision()
         result = await self._call(lambda c: c.get_prefix(b"\0", keys_only=True))
         return int(result.header.revision)
 
     async def compact(self, revision: int) -> None:
         """Discard the history before `revision` (etcd's compaction); watches from an older
         revision then fail with `Compacted`."""
+        if self._zk is not None:
+            return
         await self._call(lambda c: c.compact(revision, physical=True))
 
     # -- writes -----------------------------------------------------------------------------
@@ -427,6 +448,8 @@ class MetadataStore:
     async def put(self, path: str, value: bytes, expected_revision: int | None = None) -> int:
         """Write `value`; with `expected_revision`, only if the key is still at that revision
         (0 means: only if the key does not exist). Returns the new revision."""
+        if self._zk is not None:
+            return await self._zk.put(path, value, expected_revision)
         if expected_revision is None:
             if current_change() is None:
                 result = await self._call(lambda c: c.put(to_key(path), value))
@@ -457,6 +480,10 @@ class MetadataStore:
         (0: absent) and the key `requires` (if given) exists. Returns (True, what was written)
         or (False, what the key holds now, read in the same transaction; None when absent);
         `NotFound(requires)` when that key is gone."""
+        if self._zk is not None:
+            return await self._zk.put_if_revision(
+                path, value, expected_revision, lease=lease, requires=requires
+            )
         tx = self._client().transactions
         key = to_key(path)
         compare = [tx.mod(key) == expected_revision]
@@ -480,6 +507,8 @@ class MetadataStore:
     async def delete(self, path: str, expected_revision: int | None = None) -> int:
         """Delete the key and return the revision of the deletion; `NotFound` when it is
         absent, `BadVersion` when it changed since `expected_revision`."""
+        if self._zk is not None:
+            return await self._zk.delete(path, expected_revision)
         key = to_key(path)
         tx = self._client().transactions
         compare = [tx.version(key) > 0]
@@ -500,6 +529,8 @@ class MetadataStore:
 
     async def delete_children(self, path: str) -> int:
         """Delete every key under `path + "/"` (not `path` itself); the revision after it."""
+        if self._zk is not None:
+            return await self._zk.delete_children(path)
         start, end = child_range(path)
         tx = self._client().transactions
         _, responses = await self._recorded_transaction(
@@ -518,6 +549,8 @@ class MetadataStore:
         delete each of `deletes` and each of `delete_trees` (the key and everything under
         it), and return the store revision after it; otherwise nothing is written and
         `BadVersion` is raised."""
+        if self._zk is not None:
+            return await self._zk.commit(guards, puts or {}, delete_trees, deletes)
         tx = self._client().transactions
         compare = [self._compare(guard) for guard in guards]
         success = [tx.put(to_key(path), value) for path, value in (puts or {}).items()]
@@ -548,6 +581,8 @@ class MetadataStore:
         """Write `value` (None: delete) if `guard` holds; the new revision, else `BadVersion`
         (group commit's write). `records`: the change record of each update of the batch,
         written in the same transaction (the guard makes their `before` exact)."""
+        if self._zk is not None:
+            return await self._zk.swap(path, guard, value, records)
         tx = self._client().transactions
         key = to_key(path)
         success = [tx.delete(key) if value is None else tx.put(key, value)]
@@ -560,20 +595,42 @@ class MetadataStore:
 
     async def put_ephemeral(self, path: str, value: bytes, lease_id: int) -> None:
         """Write a key attached to a lease: it vanishes when the lease expires."""
+        if self._zk is not None:
+            return await self._zk.put_ephemeral(path, value, lease_id)
         await self._call(lambda c: c.put(to_key(path), value, lease=lease_id))
 
+    async def create_sequential(self, prefix: str, value: bytes, lease: int | None) -> str:
+        """Create `prefix` + a ten-digit sequence number (ephemeral on `lease` when given),
+        as each store numbers sequential keys (`backend.StoreBackend.create_sequential`);
+        the path created."""
+        if self._zk is not None:
+            return await self._zk.create_sequential(prefix, value, lease)
+        previous = await self._call(lambda c: c.put(to_key(prefix), b"", prev_kv=True))
+        n = 0 if previous.prev_kv is None else int(previous.prev_kv.version)
+        path = f"{prefix}{n:010d}"
+        written, _ = await self.put_at_version(path, value, 0, lease=lease)
+        if not written:
+            raise AlreadyExists(path)
+        return path
+
     async def grant_lease(self, ttl: int) -> int:
+        if self._zk is not None:
+            return await self._zk.grant_lease()
         lease = await self._call(lambda c: c.lease(ttl))
         return int(lease.id)
 
     async def refresh_lease(self, lease_id: int) -> bool:
         """Keep the lease alive; False when it has already expired."""
+        if self._zk is not None:
+            return await self._zk.refresh_lease(lease_id)
         reply = await self._call(lambda c: c.refresh_lease(lease_id))
         return reply is not None and int(reply.TTL) > 0
 
     async def revoke_lease(self, lease_id: int) -> None:
         """End the lease now: every key on it is deleted. A lease that already expired is
         ended too (no error)."""
+        if self._zk is not None:
+            return await self._zk.revoke_lease(lease_id)
         try:
             await self._call(lambda c: c.revoke_lease(lease_id))
         except aetcd.ClientError as exc:
@@ -584,6 +641,8 @@ class MetadataStore:
 
     async def get_with_version(self, path: str) -> tuple[bytes, int] | None:
         """The value and its etcd `version` (1 after creation, +1 per write), or None."""
+        if self._zk is not None:
+            return await self._zk.get_with_version(path)
         result = await self._call(lambda c: c.get(to_key(path)))
         return None if result is None else (result.value, int(result.version))
 
@@ -592,6 +651,8 @@ class MetadataStore:
     ) -> tuple[list[tuple[str, bytes, int]], bool]:
         """Up to `limit` keys in [start, end) in key order, as (path, value, etcd version),
         in one bounded range request, and whether more keys follow."""
+        if self._zk is not None:
+            return await self._zk.scan(start, end, limit=limit, keys_only=keys_only)
         if limit < 1:
             raise ValueError("limit must be at least 1")
         response = await self._range(rpc.RangeRequest(
@@ -605,6 +666,8 @@ class MetadataStore:
     ) -> tuple[bool, bool]:
         """Write `value` (on `lease`, if given) only if the key's etcd version is `version`
         (0: absent). Returns (written, whether the key exists when not written)."""
+        if self._zk is not None:
+            return await self._zk.put_at_version(path, value, version, lease=lease)
         tx = self._client().transactions
         key = to_key(path)
         ok, responses = await self._transaction(
@@ -614,12 +677,16 @@ class MetadataStore:
 
     async def put_returning_version(self, path: str, value: bytes) -> int:
         """An unconditional write; the etcd version the key had before it (0: absent)."""
+        if self._zk is not None:
+            return await self._zk.put_returning_version(path, value)
         result = await self._call(lambda c: c.put(to_key(path), value, prev_kv=True))
         return 0 if result.prev_kv is None else int(result.prev_kv.version)
 
     async def delete_at_version(self, path: str, version: int | None) -> tuple[bool, bool]:
         """Delete the key if it exists and, when `version` is given, is at that etcd version.
         Returns (deleted, whether the key exists when not deleted)."""
+        if self._zk is not None:
+            return await self._zk.delete_at_version(path, version)
         tx = self._client().transactions
         key = to_key(path)
         compare = [tx.version(key) > 0]
@@ -657,6 +724,8 @@ class MetadataStore:
         `prefix` (see `ChangeRecord.touches`), ordered by revision and, within one
         transaction, as written. A transaction's records are never split between pages
         (unless one transaction alone holds more than `limit`)."""
+        if self._zk is not None:
+            return await self._zk.read_changes(since, limit, prefix)
         found: list[ChangeRecord] = []
         page = max(limit, 100)
         while len(found) < limit:
@@ -697,6 +766,8 @@ class MetadataStore:
     async def prune_changes(self, max_records: int, max_age_seconds: float) -> int:
         """Delete the oldest change records beyond `max_records` (<= 0: no limit) and those
         older than `max_age_seconds` (<= 0: no limit); how many were deleted."""
+        if self._zk is not None:
+            return await self._zk.prune_changes(max_records, max_age_seconds)
         deleted = 0
         tx = self._client().transactions
         if max_age_seconds > 0:

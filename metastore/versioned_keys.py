@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from metastore.errors import AlreadyExists, BadVersion, NotFound
-from metastore.store import Endpoint, MetadataStore
+from metastore.store import Endpoint, MetadataStore, open_metadata_store
 
 
 @dataclass(frozen=True)
@@ -45,11 +45,17 @@ class Page:
 
 
 class VersionedKeys:
-    def __init__(self, store: MetadataStore | Sequence[Endpoint], timeout: float = 5.0) -> None:
-        """A view over `store`, or over a store of its own on `endpoints` (closed by
-        `close()`)."""
+    def __init__(
+        self, store: MetadataStore | Sequence[Endpoint] | str, timeout: float = 5.0
+    ) -> None:
+        """A view over `store`, or over a store of its own on etcd `endpoints` or at a
+        `metadataStoreUrl` (closed by `close()`)."""
         self._owned = not isinstance(store, MetadataStore)
-        self.store = store if isinstance(store, MetadataStore) else MetadataStore(store, timeout)
+        if isinstance(store, str):
+            self.store = open_metadata_store(store, timeout)
+        else:
+            self.store = store if isinstance(store, MetadataStore) else MetadataStore(
+                store, timeout)
 
     @classmethod
     def of(cls, store: MetadataStore) -> VersionedKeys:
@@ -85,6 +91,10 @@ class VersionedKeys:
         return Page([(key, value, version - 1) for key, value, version in items], more)
 
     # -- writes -----------------------------------------------------------------------------
+
+    async def create_sequential(self, prefix: str, value: bytes, lease: int | None) -> str:
+        """`MetadataStore.create_sequential`: the path created."""
+        return await self.store.create_sequential(prefix, value, lease)
 
     async def create(self, path: str, value: bytes, lease: int | None = None) -> int:
         """Write `value` only if the key does not exist (`AlreadyExists` otherwise), on

@@ -1,5 +1,5 @@
-"""Fixtures: a real etcd on free ports and the real server over HTTP, shared by the session;
-every test starts from an empty store."""
+"""Fixtures: a real etcd and a real ZooKeeper on free ports and the real server over HTTP,
+shared by the session; every test starts from an empty store."""
 
 from __future__ import annotations
 
@@ -13,11 +13,23 @@ from metastore.embedded import EmbeddedEtcd
 from metastore.store import MetadataStore
 from tests.storage.testbed import TOPIC_CONF, Cluster, start_cluster, stop_cluster
 from tests.support import RawEtcd, ServerProcess, TokenServers, token_conf, wait_until
+from tests.zookeeper import EmbeddedZooKeeper, RawZooKeeper
+from tests.zookeeper import available as zookeeper_available
 
 
 @pytest.fixture(scope="session")
 def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEtcd]:
     server = EmbeddedEtcd(tmp_path_factory.mktemp("etcd"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedZooKeeper]:
+    """One real ZooKeeper (Debian's package) for the whole session."""
+    assert zookeeper_available(), "Debian's zookeeper package is not installed (make system-deps)"
+    server = EmbeddedZooKeeper(tmp_path_factory.mktemp("zookeeper"))
     server.start()
     yield server
     server.stop()
@@ -65,17 +77,55 @@ def token_server(etcd: EmbeddedEtcd, tmp_path_factory: pytest.TempPathFactory
 
 
 @pytest.fixture
-def clean_store(raw_etcd: RawEtcd, server: ServerProcess) -> RawEtcd:
-    """An empty store, with the server's rack cache caught up with the wipe."""
-    raw_etcd.wipe()
-    wait_until(lambda: httpx.get(f"{server.url}/admin/v2/bookies/racks-info").json() == {})
-    return raw_etcd
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """The store under `admin` and `clean_store`: etcd, unless a module parametrises it
+    (`pytestmark = tests.zookeeper.ON_BOTH_STORES`)."""
+    return str(getattr(request, "param", "etcd"))
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server(
+    zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """The real server on the session's ZooKeeper, every key under `/pulsar-service`."""
+    process = ServerProcess(f"zk:{zookeeper.hosts()}/pulsar-service",
+                            tmp_path_factory.mktemp("zookeeper-server")).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="session")
+def raw_zookeeper(zookeeper: EmbeddedZooKeeper, zookeeper_server: ServerProcess
+                  ) -> Iterator[RawZooKeeper]:
+    raw = RawZooKeeper(zookeeper.hosts(), "/pulsar-service")
+    yield raw
+    raw.close()
 
 
 @pytest.fixture
-def admin(server: ServerProcess, clean_store: RawEtcd) -> Iterator[httpx.Client]:
+def store_server(request: pytest.FixtureRequest, store_kind: str) -> ServerProcess:
+    """The shared server on the store `store_kind` names."""
+    name = "zookeeper_server" if store_kind == "zookeeper" else "server"
+    found: ServerProcess = request.getfixturevalue(name)
+    return found
+
+
+@pytest.fixture
+def clean_store(request: pytest.FixtureRequest, store_kind: str,
+                store_server: ServerProcess) -> RawEtcd:
+    """An empty store, with the server's rack cache caught up with the wipe (a
+    `RawZooKeeper`, with the same methods, when the module runs on ZooKeeper too)."""
+    raw: RawEtcd = request.getfixturevalue(
+        "raw_zookeeper" if store_kind == "zookeeper" else "raw_etcd")
+    raw.wipe()
+    wait_until(lambda: httpx.get(f"{store_server.url}/admin/v2/bookies/racks-info").json() == {})
+    return raw
+
+
+@pytest.fixture
+def admin(store_server: ServerProcess, clean_store: RawEtcd) -> Iterator[httpx.Client]:
     """An HTTP client on the shared server, over an empty store."""
-    with httpx.Client(base_url=server.url, timeout=10) as client:
+    with httpx.Client(base_url=store_server.url, timeout=10) as client:
         yield client
 
 

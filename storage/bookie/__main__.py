@@ -1,5 +1,9 @@
 """`python -m storage.bookie --bookie-id HOST:PORT --data-dir DIR --metadata-store-url URL`.
 
+The store is Pulsar's `metadataStoreUrl` (`etcd:...`, `zk:h:p[/chroot]`) or BookKeeper's
+`metadataServiceUri` (`--metadata-service-uri` or `-c metadataServiceUri=...`:
+`metadata-store:zk:h:p/ledgers`, `zk+hierarchical://h:p;h:p/ledgers`; `metastore.store_url`).
+
 Only parses flags; `service.run` does the rest. `-c NAME=VALUE` sets any BookKeeper setting the
 bookie knows (journalMaxGroupWaitMSec, journalFlushWhenQueueEmpty, dbStorage_writeCacheMaxSizeMb,
 flushInterval, diskUsageThreshold, diskCheckInterval, ...).
@@ -14,6 +18,7 @@ import signal
 import sys
 from pathlib import Path
 
+from metastore.store_url import parse_metadata_service_uri, parse_store_url
 from storage.bookie.bookie import BookieSettings
 from storage.bookie.service import ServiceSettings, apply_overrides, run
 from storage.runtime import GC_DEFAULT, GC_MODES, set_gc
@@ -28,7 +33,10 @@ def parse_command(argv: list[str]) -> tuple[ServiceSettings, str]:
     parser = argparse.ArgumentParser(prog="python -m storage.bookie")
     parser.add_argument("--bookie-id", required=True, help="HOST:PORT, also the listen address")
     parser.add_argument("--data-dir", required=True, type=Path)
-    parser.add_argument("--metadata-store-url", required=True, help="etcd:http://host:port")
+    parser.add_argument("--metadata-store-url", help="etcd:http://host:port or zk:host:port")
+    parser.add_argument("--metadata-service-uri",
+                        help="metadata-store:zk:host:port/ledgers or "
+                             "zk+hierarchical://host:port/ledgers")
     parser.add_argument("--lease-ttl", type=int, default=30, help="registration lease, seconds")
     parser.add_argument(
         "--python-gc", choices=GC_MODES, default=GC_DEFAULT,
@@ -49,10 +57,19 @@ def parse_command(argv: list[str]) -> tuple[ServiceSettings, str]:
         if not sep:
             parser.error(f"--conf expects NAME=VALUE, got {item!r}")
         overrides[key.strip()] = value.strip()
+    service_uri = overrides.pop("metadataServiceUri", None) or args.metadata_service_uri
+    if (service_uri is None) == (args.metadata_store_url is None):
+        parser.error("give one of --metadata-store-url and --metadata-service-uri "
+                     "(or -c metadataServiceUri=...)")
+    try:
+        store_url = (parse_store_url(args.metadata_store_url) if service_uri is None
+                     else parse_metadata_service_uri(service_uri))
+    except ValueError as exc:
+        parser.error(str(exc))
     settings = ServiceSettings(
         bookie_id=args.bookie_id,
         storage=BookieSettings(data_dir=args.data_dir),
-        metadata_store_url=args.metadata_store_url,
+        metadata_store_url=store_url.url,
         lease_ttl=args.lease_ttl,
     )
     try:

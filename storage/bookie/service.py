@@ -30,7 +30,7 @@ from metastore.errors import AlreadyExists, NotFound
 from metastore.ledger_metadata import LedgerMetadata
 from metastore.ledgers import LedgerMetadataStore
 from metastore.paths import underreplication_lock
-from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.store import open_metadata_store
 from metastore.underreplication_marks import encode_lock_data
 from metastore.versioned_keys import VersionedKeys
 from storage.bookie.bookie import Bookie, BookieSettings
@@ -183,7 +183,8 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
     bookie.journal.metrics = metrics
     stop_metrics = serve_metrics(settings, bookie, metrics) if metrics is not None else None
     server = await serve(bookie, settings.host, settings.port, metrics)
-    store = MetadataStore(parse_metadata_store_url(settings.metadata_store_url))
+    # on ZooKeeper the registration's session times out as its etcd lease would
+    store = open_metadata_store(settings.metadata_store_url, session_timeout=settings.lease_ttl)
     registration = Registration(store, settings.bookie_id, settings.lease_ttl)
     data_dir = settings.storage.data_dir
     bookie.readonly = next_readonly(

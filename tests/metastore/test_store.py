@@ -1,9 +1,10 @@
-"""MetadataStore against a real etcd: keys, children, CAS, leases."""
+"""MetadataStore against a real etcd and a real ZooKeeper: keys, children, CAS, leases."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -15,7 +16,26 @@ from metastore.store import (
     MetadataStore,
     parse_metadata_store_url,
 )
+from metastore.zookeeper_backend import ZooKeeperBackend
 from tests.support import RawEtcd
+from tests.zookeeper import EmbeddedZooKeeper
+
+
+@pytest.fixture(params=["etcd", "zookeeper"])
+async def store(
+    request: pytest.FixtureRequest, etcd: EmbeddedEtcd, raw_etcd: RawEtcd
+) -> AsyncIterator[MetadataStore]:
+    """A wiped `MetadataStore` on the session's etcd, then on its ZooKeeper."""
+    if request.param == "etcd":
+        raw_etcd.wipe()
+        store = MetadataStore([etcd.endpoint], timeout=5)
+    else:
+        zookeeper: EmbeddedZooKeeper = request.getfixturevalue("zookeeper")
+        zookeeper.wipe()
+        backend = ZooKeeperBackend(zookeeper.hosts(), "/chroot", timeout=5)
+        store = MetadataStore([], timeout=5, zookeeper=backend)
+    yield store
+    await store.close()
 
 
 def test_parse_metadata_store_url() -> None:
@@ -29,6 +49,8 @@ def test_parse_metadata_store_url() -> None:
 
 
 async def test_path_is_the_key_verbatim(store: MetadataStore, raw_etcd: RawEtcd) -> None:
+    if store.on_zookeeper:
+        pytest.skip("etcd keys (ZooKeeper paths: tests/metastore/test_zookeeper_store.py)")
     await store.put("/admin/clusters/us-west", b'{"serviceUrl":"http://x:8080"}')
     assert raw_etcd.get("/admin/clusters/us-west") == b'{"serviceUrl":"http://x:8080"}'
 

@@ -1,6 +1,7 @@
-"""The placement audit of a live cluster, end to end: etcd, four bookie processes on their own
-racks, the service, a strict namespace written through the REST producer; then one bookie
-stopped and another moved to another group. The snapshot of that etcd, audited on the
+"""The placement audit of a live cluster, end to end, on etcd and then on ZooKeeper: the
+store, four bookie processes on their own racks, the service, a strict namespace written
+through the REST producer; then one bookie stopped and another moved to another group. The
+snapshot of that store, audited on the
 session's shared SparkSession, reports exactly the ledgers on the stopped bookie as
 NOT_REGISTERED and those on the moved one as FOREIGN_GROUP.
 
@@ -30,16 +31,29 @@ from pipeline.snapshot import snapshot
 from placement import PlacementConfig
 from placement.violations import kind_names
 from tests.cli.conftest import run_cli
-from tests.storage.testbed import TOPIC_CONF, Cluster, start_cluster, stop_cluster
+from tests.storage.testbed import (
+    TOPIC_CONF,
+    Cluster,
+    start_cluster,
+    start_zookeeper_cluster,
+    stop_cluster,
+)
 from tests.support import ServerProcess, wait_until
+from tests.zookeeper import EmbeddedZooKeeper
 
 pytest.importorskip("pyspark")
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, ServerProcess, Path]]:
+@pytest.fixture(scope="module", params=["etcd", "zookeeper"])
+def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+         ) -> Iterator[tuple[Cluster, ServerProcess, Path]]:
+    """The cluster and the service on etcd, then on ZooKeeper (keys under `/live-audit`)."""
     work = tmp_path_factory.mktemp("live-audit")
-    cluster = start_cluster(work / "cluster", 4)
+    if request.param == "zookeeper":
+        zookeeper: EmbeddedZooKeeper = request.getfixturevalue("zookeeper")
+        cluster = start_zookeeper_cluster(work / "cluster", 4, zookeeper.hosts(), "/live-audit")
+    else:
+        cluster = start_cluster(work / "cluster", 4)
     server: ServerProcess | None = None
     try:
         cluster.set_groups({"iso": cluster.ids[:3], "other": cluster.ids[3:]})

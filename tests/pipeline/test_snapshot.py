@@ -25,9 +25,8 @@ from pipeline.placement_inputs import build_placement_inputs
 from pipeline.schema import LEDGER_COLUMNS, TABLES, check_snapshot, denormalised, read_table
 from pipeline.snapshot import snapshot
 from placement import PlacementConfig
-from tests.pipeline.zookeeper import EmbeddedZooKeeper
-from tests.pipeline.zookeeper import available as zk_available
 from tests.support import RawEtcd
+from tests.zookeeper import EmbeddedZooKeeper
 
 B1, B2, B3, B4, GHOST = "b1:3181", "b2:3181", "b3:3181", "b4:3181", "ghost:3181"
 STRICT_ML = "public/strict/persistent/t+1%2Fx"  # local name "t 1/x", URL-encoded
@@ -190,24 +189,13 @@ def test_cli_and_unreachable_store(populated: EmbeddedEtcd, exported: Path,
     assert "Traceback" not in bad.stderr
 
 
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedZooKeeper]:
-    if not zk_available():
-        pytest.skip("Debian's zookeeper package is not installed (make system-deps)")
-    server = EmbeddedZooKeeper(tmp_path_factory.mktemp("zk"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def test_zookeeper_gives_the_same_tables(populated: EmbeddedEtcd, exported: Path,
                                          zookeeper: EmbeddedZooKeeper, tmp_path: Path) -> None:
     """Every key of the etcd cluster as a znode with the same bytes (parents created as
     ZooKeeper needs them, empty): snapshotting ZooKeeper gives the same five tables."""
     from kazoo.client import KazooClient
 
+    zookeeper.wipe()
     stored = RawEtcd(populated.endpoint).snapshot()
     client = KazooClient(hosts=f"127.0.0.1:{zookeeper.port}", timeout=10)
     client.start(10)

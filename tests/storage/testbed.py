@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from metastore.embedded import EmbeddedEtcd
-from metastore.store import MetadataStore, parse_metadata_store_url
+from metastore.store import MetadataStore, open_metadata_store
 from metastore.topology import read_cluster_view
 from placement import PlacementConfig, Topology
 from storage.bookie.client import BookieClient
@@ -20,6 +21,7 @@ from storage.ledger import BookiePool, LedgerClient
 from storage.managed_ledger import ManagedLedgerFactory
 from tests.storage.bookie.support import BookieProcess
 from tests.support import RawEtcd
+from tests.zookeeper import RawZooKeeper
 
 # the service of the topic tests (tests/conftest.py: topic_service)
 TOPIC_MAX_MESSAGE = 64 * 1024
@@ -68,6 +70,37 @@ def start_cluster(workdir: Path, count: int) -> Cluster:
     return Cluster(etcd, raw, bookies)
 
 
+class ZooKeeperStore:
+    """What a `Cluster` on ZooKeeper keeps in its `etcd` field: the store's URL (`url`),
+    the `RawZooKeeper` closed by `stop`."""
+
+    def __init__(self, url: str, raw: RawZooKeeper) -> None:
+        self.url = url
+        self.raw = raw
+
+    def stop(self) -> None:
+        self.raw.close()
+
+
+def start_zookeeper_cluster(workdir: Path, count: int, hosts: str, chroot: str) -> Cluster:
+    """As `start_cluster`, on a running ZooKeeper (every key under `chroot`, wiped first):
+    `cluster.etcd.url` is the `zk:` URL and `cluster.raw` a `RawZooKeeper`."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    raw = RawZooKeeper(hosts, chroot)
+    raw.wipe()
+    url = f"zk:{hosts}{chroot}"
+    store = cast(EmbeddedEtcd, ZooKeeperStore(url, raw))
+    bookies = [BookieProcess(cast(RawEtcd, raw), url, workdir / f"bookie{i}")
+               for i in range(count)]
+    try:
+        for bookie in bookies:
+            bookie.start()
+    except BaseException:
+        stop_cluster(Cluster(store, cast(RawEtcd, raw), bookies))
+        raise
+    return Cluster(store, cast(RawEtcd, raw), bookies)
+
+
 def stop_cluster(cluster: Cluster) -> None:
     for bookie in cluster.bookies:
         bookie.kill()
@@ -85,8 +118,16 @@ class Engine:
 async def engine(cluster: Cluster, config: PlacementConfig | None = None,
                  seed: int = 7) -> AsyncIterator[Engine]:
     """The client side on the cluster; the topology is read from etcd on each placement."""
+    async with engine_on(cluster.etcd.url, config, seed) as running:
+        yield running
+
+
+@asynccontextmanager
+async def engine_on(store_url: str, config: PlacementConfig | None = None,
+                    seed: int = 7) -> AsyncIterator[Engine]:
+    """The client side on the store `store_url` names (etcd or ZooKeeper)."""
     config = config or PlacementConfig()
-    store = MetadataStore(parse_metadata_store_url(cluster.etcd.url))
+    store = open_metadata_store(store_url)
 
     async def topology() -> Topology:
         return (await read_cluster_view(store, config)).topology

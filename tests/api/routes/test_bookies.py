@@ -6,6 +6,9 @@ import httpx
 
 from api.services.racks import INVALID_RACK_REASON
 from tests.support import RawEtcd
+from tests.zookeeper import ON_BOTH_STORES
+
+pytestmark = ON_BOTH_STORES  # the routes on etcd and on ZooKeeper
 
 RACKS = "/admin/v2/bookies/racks-info"
 

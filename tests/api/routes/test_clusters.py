@@ -6,6 +6,9 @@ import httpx
 import pytest
 
 from tests.support import RawEtcd
+from tests.zookeeper import ON_BOTH_STORES
+
+pytestmark = ON_BOTH_STORES  # the routes on etcd and on ZooKeeper
 
 CLUSTERS = "/admin/v2/clusters"
 US_WEST = {

@@ -10,6 +10,9 @@ import httpx
 import pytest
 
 from tests.support import RawEtcd
+from tests.zookeeper import ON_BOTH_STORES
+
+pytestmark = ON_BOTH_STORES  # the routes on etcd and on ZooKeeper
 
 BASE = "/admin/v2/clusters/us-west/namespaceIsolationPolicies"
 RECORD = "/admin/clusters/us-west/namespaceIsolationPolicies"

@@ -15,7 +15,6 @@ import pytest
 
 from metastore import paths
 from metastore.ledger_metadata import decode_ledger_metadata
-from metastore.store import parse_metadata_store_url
 from metastore.versioned_keys import VersionedKeys
 from placement import AffinityGroups, PlacementConfig
 from storage.autorecovery import (
@@ -36,10 +35,24 @@ from tests.storage.testbed import Cluster, engine
 from tests.support import wait_until_async
 
 
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, cluster: Cluster) -> Cluster:
+    """The session's storage cluster on etcd, or (`parametrize(..., indirect=True)` with
+    "zookeeper") the same cluster on ZooKeeper."""
+    if getattr(request, "param", "etcd") == "zookeeper":
+        on_zookeeper: Cluster = request.getfixturevalue("zk_cluster")
+        return on_zookeeper
+    return cluster
+
+
+ON_BOTH_STORES = pytest.mark.parametrize("cluster", ["etcd", "zookeeper"], indirect=True)
+
+
 def keys_of(cluster: Cluster) -> VersionedKeys:
-    return VersionedKeys(parse_metadata_store_url(cluster.etcd.url))
+    return VersionedKeys(cluster.etcd.url)
 
 
+@ON_BOTH_STORES
 async def test_marks_are_in_bookkeepers_text_format_and_merge(cluster: Cluster) -> None:
     keys = keys_of(cluster)
     marks = UnderReplication(keys)
@@ -70,6 +83,7 @@ async def test_marks_are_in_bookkeepers_text_format_and_merge(cluster: Cluster) 
         await keys.close()
 
 
+@ON_BOTH_STORES
 async def test_two_candidates_one_auditor_and_a_successor(cluster: Cluster) -> None:
     config = PlacementConfig()
     keys = [keys_of(cluster), keys_of(cluster)]
@@ -112,6 +126,7 @@ async def test_two_candidates_one_auditor_and_a_successor(cluster: Cluster) -> N
             await k.close()
 
 
+@ON_BOTH_STORES
 async def test_lost_bookie_is_marked_and_its_ledgers_restored_inside_the_group(
     cluster: Cluster, tmp_path: Path
 ) -> None:

@@ -1,4 +1,4 @@
-"""A real ZooKeeper (Debian's `zookeeper` package) on a free port, for the snapshot tests.
+"""A ZooKeeper server (Debian's `zookeeper` package) on a free port, for benchmarks and tests.
 
 Runs `org.apache.zookeeper.server.ZooKeeperServerMain` with a config of its own (client port,
 data dir, admin server off) from /usr/share/java/zookeeper.jar, whose manifest names the
@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 from metastore.embedded import free_port
+
+__all__ = ["ZOOKEEPER_JAR", "EmbeddedZooKeeper", "available"]
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 
@@ -63,6 +65,9 @@ class EmbeddedZooKeeper:
                 return conn.recv(4) == b"imok"
         except OSError:
             return False
+
+    def hosts(self) -> str:
+        return f"127.0.0.1:{self.port}"
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -1,0 +1,477 @@
+"""The ZooKeeper backend of the store seam (`metastore.backend`), as Pulsar's
+`ZKMetadataStore` maps its semantics onto ZooKeeper:
+
+- a path is the znode of the same name under the chroot; a write creates missing parents;
+- versions are znode versions, the revision is the znode's `mzxid`;
+- ephemeral znodes belong to this client's session; sequential znodes are ZooKeeper's own
+  (ten-digit suffix);
+- `multi` is one ZooKeeper `multi`; a `Check` for absence is a create and a delete of the
+  same znode inside it (fails with the rest when the znode exists);
+- the change stream is one persistent recursive watch on the root (`addWatch`, ZooKeeper
+  3.6+), added again with a `RESYNC` after every reconnection (the server forgets a
+  connection's watches, and events while disconnected are not replayed).
+
+The client is kazoo (maintained; sessions, reconnection and `multi`): its calls are made
+with its asynchronous API and completed on the event loop through `call_soon_threadsafe`,
+so nothing here blocks the loop. kazoo does not know `addWatch` (opcode 106), so
+`_AddWatch` is that request in ZooKeeper's jute encoding, queued like kazoo's own, and the
+notifications it produces (which kazoo would drop as unregistered) are taken from kazoo's
+reader before its own dispatch: the only two places that reach into kazoo's internals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import struct
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionClosedError,
+    ConnectionLoss,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    OperationTimeoutError,
+    RolledBackError,
+    SessionExpiredError,
+)
+from kazoo.protocol.serialization import Watch, write_string
+from kazoo.protocol.states import KazooState, ZnodeStat
+
+from metastore.backend import (
+    CREATE,
+    Change,
+    ChangeKind,
+    ChangeStream,
+    Check,
+    Delete,
+    Op,
+    Put,
+    SessionEvent,
+    SessionListener,
+    Stat,
+)
+from metastore.errors import (
+    AlreadyExists,
+    BadVersion,
+    MetastoreError,
+    NotFound,
+    Unavailable,
+)
+
+__all__ = ["ZooKeeperBackend"]
+
+log = logging.getLogger(__name__)
+
+_PARENTS_KNOWN = 10_000  # parent znodes known to exist (not made again before each multi)
+_PERSISTENT_RECURSIVE = 1  # ZooKeeper's AddWatchMode
+_EVENT_KINDS = {1: ChangeKind.CREATED, 2: ChangeKind.DELETED, 3: ChangeKind.MODIFIED}
+_TRANSPORT_ERRORS = (
+    ConnectionLoss,
+    ConnectionClosedError,
+    SessionExpiredError,
+    OperationTimeoutError,
+)
+
+
+class _AddWatch(NamedTuple):
+    """ZooKeeper's `AddWatchRequest` (path, mode), opcode 106; its reply has no body."""
+
+    path: str
+    mode: int
+    type: int = 106
+
+    def serialize(self) -> bytes:
+        return bytes(write_string(self.path)) + struct.pack("!i", self.mode)
+
+    @classmethod
+    def deserialize(cls, buffer: bytes, offset: int) -> bool:
+        return True
+
+
+def _stat(value: bytes, stat: ZnodeStat) -> Stat:
+    return Stat(value, int(stat.version), int(stat.mzxid), int(stat.ephemeralOwner))
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] or "/"
+
+
+class ZooKeeperBackend:
+    """ZooKeeper under Pulsar's paths (see the module docstring). `hosts`: "h:p[,h:p]";
+    `chroot`: the znode that holds every key ("" for the root), created when missing."""
+
+    kind = "zookeeper"
+
+    def __init__(
+        self,
+        hosts: str,
+        chroot: str = "",
+        *,
+        timeout: float = 5.0,
+        session_timeout: float = 30.0,
+    ) -> None:
+        self.hosts = hosts
+        self.chroot = chroot.rstrip("/")
+        self.timeout = timeout
+        self.session_timeout = session_timeout
+        self._zk = KazooClient(
+            hosts=hosts,
+            timeout=session_timeout,
+            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started: asyncio.Future[None] | None = None
+        self._listeners: list[SessionListener] = []
+        self._streams: list[ChangeStream] = []
+        self._watching = False
+        self._state = KazooState.LOST
+        self._closed = False
+        self._session: int | None = None
+        self._lost_sessions: set[int] = set()
+        self._parents: set[str] = set()
+
+    # -- connection ---------------------------------------------------------------------
+
+    async def _connect(self) -> None:
+        """Start the session on first use and make the chroot (kazoo then prefixes it)."""
+        loop = asyncio.get_running_loop()
+        if self._started is None:
+            self._loop = loop
+            self._started = loop.create_future()
+            self._zk.add_listener(self._on_state)
+            self._install_reader_hook()
+            connected = self._zk.start_async()
+            done = self._started
+            threading.Thread(
+                target=self._await_start, args=(connected, done), daemon=True
+            ).start()
+        try:
+            async with asyncio.timeout(self.timeout):
+                await asyncio.shield(self._started)
+        except TimeoutError:
+            raise Unavailable("metadata store unavailable: ZooKeeper is not reachable") from None
+
+    def _await_start(self, connected: threading.Event, done: asyncio.Future[None]) -> None:
+        """Wait (in a thread of its own) for the first connection, then make the chroot."""
+        while not connected.wait(1.0):
+            if self._closed:
+                return
+        if self.chroot:
+            while not self._closed:
+                try:
+                    self._zk.ensure_path(self.chroot)
+                    break
+                except KazooException:
+                    connected.wait(0.5)
+            self._zk.chroot = self.chroot
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(_succeed, done, None)
+
+    async def _result(self, make: Callable[[], Any]) -> Any:
+        """Issue a kazoo asynchronous call and await its result on the loop, all within the
+        timeout. While disconnected it waits for the connection (bounded by the same
+        timeout) rather than let kazoo queue the request, which could then be sent after
+        the caller was told it failed."""
+        await self._connect()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def settle(outcome: Any) -> None:
+            try:
+                value = outcome.get_nowait()
+            except BaseException as exc:
+                loop.call_soon_threadsafe(_fail, future, exc)
+            else:
+                loop.call_soon_threadsafe(_succeed, future, value)
+
+        try:
+            async with asyncio.timeout(self.timeout):
+                while not self._zk.connected:
+                    await asyncio.sleep(0.02)
+                make().rawlink(settle)
+                return await future
+        except TimeoutError:
+            raise Unavailable("metadata store unavailable: ZooKeeper did not answer") from None
+        except _TRANSPORT_ERRORS as exc:
+            raise Unavailable(f"metadata store unavailable: {type(exc).__name__}") from exc
+
+    # -- the seam -----------------------------------------------------------------------
+
+    async def get(self, path: str) -> Stat | None:
+        try:
+            value, stat = await self._result(lambda: self._zk.get_async(path))
+        except NoNodeError:
+            return None
+        return _stat(value, stat)
+
+    async def put(
+        self,
+        path: str,
+        value: bytes,
+        expected_version: int | None = None,
+        *,
+        ephemeral: bool = False,
+    ) -> Stat:
+        if expected_version == CREATE:
+            return await self._create(path, value, ephemeral=ephemeral)
+        if expected_version is not None:
+            try:
+                stat = await self._result(lambda: self._zk.set_async(path, value, expected_version))
+            except (BadVersionError, NoNodeError):
+                raise BadVersion(path) from None
+            return _stat(value, stat)
+        while True:
+            try:
+                stat = await self._result(lambda: self._zk.set_async(path, value, -1))
+                return _stat(value, stat)
+            except NoNodeError:
+                pass
+            with contextlib.suppress(AlreadyExists):
+                return await self._create(path, value, ephemeral=ephemeral)
+
+    async def _create(self, path: str, value: bytes, *, ephemeral: bool) -> Stat:
+        try:
+            _, stat = await self._result(lambda: self._zk.create_async(
+                path, value, ephemeral=ephemeral, makepath=True, include_data=True))  # fmt: skip
+        except NodeExistsError:
+            raise AlreadyExists(path) from None
+        return _stat(value, stat)
+
+    async def create_sequential(self, prefix: str, value: bytes, *, ephemeral: bool) -> str:
+        created: str = await self._result(lambda: self._zk.create_async(
+            prefix, value, ephemeral=ephemeral, sequence=True, makepath=True))  # fmt: skip
+        return created
+
+    async def delete(self, path: str, expected_version: int | None = None) -> None:
+        version = -1 if expected_version is None else expected_version
+        try:
+            await self._result(lambda: self._zk.delete_async(path, version))
+        except NoNodeError:
+            raise NotFound(path) from None
+        except BadVersionError:
+            raise BadVersion(path) from None
+        except NotEmptyError:
+            raise MetastoreError(f"cannot delete {path}: it has children") from None
+
+    async def children(self, path: str) -> list[str]:
+        try:
+            names: list[str] = await self._result(lambda: self._zk.get_children_async(path))
+        except NoNodeError:
+            return []
+        return sorted(names)
+
+    async def multi(self, ops: Sequence[Op]) -> list[Stat | None]:
+        try:
+            return await self._multi(ops)
+        except NoNodeError:  # a parent known to exist was deleted since: make it again
+            self._parents.clear()
+            try:
+                return await self._multi(ops)
+            except NoNodeError:
+                raise BadVersion(", ".join(op.path for op in ops)) from None
+
+    async def _multi(self, ops: Sequence[Op]) -> list[Stat | None]:
+        await self._connect()  # kazoo prefixes the chroot as each op is added
+        for parent in sorted({_parent(op.path) for op in ops if not isinstance(op, Delete)}):
+            if parent != "/" and parent not in self._parents:
+                await self._result(functools.partial(self._zk.ensure_path_async, parent))
+                if len(self._parents) >= _PARENTS_KNOWN:
+                    self._parents.clear()
+                self._parents.add(parent)
+        existing: dict[str, bool] = {}
+        for op in ops:  # an unconditional put is a set or a create, as the znode is now
+            if isinstance(op, Put) and op.expected_version is None:
+                existing[op.path] = await self.get(op.path) is not None
+        checks = [op for op in ops if isinstance(op, Check)]
+        writes = [op for op in ops if not isinstance(op, Check)]
+        tx = self._zk.transaction()
+        for op in checks:  # first: each sees the state before the batch, as etcd's compares
+            if op.expected_version == CREATE:
+                tx.create(op.path, b"")
+                tx.delete(op.path)
+            else:
+                tx.check(op.path, op.expected_version)
+        for op in writes:
+            if isinstance(op, Put):
+                if op.expected_version == CREATE or (
+                    op.expected_version is None and not existing[op.path]
+                ):
+                    tx.create(op.path, op.value)
+                else:
+                    version = -1 if op.expected_version is None else op.expected_version
+                    tx.set_data(op.path, op.value, version)
+            else:
+                tx.delete(op.path, -1 if op.expected_version is None else op.expected_version)
+        results = await self._result(tx.commit_async)
+        failures = [r for r in results if isinstance(r, Exception)]
+        if failures:
+            causes = [r for r in failures if not isinstance(r, RolledBackError)]
+            if any(isinstance(c, NoNodeError) for c in causes) and any(
+                isinstance(op, Put) and op.expected_version in (None, CREATE) for op in ops
+            ) and not (len(ops) == 1 and isinstance(ops[0], Delete)):
+                raise NoNodeError()  # a parent is gone (`multi` makes it again)
+            if len(ops) == 1 and isinstance(ops[0], Delete) and isinstance(causes[0], NoNodeError):
+                raise NotFound(ops[0].path)
+            if len(ops) == 1 and isinstance(causes[0], NodeExistsError):
+                raise AlreadyExists(ops[0].path)
+            raise BadVersion(", ".join(op.path for op in ops))
+        replies = list(results[len(results) - len(writes):])
+        # every op of one multi has the multi's zxid: a create's revision is a setData's mzxid
+        zxid = next((int(r.mzxid) for r in replies if isinstance(r, ZnodeStat)), None)
+        stats: dict[int, Stat] = {}
+        for op, reply in zip(writes, replies, strict=True):
+            if not isinstance(op, Put):
+                continue
+            if isinstance(reply, ZnodeStat):
+                stats[id(op)] = _stat(op.value, reply)
+                continue
+            if zxid is None:  # a create answers with its path alone: read its czxid
+                found = await self._result(functools.partial(self._zk.exists_async, op.path))
+                zxid = int(found.czxid) if found else 0
+            stats[id(op)] = Stat(op.value, 0, zxid)
+        return [stats.get(id(op)) for op in ops]
+
+    # -- session ------------------------------------------------------------------------
+
+    def _on_state(self, state: str) -> None:
+        """kazoo's state listener (its own thread): session events, the watch re-added."""
+        previous, self._state = self._state, state
+        client_id = self._zk.client_id
+        if state == KazooState.CONNECTED and client_id is not None:
+            self._session = int(client_id[0])
+        elif state == KazooState.LOST and self._session is not None:
+            self._lost_sessions.add(self._session)
+        events: list[SessionEvent] = []
+        if state == KazooState.SUSPENDED:
+            events.append(SessionEvent.CONNECTION_LOST)
+        elif state == KazooState.LOST and previous != KazooState.LOST:
+            events.append(SessionEvent.SESSION_LOST)
+        elif state == KazooState.CONNECTED:
+            if previous == KazooState.SUSPENDED:
+                events.append(SessionEvent.RECONNECTED)
+            elif previous == KazooState.LOST and self._started is not None \
+                    and self._started.done():
+                events.append(SessionEvent.SESSION_REESTABLISHED)
+            if self._watching:
+                self._add_watch(resync=True)
+        loop = self._loop
+        if events and loop is not None and not loop.is_closed():
+            for event in events:
+                loop.call_soon_threadsafe(self._emit, event)
+
+    def _emit(self, event: SessionEvent) -> None:
+        for listener in list(self._listeners):
+            listener(event)
+
+    def add_session_listener(self, listener: SessionListener) -> None:
+        self._listeners.append(listener)
+
+    async def session_id(self) -> int:
+        await self._connect()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        while (client_id := self._zk.client_id) is None or not self._zk.connected:
+            if loop.time() > deadline:
+                raise Unavailable("metadata store unavailable: no ZooKeeper session")
+            await asyncio.sleep(0.02)
+        return int(client_id[0])
+
+    def session_lost(self, session: int) -> bool:
+        """Whether `session` is known to have ended (expired or closed)."""
+        return session in self._lost_sessions
+
+    def last_revision(self) -> int:
+        return int(self._zk.last_zxid)
+
+    async def expire_session(self) -> None:
+        """Expire the session as ZooKeeper does after a timeout: a second client attaches
+        to it and closes it."""
+        await self._connect()
+        session = self._zk.client_id
+
+        def close_session() -> None:
+            other = KazooClient(hosts=self.hosts, client_id=session, timeout=self.session_timeout)
+            other.start(timeout=self.timeout)
+            other.stop()
+            other.close()
+
+        await asyncio.to_thread(close_session)
+
+    # -- change stream ------------------------------------------------------------------
+
+    def _install_reader_hook(self) -> None:
+        """See the module docstring: persistent-watch notifications, read before kazoo's
+        own dispatch (which drops them), on kazoo's reader thread."""
+        connection = self._zk._connection
+        read_event = connection._read_watch_event
+
+        def read_watch_event(buffer: bytes, offset: int) -> Any:
+            watch, _ = Watch.deserialize(buffer, offset)
+            kind = _EVENT_KINDS.get(watch.type)
+            loop = self._loop
+            if kind is not None and self._watching and loop is not None and not loop.is_closed():
+                path = self._zk.unchroot(watch.path)
+                loop.call_soon_threadsafe(self._publish, Change(kind, path))
+            return read_event(buffer, offset)
+
+        connection._read_watch_event = read_watch_event
+
+    def _add_watch(self, *, resync: bool) -> Any:
+        """Queue `addWatch` on the root (non-blocking); `RESYNC` once it is in place."""
+        outcome = self._zk.handler.async_result()
+        root = self.chroot or "/"
+        self._zk._call(_AddWatch(root, _PERSISTENT_RECURSIVE), outcome)
+        if resync:
+            def announce(result: Any) -> None:
+                loop = self._loop
+                if result.successful() and loop is not None and not loop.is_closed():
+                    loop.call_soon_threadsafe(self._publish, Change(ChangeKind.RESYNC, "/"))
+
+            outcome.rawlink(announce)
+        return outcome
+
+    def _publish(self, change: Change) -> None:
+        for stream in list(self._streams):
+            stream.publish(change)
+
+    async def watch(self) -> ChangeStream:
+        stream = ChangeStream(self._streams.remove)
+        self._streams.append(stream)
+        if not self._watching:
+            await self._connect()
+            self._watching = True
+            try:
+                await self._result(lambda: self._add_watch(resync=False))
+            except BaseException:
+                self._watching = False
+                stream.close()
+                raise
+        return stream
+
+    async def close(self) -> None:
+        self._closed = True
+        self._watching = False
+        for stream in list(self._streams):
+            stream.close()
+        if self._started is not None:
+            await asyncio.to_thread(self._zk.stop)
+            self._zk.close()
+
+
+def _succeed(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)

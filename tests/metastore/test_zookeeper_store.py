@@ -1,0 +1,228 @@
+"""`MetadataStore` on ZooKeeper where it could differ from etcd: znodes under the chroot,
+compare-and-swap between processes, the watch-fed cache fed by another ZooKeeper client,
+and leases as the session."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from metastore.cache import WatchedRange
+from metastore.errors import Unavailable
+from metastore.ledger_ids import LedgerIdGenerator
+from metastore.store import MetadataStore, open_metadata_store
+from metastore.versioned import Versioned
+from metastore.versioned_keys import VersionedKeys
+from metastore.zookeeper_backend import ZooKeeperBackend
+from tests.zookeeper import EmbeddedZooKeeper
+
+CHROOT = "/pulsar-test"
+BOOKIE = "/ledgers/available/b1:3181"
+StoreFactory = Callable[..., Awaitable[MetadataStore]]
+
+
+@pytest.fixture
+def kazoo(zookeeper: EmbeddedZooKeeper) -> Iterator[KazooClient]:
+    """Another ZooKeeper client, as zkCli.sh or a Pulsar broker would be (no chroot)."""
+    zookeeper.wipe()
+    client = KazooClient(hosts=zookeeper.hosts(), timeout=10)
+    client.start(10)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+async def open_store(
+    zookeeper: EmbeddedZooKeeper, kazoo: KazooClient
+) -> AsyncIterator[StoreFactory]:
+    opened: list[MetadataStore] = []
+
+    async def open_one(session_timeout: float = 30.0) -> MetadataStore:
+        backend = ZooKeeperBackend(zookeeper.hosts(), CHROOT, timeout=5,
+                                   session_timeout=session_timeout)
+        store = MetadataStore([], timeout=5, zookeeper=backend)
+        opened.append(store)
+        return store
+
+    yield open_one
+    for store in opened:
+        await store.close()
+
+
+async def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+async def test_paths_are_znodes_under_the_chroot(
+    open_store: StoreFactory, kazoo: KazooClient
+) -> None:
+    store = await open_store()
+    await store.put("/admin/clusters/us-west", b'{"serviceUrl":"http://x:8080"}')
+    data, _ = kazoo.get(f"{CHROOT}/admin/clusters/us-west")
+    assert data == b'{"serviceUrl":"http://x:8080"}'
+    kazoo.create(f"{CHROOT}/admin/clusters/eu", b'{"serviceUrl":"http://y"}')
+    found = await store.get_json("/admin/clusters/eu")
+    assert found == {"serviceUrl": "http://y"}
+    assert await store.children("/admin/clusters") == ["eu", "us-west"]
+
+
+async def test_concurrent_updates_from_two_processes_lose_nothing(
+    open_store: StoreFactory,
+) -> None:
+    first, second = await open_store(), await open_store()
+
+    def add(name: str) -> Callable[[object], object]:
+        def mutate(doc: object) -> object:
+            racks = dict(doc) if isinstance(doc, dict) else {}
+            racks[name] = {"rack": "/r1"}
+            return racks
+        return mutate
+
+    writes = [store.update_json("/bookies", add(f"b{i}:3181"))
+              for i in range(40) for store in [(first, second)[i % 2]]]
+    await asyncio.gather(*writes)
+    stored = await first.get_json("/bookies")
+    assert sorted(stored) == sorted(f"b{i}:3181" for i in range(40))
+
+
+async def test_cache_serves_another_clients_writes(
+    open_store: StoreFactory, kazoo: KazooClient
+) -> None:
+    store = await open_store()
+    await store.put("/bookies", b"{}")
+    cache = WatchedRange(store, "/bookies")
+    children = WatchedRange(store, "/ledgers/available", prefix=True)
+    await cache.start()
+    await children.start()
+    try:
+        assert cache.synced and children.synced
+        kazoo.set(f"{CHROOT}/bookies", b'{"default":{}}')
+        def updated() -> bool:
+            found = cache.peek("/bookies")
+            return isinstance(found, Versioned) and found.value == b'{"default":{}}'
+
+        await _eventually(updated, timeout=1.0)
+        kazoo.create(f"{CHROOT}/ledgers/available/b1:3181", b"reg", makepath=True)
+        await _eventually(lambda: isinstance(children.peek(BOOKIE), Versioned))
+        kazoo.delete(f"{CHROOT}/ledgers/available/b1:3181")
+        await _eventually(lambda: children.peek(BOOKIE) is None)
+        kazoo.delete(f"{CHROOT}/bookies")
+        await _eventually(lambda: cache.peek("/bookies") is None)
+    finally:
+        await cache.stop()
+        await children.stop()
+
+
+async def test_lease_is_the_session(open_store: StoreFactory, kazoo: KazooClient) -> None:
+    owner, other = await open_store(session_timeout=4), await open_store()
+    lease = await owner.grant_lease(ttl=4)
+    await owner.put_ephemeral("/ledgers/available/b1:3181", b"reg", lease)
+    assert await other.lease_of("/ledgers/available/b1:3181") == lease
+    _, stat = kazoo.get(f"{CHROOT}/ledgers/available/b1:3181")
+    assert stat.ephemeralOwner == lease
+    assert await owner.refresh_lease(lease)
+    await owner.revoke_lease(lease)
+    assert await other.get("/ledgers/available/b1:3181") is None
+
+    lease = await owner.grant_lease(ttl=4)
+    await owner.put_ephemeral("/ledgers/available/b1:3181", b"reg", lease)
+    assert isinstance(owner.backend, ZooKeeperBackend)
+    await owner.backend.expire_session()
+    await _eventually(lambda: not kazoo.exists(f"{CHROOT}/ledgers/available/b1:3181"), 20)
+    assert not await owner.refresh_lease(lease)
+    renewed = await owner.grant_lease(ttl=4)
+    assert renewed != lease
+    await owner.put_ephemeral("/ledgers/available/b1:3181", b"again", renewed)
+    assert await other.lease_of("/ledgers/available/b1:3181") == renewed
+    # another process ends the registration (a bookie stopped by the service): it goes now
+    await other.revoke_lease(renewed)
+    assert await owner.get("/ledgers/available/b1:3181") is None
+
+
+async def test_ledger_ids_are_zookeeper_sequential_znodes(
+    open_store: StoreFactory, kazoo: KazooClient
+) -> None:
+    """As BookKeeper's `ZkLedgerIdGenerator`: an ephemeral-sequential `ID-` znode per id,
+    deleted at once; two generators (two sessions) never share an id."""
+    first, second = await open_store(), await open_store()
+    generators = [LedgerIdGenerator(VersionedKeys(store)) for store in (first, second)]
+    ids = await asyncio.gather(*(generators[i % 2].generate() for i in range(40)))
+    assert len(set(ids)) == 40
+    assert kazoo.get_children(f"{CHROOT}/ledgers/idgen") == []
+    for generator in generators:
+        await generator.close()
+
+
+async def test_key_range_scans_page_in_key_order(open_store: StoreFactory) -> None:
+    store = await open_store()
+    keys = [f"/ledgers/00/000{h}/L000{n}" for h in range(3) for n in range(4)]
+    for key in keys:
+        await store.put(key, key.encode())
+    await store.put("/ledgers/LAYOUT", b"layout")
+    await store.put("/ledgers/underreplication/ledgers/0000/0000/urL0001", b"mark")
+    seen: list[str] = []
+    start = "/ledgers/0"
+    while True:
+        items, more = await store.scan(start, "/ledgers/:", limit=5)
+        seen += [path for path, _, _ in items]
+        assert all(value == path.encode() and version == 1 for path, value, version in items)
+        if not more:
+            break
+        start = items[-1][0] + "\0"
+    assert seen == keys
+    marks, more = await store.scan("/ledgers/underreplication/ledgers/",
+                                   "/ledgers/underreplication/ledgers0", limit=10)
+    assert [path for path, _, _ in marks] == [
+        "/ledgers/underreplication/ledgers/0000/0000/urL0001"] and not more
+
+
+async def test_zookeeper_killed_and_restarted_under_writers_loses_no_acknowledged_update(
+    tmp_path: Path,
+) -> None:
+    """Two stores add bookies to `/bookies` while ZooKeeper is killed (-9) and restarted on
+    its data: every update acknowledged to a writer is in the document afterwards."""
+    server = EmbeddedZooKeeper(tmp_path / "zk")
+    server.start()
+    stores = [open_metadata_store(f"zk:{server.hosts()}/p", timeout=3) for _ in range(2)]
+    acknowledged: list[str] = []
+    stop = asyncio.Event()
+
+    async def writer(store: MetadataStore, name: str) -> None:
+        n = 0
+        while not stop.is_set():
+            bookie = f"{name}-{n}:3181"
+            try:
+                await store.update_json("/bookies", lambda doc, b=bookie: {
+                    **(doc or {}), b: {"rack": "/r"}})
+                acknowledged.append(bookie)
+            except Unavailable:
+                await asyncio.sleep(0.05)
+            n += 1
+
+    try:
+        tasks = [asyncio.create_task(writer(store, f"w{i}")) for i, store in enumerate(stores)]
+        await _eventually(lambda: len(acknowledged) >= 20, 30)
+        assert server.process is not None
+        server.process.kill()
+        server.process.wait()
+        written_before = len(acknowledged)
+        server.start()
+        await _eventually(lambda: len(acknowledged) >= written_before + 20, 60)
+        stop.set()
+        await asyncio.gather(*tasks)
+        stored = await stores[0].get_json("/bookies")
+        assert set(acknowledged) <= set(stored)
+    finally:
+        stop.set()
+        for store in stores:
+            await store.close()
+        server.stop()
