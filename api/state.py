@@ -33,7 +33,7 @@ from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology
 from storage.autorecovery import AutoRecovery, ReplicationWorker, UnderReplication
 from storage.autorecovery.plan_repair import PlannedMove, RepairProgress, apply_plan
-from storage.bookie.client import BookieClient
+from storage.bookie_client import BookieClient
 from storage.cluster import LocalBookies
 from storage.engine import build_ledger_client, build_managed_ledger_factory
 from storage.ledger import BookiePool, LedgerClient

@@ -69,7 +69,7 @@ from pipeline.synth import write_table
 from placement import PlacementConfig
 from placement.config import parse_broker_conf
 from placement.topology import UNKNOWN_REGION, region_of
-from storage.bookie.client import BookieClient
+from storage.bookie_client import BookieClient
 
 MANAGED_LEDGER_NAME = "pulsar/managed-ledger"
 PLACEMENT_POLICY_CONFIG = "EnsemblePlacementPolicyConfig"

@@ -12,8 +12,8 @@ import pytest
 
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import BookieError
+from storage.bookie_client import BookieClient
 from tests.storage.chaos.support import Group, Produced, eventually, replication_gaps, stored
 from tests.storage.cluster import Cluster, engine
 from tests.support import RawEtcd, ServerProcess, wait_until
