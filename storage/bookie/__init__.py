@@ -2,7 +2,8 @@
 
 Layers (each names its commit point): `format` (bytes, pure), `protocol` (frames, pure),
 `journal` (group fdatasync), `entrylog` (batch fdatasync), `index` (one LMDB transaction),
-`bookie` (the facade and checkpoint), `server` (TCP), `registration` (etcd lease),
+`ledger_storage` (write cache, checkpoint, entry log and index),
+`bookie` (admission, fencing, journal), `server` (TCP), `registration` (etcd lease),
 `service` (one process). The broker-side client is `storage.bookie_client`.
 """
 
