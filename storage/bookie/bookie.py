@@ -4,7 +4,8 @@ Write path (BookKeeper's `BookieImpl.addEntry` with DbLedgerStorage): check read
 key and fence; put the entry in the write cache (`ledger_storage.LedgerStorage`); append it to
 the journal; `reply(EOK)` runs from the journal's callback, after the fdatasync of the entry's
 group. `add_unacked` is the same without the callback, for the server's batch of adds answered
-by one `when_durable`.
+by one `when_durable`; `add_run` takes a run of a writer's plain adds straight from a socket
+read in compiled code (`storage.bookie.addpath`), with the same checks and effects.
 
 A checkpoint (`LedgerStorage.checkpoint`, under the journal's synced mark) writes the cache to
 the entry log and index; the journals before its mark are then deleted.
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from storage.bookie.addpath import take_adds
 from storage.bookie.entrylog import DEFAULT_LOG_SIZE_LIMIT, EntryLogger
 from storage.bookie.errors import CorruptEntry
 from storage.bookie.format import (
@@ -165,6 +167,25 @@ class Bookie:
             self.trigger_checkpoint()
         self.journal.append(entry)
         return _EOK
+
+    def add_run(self, buf: bytes, start: int, end: int) -> tuple[int, int, int, bytes]:
+        """The run of plain adds from `start` among the whole frames of buf[start:end] (length
+        prefixes included) that `add_unacked` would take without a decision (a writable ledger
+        under its master key, a valid digest, room in the cache), taken by the compiled add
+        path (`addpath.take_adds`): cached and journalled as `add_unacked` does, durable when
+        a later `when_durable` callback runs. Returns (position of the first frame not
+        taken, adds taken, their entries' bytes, their EOK responses in one run)."""
+        if self.readonly:
+            return start, 0, 0, b""
+        storage = self.storage
+        pos, count, size, records, responses = take_adds(
+            buf, start, end, storage.writable, storage.active, storage.wait_at
+        )
+        if count:
+            self.journal.append_records(records, count)
+            if storage.checkpoint_due:
+                self.trigger_checkpoint()
+        return pos, count, size, responses
 
     def when_durable(self, done: Callable[[BaseException | None], None]) -> None:
         """`done(None)` once every entry added so far is durable (see `add_unacked`)."""

@@ -22,11 +22,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from storage.bookie.addpath import WriteCache
 from storage.bookie.entrylog import DEFAULT_LOG_SIZE_LIMIT, EntryLogger, Location, log_ids
 from storage.bookie.format import check_entry, fence_record, master_key_record
 from storage.bookie.index import Index, LedgerState
@@ -35,7 +37,6 @@ from storage.runtime import hand_over_gil
 
 log = logging.getLogger(__name__)
 
-Key = tuple[int, int]
 T = TypeVar("T")
 
 FLUSH_AT = (0.25, 0.5)
@@ -46,70 +47,14 @@ their checkpoints coincide, and on a shared disk and CPU the writers' p99 rose w
 (measured, E=3/Qw=3/Qa=2 on three bookies: 8.7-9.5 ms fixed, 5.8-6.3 ms drawn)."""
 
 RELEASE_PIECE = 512  # items freed, or cache entries listed, between two hand_over_gil()
+# (WriteCache, one half of the write cache, is compiled with the add path: storage.bookie.addpath)
 
 
 def release(items: list[Any]) -> None:
-    """Empty a large list a piece at a time (see `WriteCache.release`)."""
+    """Empty a large list a piece at a time (as `WriteCache.release` empties a cache half)."""
     while items:
         del items[-RELEASE_PIECE:]
         hand_over_gil()
-
-
-class WriteCache:
-    """One half of the write cache: entries by (ledger, entry), the last entry per ledger, and
-    each ledger's entry ids in arrival order (for the checkpoint's sort, see `sorted_ids`)."""
-
-    __slots__ = ("entries", "ids", "last", "size")
-
-    def __init__(self) -> None:
-        self.entries: dict[Key, bytes] = {}
-        self.ids: dict[int, list[int]] = {}
-        self.last: dict[int, int] = {}
-        self.size = 0
-
-    def drop(self, ledger_ids: set[int]) -> None:
-        for key in [key for key in self.entries if key[0] in ledger_ids]:
-            self.size -= len(self.entries.pop(key))
-        for ledger_id in ledger_ids:
-            self.last.pop(ledger_id, None)
-            self.ids.pop(ledger_id, None)
-
-    def put(self, ledger_id: int, entry_id: int, entry: bytes) -> None:
-        old = self.entries.get((ledger_id, entry_id))
-        self.entries[(ledger_id, entry_id)] = entry
-        if old is None:
-            ids = self.ids.get(ledger_id)
-            if ids is None:
-                self.ids[ledger_id] = [entry_id]
-            else:
-                ids.append(entry_id)
-        self.size += len(entry) - (len(old) if old is not None else 0)
-        if entry_id > self.last.get(ledger_id, -1):
-            self.last[ledger_id] = entry_id
-
-    def release(self) -> None:
-        """Empty this half, one entry at a time, handing the GIL over every RELEASE_PIECE
-        (one `clear()` of 32 MiB of 1 KiB entries is one C call holding it ~4 ms)."""
-        for table in (self.entries, self.ids):
-            pop = table.popitem
-            for count in range(1, len(table) + 1):
-                pop()
-                if not count % RELEASE_PIECE:
-                    hand_over_gil()
-        self.last.clear()
-        self.size = 0
-
-    def sorted_ids(self) -> list[tuple[int, list[int]]]:
-        """(ledger, its entry ids ascending), by ledger. One ledger at a time: each ledger's
-        ids arrive almost in order, so each sort is short and linear, whereas one `sorted()`
-        of all the (ledger, entry) keys is a single C call that held the GIL, and so stalled
-        the event loop, for 10-20 ms per 30,000 entries here."""
-        ordered = []
-        for ledger_id in sorted(self.ids):
-            ids = self.ids[ledger_id]
-            ids.sort()
-            ordered.append((ledger_id, ids))
-        return ordered
 
 
 class LedgerStorage:
@@ -127,6 +72,7 @@ class LedgerStorage:
         self._flush_at = self._next_flush_at()
         self._ledgers: dict[int, LedgerState] = {}
         self._dirty: dict[int, LedgerState] = {}
+        self.writable: dict[int, bytes] = {}  # master keys of the unfenced ledgers
         self._active = WriteCache()
         self._flushing: WriteCache | None = None
         self._flushed = asyncio.Event()
@@ -144,6 +90,7 @@ class LedgerStorage:
             count = self.index.rebuild(self.logger)
             log.warning("index rebuilt from the entry logs: %d entries", count)
         self._ledgers = self.index.ledgers()
+        self.writable = {lid: s.master_key for lid, s in self._ledgers.items() if not s.fenced}
 
     def mark(self) -> LogMark:
         """The journal mark of the last checkpoint: replay starts there."""
@@ -168,6 +115,10 @@ class LedgerStorage:
         """A ledger's master key and fence, made durable by the next checkpoint."""
         self._ledgers[ledger_id] = state
         self._dirty[ledger_id] = state
+        if state.fenced:
+            self.writable.pop(ledger_id, None)
+        else:
+            self.writable[ledger_id] = state.master_key
 
     def ledger_ids(self) -> set[int]:
         return set(self._ledgers)
@@ -188,6 +139,21 @@ class LedgerStorage:
     def full(self) -> bool:
         """The active half is at the cache's limit while a checkpoint runs: adds must wait."""
         return self._active.size >= self.cache_limit and self._flushing is not None
+
+    @property
+    def active(self) -> WriteCache:
+        """The half of the write cache that takes adds now (a checkpoint swaps it)."""
+        return self._active
+
+    @property
+    def wait_at(self) -> int:
+        """Bytes of the active half at which adds must wait (`full`): the limit while a
+        checkpoint runs, else never."""
+        return self.cache_limit if self._flushing is not None else sys.maxsize
+
+    @property
+    def checkpoint_due(self) -> bool:
+        return self._active.size >= self._flush_at
 
     async def wait_flushed(self) -> None:
         """Until the running checkpoint ends."""
@@ -337,5 +303,6 @@ class LedgerStorage:
             for ledger_id in ledger_ids:
                 self._ledgers.pop(ledger_id, None)
                 self._dirty.pop(ledger_id, None)
+                self.writable.pop(ledger_id, None)
             self._active.drop(ledger_ids)
         return removed
