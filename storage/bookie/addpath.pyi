@@ -22,3 +22,11 @@ class WriteCache:
 def take_adds(
     buf: bytes, pos: int, end: int, writable: dict[int, bytes], cache: WriteCache, wait_at: int
 ) -> tuple[int, int, int, bytes, bytes]: ...
+def pack_keys(
+    entries: dict[tuple[int, int], bytes], ledger_id: int, ids: list[int], first: int,
+    stop: int, bodies: list[bytes], keys: list[bytes],
+) -> None: ...
+def frame_records(
+    bodies: list[bytes], first: int, stop: int, log_id: int, offset: int, limit: int,
+    chunk_end: int,
+) -> tuple[int, int, bytes, list[bytes]]: ...

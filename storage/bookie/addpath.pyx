@@ -300,3 +300,69 @@ def take_adds(bytes buf, Py_ssize_t pos, Py_ssize_t end, dict writable, WriteCac
         Py_XDECREF(records)
         Py_XDECREF(responses)
     return pos, count, entry_bytes, records_out, responses_out
+
+
+cdef inline void _put_be64(unsigned char *p, uint64_t v) noexcept:
+    addpath_put_be32(p, <uint32_t>(v >> 32))
+    addpath_put_be32(p + 4, <uint32_t>v)
+
+
+def pack_keys(dict entries, ledger_id, list ids, Py_ssize_t first, Py_ssize_t stop,
+              list bodies, list keys):
+    """The checkpoint's packing of one ledger's entries ids[first:stop] (ascending): each entry
+    (`entries[ledger_id, entry_id]`) appended to `bodies` and its index key (ledger and entry
+    id, big-endian u64 each: `Index.key`) to `keys`."""
+    cdef Py_ssize_t i
+    cdef bytes key
+    cdef uint64_t ledger_c = <uint64_t>(<int64_t>ledger_id)
+    cdef unsigned char *out
+    stop = min(stop, len(ids))
+    for i in range(first, stop):
+        entry_id = ids[i]
+        bodies.append(entries[ledger_id, entry_id])
+        key = PyBytes_FromStringAndSize(NULL, 16)
+        out = <unsigned char *>PyBytes_AS_STRING(key)
+        _put_be64(out, ledger_c)
+        _put_be64(out + 8, <uint64_t>(<int64_t>entry_id))
+        keys.append(key)
+
+
+def frame_records(list bodies, Py_ssize_t first, Py_ssize_t stop, uint32_t log_id,
+                  Py_ssize_t offset, Py_ssize_t limit, Py_ssize_t chunk_end):
+    """Entry-log records (`record_header` + body) of bodies[first:stop] from `offset` of log
+    `log_id`, joined into one buffer; stops before a record when `offset` has reached `limit`
+    (the log is full) and after one when it has reached `chunk_end`. Returns (index of the
+    next body, offset after the run, the run, the records' locations as `Location.encode`
+    packs them: log id u32, body offset u64, body size u32, big-endian)."""
+    cdef Py_ssize_t i, total = 0, size
+    stop = min(stop, len(bodies))
+    for i in range(first, stop):
+        total += RECORD_HEADER_LEN + len(<bytes>bodies[i])
+    cdef bytes run = PyBytes_FromStringAndSize(NULL, total)
+    cdef unsigned char *out = <unsigned char *>PyBytes_AS_STRING(run)
+    cdef Py_ssize_t used = 0
+    cdef list locations = []
+    cdef bytes body, location
+    cdef unsigned char *loc
+    i = first
+    while i < stop and offset < limit:
+        body = <bytes>bodies[i]
+        size = PyBytes_GET_SIZE(body)
+        addpath_put_be32(out + used, <uint32_t>size)
+        addpath_put_be32(out + used + 4, addpath_crc(
+            0, <const unsigned char *>PyBytes_AS_STRING(body), size))
+        memcpy(out + used + RECORD_HEADER_LEN, PyBytes_AS_STRING(body), size)
+        location = PyBytes_FromStringAndSize(NULL, 16)
+        loc = <unsigned char *>PyBytes_AS_STRING(location)
+        addpath_put_be32(loc, log_id)
+        _put_be64(loc + 4, <uint64_t>(offset + RECORD_HEADER_LEN))
+        addpath_put_be32(loc + 12, <uint32_t>size)
+        locations.append(location)
+        used += RECORD_HEADER_LEN + size
+        offset += RECORD_HEADER_LEN + size
+        i += 1
+        if offset >= chunk_end:
+            break
+    if used != total:
+        run = run[:used]
+    return i, offset, run, locations

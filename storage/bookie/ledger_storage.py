@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from storage.bookie.addpath import WriteCache
+from storage.bookie.addpath import WriteCache, pack_keys
 from storage.bookie.entrylog import DEFAULT_LOG_SIZE_LIMIT, EntryLogger, Location, log_ids
 from storage.bookie.format import check_entry, fence_record, master_key_record
 from storage.bookie.index import Index, LedgerState
@@ -256,18 +256,15 @@ class LedgerStorage:
         """In the flush thread: the swapped cache (no longer written to) into the entry log,
         sorted by (ledger, entry), then its locations, the ledger states and the mark into
         the index in one transaction. This thread holds the GIL between its system calls, and
-        the event loop waits for it there, so the per-entry work is kept to a few C calls
-        (no Location objects: `append_encoded`, `commit_encoded`)."""
+        the event loop waits for it there, so the per-entry work is compiled (`pack_keys`,
+        and `frame_records` in `append_encoded`) or one C call (`commit_encoded`)."""
         assert self.index is not None and self.logger is not None
         entries = flushing.entries
-        key = self.index.key
         bodies: list[bytes] = []
-        keys: list[bytes] = []
+        keys: list[bytes] = []  # Index.key of each, packed by the compiled add path
         for ledger_id, ids in flushing.sorted_ids():
             for first in range(0, len(ids), RELEASE_PIECE):
-                piece = ids[first : first + RELEASE_PIECE]
-                bodies += [entries[ledger_id, entry_id] for entry_id in piece]
-                keys += [key(ledger_id, entry_id) for entry_id in piece]
+                pack_keys(entries, ledger_id, ids, first, first + RELEASE_PIECE, bodies, keys)
                 hand_over_gil()
         for ledger_id, state in dirty.items():
             bodies.append(master_key_record(ledger_id, state.master_key))

@@ -18,14 +18,18 @@ from storage.bookie.addpath import (
     WriteCache,
     crc32c,
     entry_digest,
+    frame_records,
     frame_spans,
     frames_end,
+    pack_keys,
     record_header,
     take_adds,
     with_result,
 )
+from storage.bookie.entrylog import Location
 from storage.bookie.errors import MalformedFrame
-from storage.bookie.format import decode_record, package_entry
+from storage.bookie.format import decode_record, encode_record, package_entry
+from storage.bookie.index import Index
 from storage.bookie.protocol import (
     MAX_FRAME_SIZE,
     AddRequest,
@@ -69,7 +73,8 @@ def frames(draw: st.DrawFn) -> tuple[bytes, int]:
         return encode_add(ledger_id, entry_id, OTHER_KEY, packaged), 1
     if kind == "digest":
         damaged = bytearray(packaged)
-        damaged[draw(st.integers(16, len(packaged) - 1))] ^= 1 << draw(st.integers(0, 7))  # not the ids
+        at = draw(st.integers(16, len(packaged) - 1))  # past the ids, which the frame repeats
+        damaged[at] ^= 1 << draw(st.integers(0, 7))
         return encode_add(ledger_id, entry_id, MASTER_KEY, bytes(damaged)), 1
     if kind == "ids":
         bad_ledger = draw(st.booleans())
@@ -160,8 +165,8 @@ def test_truncated_and_garbage_buffers_never_read_past_their_end(
     admissible adds; frames_end finds the same whole frames as the Python reader would."""
     buf = b"".join(frame for frame, _ in drawn) + garbage
     end = max(0, len(buf) - cut)
-    pos, count, *_ = take_adds(buf, 0, end, {lid: MASTER_KEY for lid in range(6)},
-                               WriteCache(), NO_WAIT)
+    pos, *_ = take_adds(buf, 0, end, {lid: MASTER_KEY for lid in range(6)},
+                        WriteCache(), NO_WAIT)
     assert 0 <= pos <= end
     whole = 0
     while whole + 4 <= end:
@@ -282,3 +287,40 @@ def test_negative_and_damaged_adds_to_a_writable_ledger_store_nothing(
         (0, ResultCode.EOK), (1, ResultCode.EOK), (2, ResultCode.EOK),
         (3, ResultCode.ENOENTRY), (4, ResultCode.ENOENTRY), (5, ResultCode.EOK),
     ]
+
+
+@SETTINGS
+@given(st.lists(st.binary(max_size=300), max_size=40), st.integers(0, 1 << 40),
+       st.integers(1, 4000), st.integers(1, 4000), st.integers(0, (1 << 32) - 1))
+def test_frame_records_agrees_with_encode_record_and_location_encode(
+    bodies: list[bytes], offset: int, room: int, chunk: int, log_id: int
+) -> None:
+    """The checkpoint's compiled framing: the same bytes as `encode_record`, the same
+    locations as `Location.encode`, stopping where the log is full or the chunk is."""
+    limit, chunk_end = offset + room, offset + chunk
+    index, end, run, placed = frame_records(bodies, 0, len(bodies), log_id, offset, limit,
+                                            chunk_end)
+    expected_run, expected_placed, at, taken = b"", [], offset, 0
+    for body in bodies:
+        if at >= limit:
+            break
+        expected_placed.append(Location(log_id, at + 8, len(body)).encode())
+        expected_run += encode_record(body)
+        at += 8 + len(body)
+        taken += 1
+        if at >= chunk_end:
+            break
+    assert (index, end, run, placed) == (taken, at, expected_run, expected_placed)
+
+
+@SETTINGS
+@given(st.integers(0, (1 << 63) - 1), st.lists(st.integers(0, (1 << 63) - 1), unique=True,
+                                               max_size=30), st.integers(0, 40))
+def test_pack_keys_agrees_with_the_index_key(ledger_id: int, ids: list[int], first: int) -> None:
+    entries = {(ledger_id, entry_id): f"{entry_id}".encode() for entry_id in ids}
+    bodies: list[bytes] = [b"before"]
+    keys: list[bytes] = []
+    pack_keys(entries, ledger_id, ids, first, first + 7, bodies, keys)
+    piece = ids[first : first + 7]
+    assert bodies == [b"before"] + [entries[ledger_id, entry_id] for entry_id in piece]
+    assert keys == [Index.key(ledger_id, entry_id) for entry_id in piece]
