@@ -45,14 +45,17 @@ bench: system-deps $(VENV)/.installed-test
 openapi: $(VENV)/.installed
 	$(PY) -m api.openapi_export > openapi.yaml
 
-# etcd (the metadata store), etcdctl (the README's examples), Java 17 (for the Spark pipeline)
-# and Chromium (the docs and audit report's headless tests) from Debian when missing.
+# etcd (the metadata store), etcdctl (the README's examples), Java 17 (for the Spark pipeline),
+# Chromium (the docs and audit report's headless tests), and gcc with Python's headers (the
+# bookie's compiled add path, built by the editable install) from Debian when missing.
 system-deps:
 	@command -v etcd >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; }
 	@command -v etcdctl >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-client; }
 	@command -v java >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jre-headless; }
 	@command -v chromium >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 	@test -e /usr/share/java/zookeeper.jar || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y zookeeper; }
+	@command -v gcc >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y gcc; }
+	@python3 -c 'import os, sysconfig; raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-dev; }
 
 apt-update:
 	@[ -f $(APT_UPDATED) ] || { apt-get update && touch $(APT_UPDATED); }
@@ -60,12 +63,15 @@ apt-update:
 $(VENV)/bin/python:
 	python3 -m venv $(VENV) || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv && python3 -m venv $(VENV); }
 
-$(VENV)/.installed: $(VENV)/bin/python pyproject.toml
+# The editable install also compiles storage/bookie/addpath.pyx in place (setup.py, Cython).
+COMPILED := storage/bookie/addpath.pyx storage/bookie/addpath_crc.h setup.py
+
+$(VENV)/.installed: $(VENV)/bin/python pyproject.toml $(COMPILED)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[spark]'
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
+$(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml $(COMPILED)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[spark,test]'
 	touch $@ $(VENV)/.installed

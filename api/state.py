@@ -41,7 +41,7 @@ from storage.autorecovery import (
     UnderReplication,
     apply_plan,
 )
-from storage.bookie import BookieClient
+from storage.bookie_client import BookieClient
 from storage.ledger import BookiePool, LedgerClient
 from storage.managed_ledger import ManagedLedgerFactory
 

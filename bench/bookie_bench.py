@@ -47,8 +47,8 @@ import uvloop
 from bench.harness import REPO, machine
 from bench.lean_load import build_frames, lean_run
 from metastore.embedded import EmbeddedEtcd, free_port
-from storage.bookie.client import BookieClient
 from storage.bookie.format import package_entry
+from storage.bookie_client import BookieClient
 
 LEVELS = (1, 8, 64, 256)
 LEAN_LEVEL = 64  # also measured with the lean load generator (bench.lean_load)

@@ -41,7 +41,7 @@ from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig, Topology, write_set
 from storage.autorecovery import AutoRecoveryConfig, UnderReplication
 from storage.autorecovery.checker import PeriodicChecks
-from storage.bookie.client import BookieClient
+from storage.bookie_client import BookieClient
 from storage.engine import build_ledger_client
 from storage.ledger import BookiePool, LedgerClient, LedgerSpec
 from storage.ledger.metadata import LedgerMetadata

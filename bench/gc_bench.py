@@ -30,9 +30,9 @@ from metastore.ledger_metadata import LedgerMetadata
 from metastore.ledgers import LedgerMetadataStore
 from metastore.store import MetadataStore, parse_metadata_store_url
 from metastore.versioned_keys import VersionedKeys
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import ConnectionLost
 from storage.bookie.format import package_entry
+from storage.bookie_client import BookieClient
 
 MASTER_KEY = b"\x01" * 20
 PAYLOAD = os.urandom(1024)

@@ -37,8 +37,8 @@ from metastore.embedded import EmbeddedEtcd, free_port
 from metastore.store import MetadataStore, parse_metadata_store_url
 from metastore.topology import read_cluster_view
 from placement import PlacementConfig, Topology
-from storage.bookie.client import BookieClient
 from storage.bookie.format import package_entry
+from storage.bookie_client import BookieClient
 from storage.engine import build_ledger_client
 from storage.ledger import BookiePool, LedgerSpec
 from storage.runtime import GC_DEFAULT, GC_MODES, set_gc

@@ -61,8 +61,8 @@ from storage.autorecovery import (
     UnderReplication,
 )
 from storage.autorecovery.worker import in_window
-from storage.bookie.client import BookieClient
 from storage.bookie.format import package_entry
+from storage.bookie_client import BookieClient
 from storage.engine import build_ledger_client
 from storage.ledger import BookiePool, LedgerClient, LedgerSpec, WriteHandle
 from storage.ledger.handle import master_key

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from metastore import paths
-from storage.bookie import BookieClient
+from storage.bookie_client import BookieClient
 
 _SCAN_START = paths.LEDGERS + "/0"
 _SCAN_END = paths.LEDGERS + "/:"  # the character after "9": only the numbered levels

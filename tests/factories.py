@@ -23,7 +23,7 @@ from cryptography.x509.oid import NameOID
 from metastore.store import MetadataStore, parse_metadata_store_url
 from metastore.topology import read_cluster_view
 from placement import AffinityGroups, PlacementConfig, PlacementMode, Topology
-from storage.bookie.client import BookieClient
+from storage.bookie_client import BookieClient
 from storage.engine import build_ledger_client
 from storage.ledger import BookiePool, LedgerClient, LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata

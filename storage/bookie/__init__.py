@@ -2,12 +2,12 @@
 
 Layers (each names its commit point): `format` (bytes, pure), `protocol` (frames, pure),
 `journal` (group fdatasync), `entrylog` (batch fdatasync), `index` (one LMDB transaction),
-`bookie` (the facade and checkpoint), `server` (TCP), `registration` (etcd lease),
-`service` (one process), `client` (BookieClient, for the broker side and tests).
+`ledger_storage` (write cache, checkpoint, entry log and index),
+`bookie` (admission, fencing, journal), `server` (TCP), `registration` (etcd lease),
+`service` (one process). The broker-side client is `storage.bookie_client`.
 """
 
-from storage.bookie.client import BookieClient
 from storage.bookie.format import package_entry, verify_entry
 from storage.bookie.protocol import Flag, OpCode, ResultCode
 
-__all__ = ["BookieClient", "Flag", "OpCode", "ResultCode", "package_entry", "verify_entry"]
+__all__ = ["Flag", "OpCode", "ResultCode", "package_entry", "verify_entry"]

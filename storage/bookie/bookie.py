@@ -1,34 +1,27 @@
-"""The bookie facade: ledger state, fencing, the write cache and the checkpoint.
+"""The bookie facade: admission, fencing and the journal, over the ledger storage.
 
 Write path (BookKeeper's `BookieImpl.addEntry` with DbLedgerStorage): check read-only, master
-key and fence; put the entry in the write cache; append it to the journal; `reply(EOK)` runs
-from the journal's callback, after the fdatasync of the entry's group. `add_unacked` is the
-same without the callback, for the server's batch of adds answered by one `when_durable`.
+key and fence; put the entry in the write cache (`ledger_storage.LedgerStorage`); append it to
+the journal; `reply(EOK)` runs from the journal's callback, after the fdatasync of the entry's
+group. `add_unacked` is the same without the callback, for the server's batch of adds answered
+by one `when_durable`; `add_run` takes a run of a writer's plain adds straight from a socket
+read in compiled code (`storage.bookie.addpath`), with the same checks and effects.
 
-Checkpoint (DbLedgerStorage's flush, `SyncThread`), commit point = `Index.commit_encoded`:
-1. snapshot the journal's synced mark and swap the write cache (writes go on into a new one);
-2. append the swapped entries, sorted by (ledger, entry), plus master-key/fence records of the
-   ledgers that changed, to the entry log and fdatasync it;
-3. commit their locations, the ledger states and the mark in one index transaction;
-4. delete journals before the mark, and free the swapped cache in the flush thread.
-A crash anywhere before 3 replays the journal from the old mark; after 3, from the new one.
-Steps 2-4 run in the flush thread, which holds the GIL between its system calls while the
-event loop waits for it: its per-entry work is a few C calls, and large objects are freed a
-piece at a time (`release`), never in one call that would stall the loop.
+A checkpoint (`LedgerStorage.checkpoint`, under the journal's synced mark) writes the cache to
+the entry log and index; the journals before its mark are then deleted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from storage.bookie.entrylog import DEFAULT_LOG_SIZE_LIMIT, EntryLogger, Location, log_ids
+from storage.bookie.addpath import take_adds
+from storage.bookie.entrylog import DEFAULT_LOG_SIZE_LIMIT, EntryLogger
 from storage.bookie.errors import CorruptEntry
 from storage.bookie.format import (
     METAENTRY_ID_FENCE_KEY,
@@ -40,7 +33,8 @@ from storage.bookie.format import (
     parse_master_key_record,
 )
 from storage.bookie.index import Index, LedgerState
-from storage.bookie.journal import Journal, JournalSettings, LogMark, replay
+from storage.bookie.journal import Journal, JournalSettings, replay
+from storage.bookie.ledger_storage import FLUSH_AT, LedgerStorage
 from storage.bookie.protocol import (
     FLAG_HIGH_PRIORITY,
     FLAG_RECOVERY_ADD,
@@ -48,12 +42,12 @@ from storage.bookie.protocol import (
     AddRequest,
     ResultCode,
 )
-from storage.runtime import hand_over_gil
 
 log = logging.getLogger(__name__)
 
-Key = tuple[int, int]
 T = TypeVar("T")
+
+__all__ = ["DEFERRED", "FLUSH_AT", "Bookie", "BookieSettings", "Reply"]
 
 
 @dataclass(frozen=True)
@@ -81,123 +75,33 @@ class BookieSettings:
 Reply = Callable[[int], None]
 """Called once with the request's result code (a ResultCode value)."""
 
-FLUSH_AT = (0.25, 0.5)
-"""The active half of the write cache starts a checkpoint at a random point in this range of
-`dbStorage_writeCacheMaxSizeMb` (drawn anew after each checkpoint), rather than always at
-one half: a ledger writes the same entries to its Qw bookies at once, so a fixed point made
-their checkpoints coincide, and on a shared disk and CPU the writers' p99 rose with them
-(measured, E=3/Qw=3/Qa=2 on three bookies: 8.7-9.5 ms fixed, 5.8-6.3 ms drawn)."""
-
 DEFERRED = -1
 """`Bookie.add_unacked`'s answer when the add must wait for the checkpoint (not a wire code)."""
 _EOK = 0  # ResultCode.EOK as a plain int for the per-add comparisons
 
 
-RELEASE_PIECE = 512  # items freed, or cache entries listed, between two hand_over_gil()
-
-
-def release(items: list[Any]) -> None:
-    """Empty a large list a piece at a time (see `_Cache.release`)."""
-    while items:
-        del items[-RELEASE_PIECE:]
-        hand_over_gil()
-
-
-class _Cache:
-    """One half of the write cache: entries by (ledger, entry), the last entry per ledger, and
-    each ledger's entry ids in arrival order (for the checkpoint's sort, see `sorted_ids`)."""
-
-    __slots__ = ("entries", "ids", "last", "size")
-
-    def __init__(self) -> None:
-        self.entries: dict[Key, bytes] = {}
-        self.ids: dict[int, list[int]] = {}
-        self.last: dict[int, int] = {}
-        self.size = 0
-
-    def drop(self, ledger_ids: set[int]) -> None:
-        for key in [key for key in self.entries if key[0] in ledger_ids]:
-            self.size -= len(self.entries.pop(key))
-        for ledger_id in ledger_ids:
-            self.last.pop(ledger_id, None)
-            self.ids.pop(ledger_id, None)
-
-    def put(self, ledger_id: int, entry_id: int, entry: bytes) -> None:
-        old = self.entries.get((ledger_id, entry_id))
-        self.entries[(ledger_id, entry_id)] = entry
-        if old is None:
-            ids = self.ids.get(ledger_id)
-            if ids is None:
-                self.ids[ledger_id] = [entry_id]
-            else:
-                ids.append(entry_id)
-        self.size += len(entry) - (len(old) if old is not None else 0)
-        if entry_id > self.last.get(ledger_id, -1):
-            self.last[ledger_id] = entry_id
-
-    def release(self) -> None:
-        """Empty this half, one entry at a time, handing the GIL over every RELEASE_PIECE
-        (one `clear()` of 32 MiB of 1 KiB entries is one C call holding it ~4 ms)."""
-        for table in (self.entries, self.ids):
-            pop = table.popitem
-            for count in range(1, len(table) + 1):
-                pop()
-                if not count % RELEASE_PIECE:
-                    hand_over_gil()
-        self.last.clear()
-        self.size = 0
-
-    def sorted_ids(self) -> list[tuple[int, list[int]]]:
-        """(ledger, its entry ids ascending), by ledger. One ledger at a time: each ledger's
-        ids arrive almost in order, so each sort is short and linear, whereas one `sorted()`
-        of all the (ledger, entry) keys is a single C call that held the GIL, and so stalled
-        the event loop, for 10-20 ms per 30,000 entries here."""
-        ordered = []
-        for ledger_id in sorted(self.ids):
-            ids = self.ids[ledger_id]
-            ids.sort()
-            ordered.append((ledger_id, ids))
-        return ordered
-
 
 class Bookie:
     def __init__(self, settings: BookieSettings) -> None:
         self.settings = settings
-        self._cache_limit = settings.dbStorage_writeCacheMaxSizeMb * 1024 * 1024
-        self._jitter = random.Random()
-        self.checkpoints = 0  # checkpoints completed
-        self._flush_at = self._next_flush_at()
         self.readonly = False
-        self._ledgers: dict[int, LedgerState] = {}
-        self._dirty: dict[int, LedgerState] = {}
-        self._active = _Cache()
-        self._flushing: _Cache | None = None
-        self._flushed = asyncio.Event()
-        self._checkpoint_lock = asyncio.Lock()
+        self.storage = LedgerStorage(
+            settings.ledger_dir, settings.index_dir,
+            settings.dbStorage_writeCacheMaxSizeMb * 1024 * 1024, settings.logSizeLimit,
+        )
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._periodic: asyncio.Task[None] | None = None
         self._throttled: set[asyncio.Task[None]] = set()
-        self._scans: set[asyncio.Future[list[int]]] = set()  # index scans in threads
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flush")
         self.journal = Journal(settings.journal_dir, settings.journal)
-        self.logger: EntryLogger | None = None
-        self.index: Index | None = None
         self.replayed = 0
-
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def open(self) -> None:
-        """Open the index (rebuilding it from the entry logs if it is gone), replay the journal
-        from the index's mark, start the journal and checkpoint what was replayed."""
-        settings = self.settings
-        self.logger = EntryLogger(settings.ledger_dir, settings.logSizeLimit)
-        self.index = Index(settings.index_dir)
-        if not self.index.existed and log_ids(settings.ledger_dir):
-            count = self.index.rebuild(self.logger)
-            log.warning("index rebuilt from the entry logs: %d entries", count)
-        self._ledgers = self.index.ledgers()
-        for body in replay(settings.journal_dir, self.index.mark()):
+        """Open the ledger storage, replay the journal from its mark, start the journal and
+        checkpoint what was replayed."""
+        self.storage.open()
+        for body in replay(self.settings.journal_dir, self.storage.mark()):
             self._replay_record(body)
         self.journal.start()
         await self.checkpoint()
@@ -208,33 +112,27 @@ class Bookie:
         if ledger_id < 0:  # never admitted now; a journal written before that check had them
             log.warning("journal: record of ledger %d ignored (ledger ids are >= 0)", ledger_id)
             return
+        storage = self.storage
         if entry_id == METAENTRY_ID_LEDGER_KEY:
-            old = self._ledgers.get(ledger_id)
+            old = storage.state(ledger_id)
             state = LedgerState(parse_master_key_record(body), old.fenced if old else False)
         elif entry_id == METAENTRY_ID_FENCE_KEY:
-            old = self._ledgers.get(ledger_id)
+            old = storage.state(ledger_id)
             state = LedgerState(old.master_key if old else b"", True)
         elif entry_id >= 0:
-            self._active.put(ledger_id, entry_id, body)
+            storage.put(ledger_id, entry_id, body)
             self.replayed += 1
             return
         else:
             return
-        self._ledgers[ledger_id] = state
-        self._dirty[ledger_id] = state
+        storage.set_state(ledger_id, state)
 
     async def close(self) -> None:
         if self._periodic is not None:
             self._periodic.cancel()
         await self.checkpoint()
         await self.journal.close()
-        self._executor.shutdown(wait=True)
-        if self._scans:  # never close the index under a scan
-            await asyncio.gather(*self._scans, return_exceptions=True)
-        if self.logger is not None:
-            self.logger.close()
-        if self.index is not None:
-            self.index.close()
+        await self.storage.close()
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -245,8 +143,9 @@ class Bookie:
         if code != _EOK:
             reply(code)
             return
-        if self._active.size >= self._cache_limit and self._flushing is not None:
-            task = asyncio.ensure_future(self._add_throttled(request, reply))
+        if self.storage.full:
+            task = asyncio.ensure_future(self._add_throttled(ledger_id, entry_id,
+                                                             request.entry, reply))
             self._throttled.add(task)
             task.add_done_callback(self._throttled.discard)
             return
@@ -261,14 +160,32 @@ class Bookie:
         code = self._admit(ledger_id, entry_id, master_key, entry, 0)
         if code != _EOK:
             return code
-        active = self._active
-        if active.size >= self._cache_limit and self._flushing is not None:
+        storage = self.storage
+        if storage.full:
             return DEFERRED
-        active.put(ledger_id, entry_id, entry)
-        if active.size >= self._flush_at:
+        if storage.put(ledger_id, entry_id, entry):
             self.trigger_checkpoint()
         self.journal.append(entry)
         return _EOK
+
+    def add_run(self, buf: bytes, start: int, end: int) -> tuple[int, int, int, bytes]:
+        """The run of plain adds from `start` among the whole frames of buf[start:end] (length
+        prefixes included) that `add_unacked` would take without a decision (a writable ledger
+        under its master key, a valid digest, room in the cache), taken by the compiled add
+        path (`addpath.take_adds`): cached and journalled as `add_unacked` does, durable when
+        a later `when_durable` callback runs. Returns (position of the first frame not
+        taken, adds taken, their entries' bytes, their EOK responses in one run)."""
+        if self.readonly:
+            return start, 0, 0, b""
+        storage = self.storage
+        pos, count, size, records, responses = take_adds(
+            buf, start, end, storage.writable, storage.active, storage.wait_at
+        )
+        if count:
+            self.journal.append_records(records, count)
+            if storage.checkpoint_due:
+                self.trigger_checkpoint()
+        return pos, count, size, responses
 
     def when_durable(self, done: Callable[[BaseException | None], None]) -> None:
         """`done(None)` once every entry added so far is durable (see `add_unacked`)."""
@@ -287,9 +204,9 @@ class Bookie:
             check_entry(entry, ledger_id, entry_id)
         except CorruptEntry:
             return ResultCode.EBADREQ
-        state = self._ledgers.get(ledger_id)
+        state = self.storage.state(ledger_id)
         if state is None:
-            self._set_state(ledger_id, LedgerState(master_key))
+            self.storage.set_state(ledger_id, LedgerState(master_key))
             self.journal.append(master_key_record(ledger_id, master_key))
         elif state.master_key != master_key:
             return ResultCode.EUA
@@ -298,8 +215,7 @@ class Bookie:
         return _EOK
 
     def _put(self, ledger_id: int, entry_id: int, entry: bytes, reply: Reply) -> None:
-        self._active.put(ledger_id, entry_id, entry)
-        if self._active.size >= self._flush_at:
+        if self.storage.put(ledger_id, entry_id, entry):
             self.trigger_checkpoint()
 
         def durable(error: BaseException | None) -> None:
@@ -307,19 +223,19 @@ class Bookie:
 
         self.journal.append(entry, durable)
 
-    async def _add_throttled(self, request: AddRequest, reply: Reply) -> None:
+    async def _add_throttled(self, ledger_id: int, entry_id: int, entry: bytes,
+                             reply: Reply) -> None:
         """Back-pressure as DbLedgerStorage: wait for the running flush, up to the throttle,
         then fail the add with ETOOMANYREQUESTS."""
         limit = self.settings.dbStorage_maxThrottleTimeMs / 1000
         try:
             async with asyncio.timeout(limit):
-                while self._active.size >= self._cache_limit and self._flushing is not None:
-                    self._flushed.clear()
-                    await self._flushed.wait()
+                while self.storage.full:
+                    await self.storage.wait_flushed()
         except TimeoutError:
             reply(ResultCode.ETOOMANYREQUESTS)
             return
-        self._put(request.ledger_id, request.entry_id, request.entry, reply)
+        self._put(ledger_id, entry_id, entry, reply)
 
     def fence(self, ledger_id: int, master_key: bytes, reply: Reply) -> None:
         """Fence a ledger; `reply(EOK)` once the fence record is journalled and synced
@@ -327,34 +243,29 @@ class Bookie:
         if ledger_id < 0:
             reply(ResultCode.EBADREQ)
             return
-        state = self._ledgers.get(ledger_id)
+        state = self.storage.state(ledger_id)
         if state is None:
             self.journal.append(master_key_record(ledger_id, master_key))
         elif state.master_key != master_key:
             reply(ResultCode.EUA)
             return
-        self._set_state(ledger_id, LedgerState(master_key, fenced=True))
+        self.storage.set_state(ledger_id, LedgerState(master_key, fenced=True))
 
         def durable(error: BaseException | None) -> None:
             reply(ResultCode.EOK if error is None else ResultCode.EIO)
 
         self.journal.append(fence_record(ledger_id), durable)
 
-    def _set_state(self, ledger_id: int, state: LedgerState) -> None:
-        self._ledgers[ledger_id] = state
-        self._dirty[ledger_id] = state
-
     def is_fenced(self, ledger_id: int) -> bool:
-        state = self._ledgers.get(ledger_id)
+        state = self.storage.state(ledger_id)
         return state is not None and state.fenced
 
     # -- reads ----------------------------------------------------------------------------------
 
     def read(self, ledger_id: int, entry_id: int) -> tuple[ResultCode, bytes]:
         """(EOK, packaged entry) or (error code, b""); a corrupt entry answers EIO."""
-        if ledger_id not in self._ledgers:
+        if self.storage.state(ledger_id) is None:
             return ResultCode.ENOLEDGER, b""
-        assert self.index is not None and self.logger is not None
         if entry_id == LAST_ADD_CONFIRMED:
             found = self.last_entry(ledger_id)
             if found is None:
@@ -362,76 +273,53 @@ class Bookie:
             entry_id = found
         elif entry_id < 0:  # below -1 (LAST_ADD_CONFIRMED): no such entry
             return ResultCode.ENOENTRY, b""
-        key = (ledger_id, entry_id)
-        entry = self._active.entries.get(key)
-        if entry is None and self._flushing is not None:
-            entry = self._flushing.entries.get(key)
         try:
-            if entry is not None:
-                check_entry(entry, ledger_id, entry_id)
-                return ResultCode.EOK, entry
-            location: Location | None = self.index.get(ledger_id, entry_id)
-            if location is None:
-                return ResultCode.ENOENTRY, b""
-            return ResultCode.EOK, self.logger.read(location, ledger_id, entry_id)
+            entry = self.storage.get(ledger_id, entry_id)
         except CorruptEntry as exc:
             log.error("corrupt entry not returned: %s", exc)
             return ResultCode.EIO, b""
+        if entry is None:
+            return ResultCode.ENOENTRY, b""
+        return ResultCode.EOK, entry
 
     def last_entry(self, ledger_id: int) -> int | None:
-        assert self.index is not None
-        candidates = [self._active.last.get(ledger_id, -1), self.index.last_entry(ledger_id)]
-        if self._flushing is not None:
-            candidates.append(self._flushing.last.get(ledger_id, -1))
-        best = max(c for c in candidates if c is not None)
-        return best if best >= 0 else None
+        return self.storage.last_entry(ledger_id)
 
     async def entries_of(self, ledger_id: int) -> list[int] | None:
         """The ids of the ledger's entries this bookie holds, ascending; None when it does not
-        know the ledger (upstream's NoLedgerException). What the write cache holds is taken
-        here, the index is scanned in a thread (a large ledger's scan never stalls adds); an
-        entry being checkpointed meanwhile is in the cache snapshot or the index, or both."""
-        if ledger_id not in self._ledgers:
+        know the ledger (upstream's NoLedgerException)."""
+        if self.storage.state(ledger_id) is None:
             return None
-        assert self.index is not None
-        cached: set[int] = set()
-        for cache in (self._active, self._flushing):
-            # each half's ids of the ledger, in one C call: the flushing half may be emptied
-            # by the flush thread meanwhile (its entries are in the index by then)
-            if cache is not None:
-                cached.update(cache.ids.get(ledger_id, ()))
-        scan = asyncio.get_running_loop().run_in_executor(None, self.index.entry_ids, ledger_id)
-        self._scans.add(scan)
-        try:
-            stored = await scan
-        finally:
-            self._scans.discard(scan)
-        if not cached:
-            return stored
-        return sorted(cached.union(stored))
+        return await self.storage.entry_ids(ledger_id)
 
     @property
     def ledger_count(self) -> int:
-        return len(self._ledgers)
+        return self.storage.ledger_count
 
     @property
     def write_cache_size(self) -> int:
         """Bytes in the write cache (both halves while a checkpoint runs)."""
-        flushing = self._flushing
-        return self._active.size + (flushing.size if flushing is not None else 0)
+        return self.storage.write_cache_size
+
+    @property
+    def index(self) -> Index | None:
+        return self.storage.index
+
+    @property
+    def logger(self) -> EntryLogger | None:
+        return self.storage.logger
 
     # -- checkpoint -----------------------------------------------------------------------------
 
     @property
+    def checkpoints(self) -> int:
+        """Checkpoints completed."""
+        return self.storage.checkpoints
+
+    @property
     def checkpoint_at(self) -> int:
         """Bytes in the active half of the write cache at which the next checkpoint starts."""
-        return self._flush_at
-
-    def _next_flush_at(self) -> int:
-        """Where the active half of the write cache starts the next checkpoint: a point drawn
-        anew each time between FLUSH_AT of the cache's limit (see FLUSH_AT)."""
-        low, high = FLUSH_AT
-        return int(self._cache_limit * self._jitter.uniform(low, high))
+        return self.storage.checkpoint_at
 
     def trigger_checkpoint(self) -> None:
         if self._checkpoint_task is None or self._checkpoint_task.done():
@@ -446,86 +334,22 @@ class Bookie:
                 log.exception("checkpoint failed; the journal still covers every entry")
 
     async def checkpoint(self) -> None:
-        async with self._checkpoint_lock:
-            assert self.index is not None and self.logger is not None
-            mark = self.journal.last_mark
-            flushing, self._active = self._active, _Cache()
-            self._flush_at = self._next_flush_at()
-            dirty, self._dirty = self._dirty, {}
-            self._flushing = flushing
-            try:
-                # Everything else (sorting, records, the entry-log fdatasync, the index
-                # transaction) happens in the flush thread: adds go on meanwhile.
-                await asyncio.get_running_loop().run_in_executor(
-                    self._executor, self._flush, flushing, dirty, mark
-                )
-            except BaseException:
-                # Keep everything readable and retry on the next checkpoint.
-                for (lid, eid), entry in flushing.entries.items():
-                    if (lid, eid) not in self._active.entries:
-                        self._active.put(lid, eid, entry)
-                self._dirty = {**dirty, **self._dirty}
-                raise
-            finally:
-                self._flushing = None
-                self._flushed.set()
-            self.checkpoints += 1
-            self.journal.remove_before(mark)
-
-    def _flush(self, flushing: _Cache, dirty: dict[int, LedgerState], mark: LogMark) -> None:
-        """In the flush thread: the swapped cache (no longer written to) into the entry log,
-        sorted by (ledger, entry), then its locations, the ledger states and the mark into
-        the index in one transaction. This thread holds the GIL between its system calls, and
-        the event loop waits for it there, so the per-entry work is kept to a few C calls
-        (no Location objects: `append_encoded`, `commit_encoded`)."""
-        assert self.index is not None and self.logger is not None
-        entries = flushing.entries
-        key = self.index.key
-        bodies: list[bytes] = []
-        keys: list[bytes] = []
-        for ledger_id, ids in flushing.sorted_ids():
-            for first in range(0, len(ids), RELEASE_PIECE):
-                piece = ids[first : first + RELEASE_PIECE]
-                bodies += [entries[ledger_id, entry_id] for entry_id in piece]
-                keys += [key(ledger_id, entry_id) for entry_id in piece]
-                hand_over_gil()
-        for ledger_id, state in dirty.items():
-            bodies.append(master_key_record(ledger_id, state.master_key))
-            if state.fenced:
-                bodies.append(fence_record(ledger_id))
-        locations = self.logger.append_encoded(bodies)
-        self.index.commit_encoded(zip(keys, locations, strict=False), dirty, mark)
-        # Freed here a piece at a time: dropping the half on the event loop in one go (32 MiB
-        # of 1 KiB entries) stalled it ~4 ms. From now on a read that misses in the emptied
-        # half finds the entry in the index.
-        release(keys)
-        release(locations)
-        flushing.release()
+        mark = await self.storage.checkpoint(lambda: self.journal.last_mark)
+        self.journal.remove_before(mark)
 
     # -- hooks for garbage collection (storage.bookie.gc, storage.bookie.compaction) -----------
 
     def ledger_ids(self) -> set[int]:
         """The ledgers this bookie holds a state for (written, fenced or replayed)."""
-        return set(self._ledgers)
+        return self.storage.ledger_ids()
 
     async def run_exclusive(self, fn: Callable[..., T], *args: Any) -> T:
         """Run blocking `fn(*args)` in the flush thread between checkpoints, so compaction's
         entry-log appends and index transactions never interleave with a checkpoint's."""
-        async with self._checkpoint_lock:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        return await self.storage.run_exclusive(fn, *args)
 
     async def delete_ledgers(self, ledger_ids: set[int]) -> int:
         """Forget ledgers deleted from the metadata store: their index states and locations in
         one durable transaction, then their state and cached entries here; returns the entries
         removed from the index. Their bytes stay in the entry logs until compaction."""
-        assert self.index is not None
-        async with self._checkpoint_lock:
-            loop = asyncio.get_running_loop()
-            removed = await loop.run_in_executor(
-                self._executor, self.index.delete_ledgers, sorted(ledger_ids)
-            )
-            for ledger_id in ledger_ids:
-                self._ledgers.pop(ledger_id, None)
-                self._dirty.pop(ledger_id, None)
-            self._active.drop(ledger_ids)
-        return removed
+        return await self.storage.delete_ledgers(ledger_ids)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from storage.bookie.addpath import frame_records
 from storage.bookie.errors import CorruptEntry
 from storage.bookie.fileio import pwrite_all
 from storage.bookie.format import (
@@ -24,7 +25,6 @@ from storage.bookie.format import (
     RECORD_HEADER_LEN,
     check_entry,
     decode_record,
-    record_header,
 )
 from storage.runtime import hand_over_gil
 
@@ -89,8 +89,9 @@ class EntryLogger:
 
     def append_encoded(self, bodies: list[bytes]) -> list[bytes]:
         """Append records and fdatasync them; their locations, encoded (`Location.encode`);
-        blocking, run it off the event loop. Per record this packs one location and no
-        object: a checkpoint holds the GIL for this loop, which the event loop waits for.
+        blocking, run it off the event loop. The records are framed and their locations
+        packed in compiled code (`addpath.frame_records`, HAND_OVER_EVERY at a time, joined
+        into one buffer each): a checkpoint holds the GIL here, which the event loop waits for.
 
         Written and synced in WRITE_CHUNK pieces rather than as one buffer: a checkpoint
         holds no second copy of the write cache, and the journal's own fdatasync (which on
@@ -108,10 +109,8 @@ class EntryLogger:
         parts: list[bytes] = []
         start = offset = self._offset
         limit = self.log_size_limit
-        pack_location = _LOCATION.pack
-        for count, body in enumerate(bodies, 1):
-            if not count % HAND_OVER_EVERY:
-                hand_over_gil()
+        index, count = 0, len(bodies)
+        while index < count:
             if offset >= limit:
                 if parts:
                     self._write_synced(parts, start)
@@ -119,13 +118,16 @@ class EntryLogger:
                 self._roll()
                 log_id, start = self._log_id, 0
                 offset = 0
-            size = len(body)
-            parts += (record_header(body), body)
-            locations.append(pack_location(log_id, offset + RECORD_HEADER_LEN, size))
-            offset += RECORD_HEADER_LEN + size
+            index, offset, run, placed = frame_records(
+                bodies, index, index + HAND_OVER_EVERY, log_id, offset, limit,
+                start + WRITE_CHUNK,
+            )
+            parts.append(run)
+            locations += placed
             if offset - start >= WRITE_CHUNK:
                 self._write_synced(parts, start)
                 parts, start = [], offset
+            hand_over_gil()
         if parts:
             self._write_synced(parts, start)
         self._offset = offset

@@ -116,14 +116,15 @@ class Journal:
     def __init__(self, directory: Path, settings: JournalSettings | None = None) -> None:
         self.directory = directory
         self.settings = settings or JournalSettings()
-        # Gathered on the loop during one iteration: record parts (header, body, header, ...)
-        # and their callbacks, handed to the thread by `_hand_over`.
+        # Gathered on the loop during one iteration: record parts (header, body, header, ...,
+        # or runs of whole records) and their callbacks, handed to the thread by `_hand_over`.
         self._parts: list[bytes] = []
         self._dones: list[Done] = []
         self._bytes = 0
+        self._records = 0
         # Handed over, waiting for the journal thread (guarded by `_cond`).
         self._cond = threading.Condition()
-        self._queue: deque[tuple[list[bytes], list[Done], int]] = deque()
+        self._queue: deque[tuple[list[bytes], list[Done], int, int]] = deque()
         self._queued_bytes = 0
         self._queued_records = 0
         self._oldest = 0.0
@@ -185,7 +186,7 @@ class Journal:
     @property
     def queue_size(self) -> int:
         """Records waiting for their group's fdatasync (a gauge: read without the lock)."""
-        return len(self._parts) // 2 + self._queued_records
+        return self._records + self._queued_records
 
     # -- appends (event loop) -------------------------------------------------------------------
 
@@ -197,8 +198,20 @@ class Journal:
             self._loop.call_soon(self._hand_over)
         self._parts += (record_header(body), body)
         self._bytes += RECORD_HEADER_LEN + len(body)
+        self._records += 1
         if done is not None:
             self._dones.append(done)
+
+    def append_records(self, records: bytes, count: int) -> None:
+        """Queue `count` whole records (headers included, as `record_header` frames them),
+        built in one run by the compiled add path (`addpath.take_adds`)."""
+        if self._closing or self._loop is None:
+            raise RuntimeError("journal is not running")
+        if not self._parts and not self._dones:
+            self._loop.call_soon(self._hand_over)
+        self._parts.append(records)
+        self._bytes += len(records)
+        self._records += count
 
     def when_durable(self, done: Done) -> None:
         """`done(None)` once every record appended so far is durable (`done(error)` if the
@@ -226,14 +239,14 @@ class Journal:
     def _hand_over(self) -> None:
         if not self._parts and not self._dones:
             return
-        batch = (self._parts, self._dones, self._bytes)
-        self._parts, self._dones, self._bytes = [], [], 0
+        batch = (self._parts, self._dones, self._bytes, self._records)
+        self._parts, self._dones, self._bytes, self._records = [], [], 0, 0
         with self._cond:
             if not self._queue:
                 self._oldest = time.monotonic()
             self._queue.append(batch)
             self._queued_bytes += batch[2]
-            self._queued_records += len(batch[0]) // 2
+            self._queued_records += batch[3]
             self._cond.notify()
 
     def _complete(self, dones: list[Done], error: BaseException | None) -> None:
@@ -286,18 +299,19 @@ class Journal:
                     self._cond.wait(left)
             parts: list[bytes] = []
             dones: list[Done] = []
-            size = 0
+            size = records = 0
             queue = self._queue
             while queue and (size < threshold or not parts):
-                batch_parts, batch_dones, batch_bytes = queue.popleft()
+                batch_parts, batch_dones, batch_bytes, batch_records = queue.popleft()
                 parts += batch_parts
                 dones += batch_dones
                 size += batch_bytes
+                records += batch_records
             self._queued_bytes -= size
-            self._queued_records -= len(parts) // 2
+            self._queued_records -= records
             if queue:
                 self._oldest = time.monotonic()
-        return parts, dones, len(parts) // 2
+        return parts, dones, records
 
     def _write(self, parts: list[bytes], size: int) -> float:
         """In the journal thread: one pwritev (the record parts as they are, not joined) and

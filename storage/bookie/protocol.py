@@ -22,6 +22,7 @@ import struct
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 
+from storage.bookie.addpath import frame_spans, frames_end
 from storage.bookie.errors import MalformedFrame
 from storage.bookie.protocol_v3 import V3_FIRST_BYTE, V3Request, decode_v3_request
 
@@ -268,11 +269,11 @@ RESPONSE_HEAD_LEN = _RESPONSE.size
 class FrameReader:
     """Cuts a byte stream into frame bodies; MalformedFrame on an impossible length.
 
-    `spans` is the hot path: it returns the received buffer itself and the (start, end) of
-    every whole frame body in it, so a caller slices each field once out of the read instead
-    of copying every frame first. Only an incomplete tail is kept, and it is not re-joined
-    with each read until the frame it starts can be complete (a 5 MiB frame arriving in
-    64 KiB reads is copied once, not once per read)."""
+    `whole` is the hot path: it returns the received buffer itself and the span of its whole
+    frames, so a caller reads each field once out of the read instead of copying every frame
+    first (`spans`: the (start, end) of each frame body in it). Only an incomplete tail is
+    kept, and it is not re-joined with each read until the frame it starts can be complete (a
+    5 MiB frame arriving in 64 KiB reads is copied once, not once per read)."""
 
     def __init__(self, max_frame: int = MAX_FRAME_SIZE) -> None:
         self.max_frame = max_frame
@@ -280,34 +281,25 @@ class FrameReader:
         self._tail_len = 0
         self._need = 0  # bytes the tail needs before its first frame can be whole
 
-    def spans(self, data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
+    def whole(self, data: bytes) -> tuple[bytes, int, int]:
+        """(buffer, start, end) of the whole frames received so far, length prefixes
+        included (the compiled `addpath.frames_end` checks each length)."""
         if self._tail:
             self._tail.append(data)
             self._tail_len += len(data)
             if self._tail_len < self._need:
-                return b"", []
+                return b"", 0, 0
             data = b"".join(self._tail)
             self._tail, self._tail_len, self._need = [], 0, 0
-        spans: list[tuple[int, int]] = []
-        size_all = len(data)
-        pos = 0
-        unpack = FRAME_LEN.unpack_from
-        max_frame = self.max_frame
-        while size_all - pos >= 4:
-            (size,) = unpack(data, pos)
-            if size < 4 or size > max_frame:
-                raise MalformedFrame(f"frame length {size} out of range")
-            end = pos + 4 + size
-            if end > size_all:
-                self._need = end - pos
-                break
-            spans.append((pos + 4, end))
-            pos = end
-        if pos < size_all:
-            tail = data[pos:] if pos else data
-            self._tail, self._tail_len = [tail], len(tail)
-            self._need = max(self._need, 4)
-        return data, spans
+        end, need = frames_end(data, 0, self.max_frame)
+        if end < len(data):
+            tail = data[end:] if end else data
+            self._tail, self._tail_len, self._need = [tail], len(tail), need
+        return data, 0, end
+
+    def spans(self, data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
+        buf, start, end = self.whole(data)
+        return buf, frame_spans(buf, start, end)
 
     def feed(self, data: bytes) -> list[bytes]:
         """Every whole frame body received so far (copies; for the non-hot paths)."""

@@ -4,11 +4,11 @@ Frames are cut and parsed by `protocol` (no I/O there); a frame that does not pa
 that connection only. Adds are answered from the journal's callback (after the group's
 fdatasync), so a pipelined connection never waits on one request to send the next.
 
-`RequestHandler.handle_frames` takes all the requests of one read at once: adds without
-flags (a writer's traffic) go through `Bookie.add_unacked` and are answered together by one
-journal callback, in one run of responses; every other request (reads, recovery adds, V3)
-goes through `handle`, in order. Measured (BENCHMARKS.md, session 4): the event loop's CPU per
-add went from 8.6-9.3 to 5.5-6 µs.
+`RequestHandler.handle_buffer` takes all the requests of one read at once: runs of adds
+without flags (a writer's traffic) are taken in compiled code (`Bookie.add_run`,
+`storage.bookie.addpath`), others without flags go through `Bookie.add_unacked`, and all of
+them are answered together by one journal callback, in one run of responses; every other
+request (reads, recovery adds, V3) goes through `handle`, in order.
 
 V3 requests (`protocol_v3`) share the connection: GET_BOOKIE_INFO is answered with the data
 file system's total and free bytes (upstream's `GetBookieInfoProcessorV3`);
@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import cast
 
+from storage.bookie.addpath import with_result
 from storage.bookie.availability import encode_availability
 from storage.bookie.bookie import DEFERRED, Bookie
 from storage.bookie.errors import MalformedFrame
@@ -43,7 +44,6 @@ from storage.bookie.protocol import (
     OpCode,
     ReadRequest,
     ResultCode,
-    add_response_prefix,
     decode_request_at,
     encode_add_response,
     encode_response,
@@ -68,8 +68,6 @@ Send = Callable[[bytes], None]
 Durable = Callable[[BaseException | None], None]
 _READ_RESPONSE_HEAD = 28  # frame length, header, status, ledger id, entry id
 _HEADER = struct.Struct(">I")  # a request body's first word: version, opcode, flags
-_ADDED = add_response_prefix(ResultCode.EOK)
-_NOT_ADDED = add_response_prefix(ResultCode.EIO)
 
 
 class RequestHandler:
@@ -90,44 +88,76 @@ class RequestHandler:
         else:
             self._read(request, self._measured_read(send, self.metrics))
 
+    def handle_buffer(self, buf: bytes, pos: int, end: int, send: Send) -> None:
+        """Every request of the whole frames in buf[pos:end] (length prefixes included), in
+        order, each answered as `handle` answers it. Runs of a writer's plain adds are taken by
+        the bookie's compiled add path (`Bookie.add_run`); the frame that ends a run takes
+        `_frame`. All of this read's adds are answered by one journal callback with one run
+        of responses."""
+        add_run = self.bookie.add_run
+        acked: list[bytes] = []  # runs of EOK add responses
+        count = size = 0
+        started = time.perf_counter()
+        while pos < end:
+            pos, taken, taken_size, responses = add_run(buf, pos, end)
+            if taken:
+                acked.append(responses)
+                count += taken
+                size += taken_size
+            if pos < end:
+                (length,) = _HEADER.unpack_from(buf, pos)
+                start, pos = pos + 4, pos + 4 + length
+                added = self._frame(buf, start, pos, acked, send)
+                if added >= 0:
+                    count += 1
+                    size += added
+        if count:
+            self.bookie.when_durable(self._answer(acked, count, size, started, send))
+
     def handle_frames(self, buf: bytes, spans: list[tuple[int, int]], send: Send) -> None:
-        """Every request of one read (the frame bodies at `spans` in `buf`), in order, each
-        answered as `handle` answers it. An add without flags (a writer's traffic) takes the
-        bookie's unacked path: checked, cached and journalled as `handle` would, but one
-        journal callback answers all of this read's adds with one run of responses, instead
-        of a request object, two closures and a pack per add."""
-        add = self.bookie.add_unacked
-        unpack_head, unpack_ids = _HEADER.unpack_from, ADD_IDS.unpack_from
-        acked: list[bytes] = []  # response parts: prefix, id bytes, prefix, id bytes, ...
-        size = 0
+        """`handle_buffer` for the frame bodies at `spans` in `buf`, each by `_frame`."""
+        acked: list[bytes] = []
+        count = size = 0
         started = time.perf_counter()
         for start, end in spans:
-            if end - start >= ADD_MIN_BODY and unpack_head(buf, start)[0] == PLAIN_ADD_HEADER:
-                at = start + ADD_IDS_AT
-                ledger_id, entry_id = unpack_ids(buf, at)
-                code = add(ledger_id, entry_id, buf[start + 4 : at], buf[at:end])
-                if code == 0:
-                    acked += (_ADDED, buf[at : at + ADD_IDS.size])
-                    size += end - at
-                    continue
-                if code != DEFERRED:
-                    send(encode_add_response(code, ledger_id, entry_id))
-                    continue
-            self.handle(decode_request_at(buf, start, end), send)
-        if acked:
-            self.bookie.when_durable(self._answer(acked, size, started, send))
+            added = self._frame(buf, start, end, acked, send)
+            if added >= 0:
+                count += 1
+                size += added
+        if count:
+            self.bookie.when_durable(self._answer(acked, count, size, started, send))
 
-    def _answer(self, acked: list[bytes], size: int, started: float, send: Send) -> Durable:
-        """The journal callback of `handle_frames`' adds: their responses in one frame run,
-        EOK, or EIO each when their group could not be written."""
+    def _frame(self, buf: bytes, start: int, end: int, acked: list[bytes], send: Send) -> int:
+        """One request body at buf[start:end]. An add without flags takes the bookie's
+        unacked path: checked, cached and journalled as `handle` would, its EOK response
+        appended to `acked` (answered by the caller's journal callback); returns its entry's
+        size, or -1 when the request was answered (or will be) by `send`."""
+        if end - start >= ADD_MIN_BODY and _HEADER.unpack_from(buf, start)[0] == PLAIN_ADD_HEADER:
+            at = start + ADD_IDS_AT
+            ledger_id, entry_id = ADD_IDS.unpack_from(buf, at)
+            code = self.bookie.add_unacked(ledger_id, entry_id, buf[start + 4 : at], buf[at:end])
+            if code == 0:
+                acked.append(encode_add_response(code, ledger_id, entry_id))
+                return end - at
+            if code != DEFERRED:
+                send(encode_add_response(code, ledger_id, entry_id))
+                return -1
+        self.handle(decode_request_at(buf, start, end), send)
+        return -1
+
+    def _answer(self, acked: list[bytes], count: int, size: int, started: float,
+                send: Send) -> Durable:
+        """The journal callback of a read's adds: their responses in one frame run, EOK, or
+        EIO each when their group could not be written."""
         metrics = self.metrics
 
         def durable(error: BaseException | None) -> None:
-            if error is not None:
-                acked[::2] = [_NOT_ADDED] * (len(acked) // 2)
-            send(b"".join(acked))
+            if error is None:
+                send(b"".join(acked))
+            else:
+                send(b"".join(with_result(run, ResultCode.EIO) for run in acked))
             if metrics is not None:
-                metrics.added_many(started, len(acked) // 2, size, error is None)
+                metrics.added_many(started, count, size, error is None)
 
         return durable
 
@@ -257,8 +287,8 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            buf, spans = self.reader.spans(data)
-            self.handler.handle_frames(buf, spans, self.send)
+            buf, pos, end = self.reader.whole(data)
+            self.handler.handle_buffer(buf, pos, end, self.send)
         except MalformedFrame as exc:
             self._abort(f"malformed frame: {exc}")
         except Exception as exc:  # a bug or a closing bookie: lose this connection only

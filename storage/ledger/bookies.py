@@ -28,9 +28,11 @@ class BookieConnection(Protocol):
     def add_callback(
         self, ledger_id: int, entry_id: int, master_key: bytes, packaged: bytes,
         done: Callable[[BaseException | None], None], *, recovery: bool = False,
+        encoded: bytes | None = None,
     ) -> None:
         """`add` reporting through `done(None)` or `done(error)` instead of a coroutine (the
-        ledger's hot path: no task and no future per copy)."""
+        ledger's hot path: no task and no future per copy); `encoded`: the request as
+        `protocol.encode_add` encodes these arguments, when the caller has it already."""
 
     async def read(
         self, ledger_id: int, entry_id: int, *, fence: bool = False,

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from placement import NotEnoughBookies, write_set
 from storage.bookie.errors import BookieError, Fenced, NoEntry, NoLedger
 from storage.bookie.format import EntryHeader, entry_payload, package_entry, verify_entry
+from storage.bookie.protocol import encode_add
 from storage.ledger.bookies import BookiePool
 from storage.ledger.errors import (
     AddFailed,
@@ -59,6 +60,7 @@ class _PendingAdd:
     future: asyncio.Future[int]
     write_set: tuple[int, ...]
     packaged: bytes
+    frame: bytes  # the add request, encoded once for every bookie of the write set
     acked: set[int] = field(default_factory=set)
     failed: dict[str, str] = field(default_factory=dict)
     quorum: bool = False
@@ -223,7 +225,8 @@ class WriteHandle(ReadableLedger):
             self.ledger_id, entry_id, self.last_add_confirmed, self._pushed_length, payload
         )
         op = _PendingAdd(entry_id, len(payload), future,
-                         self._write_sets[entry_id % md.ensemble_size], packaged)
+                         self._write_sets[entry_id % md.ensemble_size], packaged,
+                         encode_add(self.ledger_id, entry_id, self._master_key, packaged))
         self._pending.append(op)
         self._drained.clear()
         for index in op.write_set:
@@ -236,7 +239,7 @@ class WriteHandle(ReadableLedger):
         if connection is not None:  # the hot path: a callback, no task or future per copy
             connection.add_callback(
                 self.ledger_id, op.entry_id, self._master_key, op.packaged,
-                lambda error: self._copy_done(op, index, bookie, error))
+                lambda error: self._copy_done(op, index, bookie, error), encoded=op.frame)
             return
         task = asyncio.get_running_loop().create_task(self._send(op, index, bookie))
         self._sends.add(task)

@@ -11,8 +11,8 @@ import httpx
 
 from metastore.embedded import EmbeddedEtcd, free_port
 from metastore.paths import bookie_available
-from storage.bookie.client import BookieClient
 from storage.bookie.format import package_entry
+from storage.bookie_client import BookieClient
 from storage.supervisor import LocalBookies, default_ports, ports_for
 from tests.support import RawEtcd, wait_until
 

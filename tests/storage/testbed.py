@@ -15,7 +15,7 @@ from metastore.embedded import EmbeddedEtcd
 from metastore.store import MetadataStore, open_metadata_store
 from metastore.topology import read_cluster_view
 from placement import PlacementConfig, Topology
-from storage.bookie.client import BookieClient
+from storage.bookie_client import BookieClient
 from storage.engine import build_ledger_client, build_managed_ledger_factory
 from storage.ledger import BookiePool, LedgerClient
 from storage.managed_ledger import ManagedLedgerFactory

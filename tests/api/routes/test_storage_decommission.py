@@ -22,8 +22,8 @@ from metastore import paths
 from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import decode_ledger_metadata
 from placement import AffinityGroups
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import NoLedger
+from storage.bookie_client import BookieClient
 from tests.cli.conftest import run_cli
 from tests.factories import delete_ledgers, ledger_client, read_all, write_ledgers
 from tests.support import RawEtcd, ServerProcess, wait_until

@@ -25,8 +25,8 @@ from storage.autorecovery import (
     UnderReplication,
 )
 from storage.autorecovery.worker import ReplicationWorker
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import NoLedger
+from storage.bookie_client import BookieClient
 from storage.ledger import LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.storage.bookie.support import BookieProcess

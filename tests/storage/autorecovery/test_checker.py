@@ -33,7 +33,7 @@ from storage.autorecovery.checker import (
     stripe_bounds,
 )
 from storage.autorecovery.worker import ReplicationWorker
-from storage.bookie.client import BookieClient
+from storage.bookie_client import BookieClient
 from storage.ledger import LedgerSpec
 from storage.ledger.handle import WriteHandle, master_key
 from storage.ledger.metadata import managed_ledger_custom_metadata

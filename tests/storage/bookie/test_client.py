@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import BookieTimeout, ConnectionLost
 from storage.bookie.format import package_entry
 from storage.bookie.protocol import (
@@ -18,6 +17,7 @@ from storage.bookie.protocol import (
     encode_add_response,
     encode_response,
 )
+from storage.bookie_client import BookieClient
 from tests.support import wait_until_async
 
 KEY = b"\x03" * 20

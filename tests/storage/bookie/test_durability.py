@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import BookieError, IOFailure, NoEntry, NoLedger
 from storage.bookie.format import decode_record
+from storage.bookie_client import BookieClient
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, BookieProcess, entry
 from tests.support import wait_until_async

@@ -18,11 +18,11 @@ from metastore.ledgers import LedgerMetadataStore
 from metastore.store import MetadataStore, parse_metadata_store_url
 from metastore.versioned_keys import VersionedKeys
 from storage.bookie.bookie import Bookie, BookieSettings
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import NoLedger
 from storage.bookie.gc import GarbageCollector, GcSettings
 from storage.bookie.protocol import AddRequest, ResultCode
 from storage.bookie.service import MetadataLedgers
+from storage.bookie_client import BookieClient
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, BookieProcess, entry
 from tests.support import RawEtcd, wait_until

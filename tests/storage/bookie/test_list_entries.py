@@ -12,10 +12,10 @@ import socket
 
 import pytest
 
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import BookieTimeout, ConnectionLost, MalformedFrame, NoLedger
 from storage.bookie.proto.bookkeeper_protocol_pb2 import Response
 from storage.bookie.protocol import encode_read
+from storage.bookie_client import BookieClient
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, entry
 from tests.support import wait_until_async

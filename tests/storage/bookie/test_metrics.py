@@ -10,9 +10,9 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from metastore.embedded import free_port
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import NoEntry
 from storage.bookie.metrics import OpStats
+from storage.bookie_client import BookieClient
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, entry
 

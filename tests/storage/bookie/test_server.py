@@ -13,9 +13,9 @@ import pytest
 
 from metastore.bookie_service_info import BOOKIE_RPC, decode_bookie_service_info
 from metastore.paths import bookie_available, bookie_readonly
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import Fenced, ReadOnly, Unauthorized
 from storage.bookie.protocol import encode_read
+from storage.bookie_client import BookieClient
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, entry
 from tests.support import RawEtcd, wait_until, wait_until_async

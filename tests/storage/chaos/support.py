@@ -16,9 +16,9 @@ from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import decode_ledger_metadata
 from placement import AffinityGroups, write_set
 from storage.autorecovery import AutoRecoveryConfig
-from storage.bookie.client import BookieClient
 from storage.bookie.format import entry_payload
 from storage.bookie.registration import FORCE_READONLY_FILE
+from storage.bookie_client import BookieClient
 from storage.ledger import LedgerMetadata, LedgerSpec, LedgerState, WriteHandle
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.storage.bookie.support import BookieProcess

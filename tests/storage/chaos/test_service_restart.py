@@ -12,8 +12,8 @@ import pytest
 
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import BookieError
+from storage.bookie_client import BookieClient
 from tests.storage.chaos.support import Group, Produced, replication_gaps, stored
 from tests.storage.testbed import Cluster, engine
 from tests.support import RawEtcd, ServerProcess, wait_until, wait_until_async

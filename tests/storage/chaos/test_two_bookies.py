@@ -19,8 +19,8 @@ from metastore.embedded import EmbeddedEtcd
 from metastore.store import parse_metadata_store_url
 from metastore.versioned_keys import VersionedKeys
 from storage.autorecovery import AutoRecovery
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import NoLedger
+from storage.bookie_client import BookieClient
 from storage.ledger import EnsembleChangeFailed, WriteHandle
 from tests.storage.chaos.support import FAST, Group, Produced, replication_gaps
 from tests.storage.testbed import Cluster, engine

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from placement import AffinityGroups
-from storage.bookie.client import BookieClient
+from storage.bookie_client import BookieClient
 from storage.ledger import BookiePool, LedgerSpec
 from storage.ledger.bookies import BookieConnection
 from storage.ledger.handle import ReadableLedger

@@ -17,8 +17,8 @@ import pytest
 from metastore import paths
 from metastore.ledger_metadata import LedgerState, decode_ledger_metadata
 from placement import AffinityGroups
-from storage.bookie.client import BookieClient
 from storage.bookie.errors import NoLedger
+from storage.bookie_client import BookieClient
 from storage.ledger import EnsembleChangeFailed, LedgerFenced, LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from storage.ledger.recovery import recover

@@ -136,7 +136,9 @@ class BookieClient:
         self.port = port
         self.timeout = timeout
         self._transport: asyncio.Transport | None = None
-        self._pending: dict[Key, deque[Pending]] = {}
+        # The requests awaiting an answer by key: one request, or a deque of them in send
+        # order when one key is asked again before its answer (no deque per add).
+        self._pending: dict[Key, Pending | deque[Pending]] = {}
         self._lost: ConnectionLost | None = None
         self._out: list[bytes] = []
         # Every request has the same timeout, so send order is deadline order: one sweeper
@@ -215,16 +217,20 @@ class BookieClient:
         done: AddDone,
         *,
         recovery: bool = False,
+        encoded: bytes | None = None,
     ) -> None:
         """`add` without a future: `done(None)` once the bookie has the entry durably,
         `done(error)` otherwise (also at once when the connection is already lost). For
-        callers issuing many adds, such as a ledger writing each entry to its write set."""
-        flags = FLAG_RECOVERY_ADD | FLAG_HIGH_PRIORITY if recovery else 0
-        frame = encode_add(ledger_id, entry_id, master_key, packaged, flags)
+        callers issuing many adds, such as a ledger writing each entry to its write set,
+        which passes the request already `encoded` (`encode_add` of these arguments) once
+        for all the bookies of the set."""
+        if encoded is None:
+            flags = FLAG_RECOVERY_ADD | FLAG_HIGH_PRIORITY if recovery else 0
+            encoded = encode_add(ledger_id, entry_id, master_key, packaged, flags)
         if self._lost is not None or self._transport is None:
             done(self._lost or ConnectionLost("not connected"))
             return
-        self._queue((OpCode.ADD_ENTRY, ledger_id, entry_id), frame, _AddCallback(done))
+        self._queue((OpCode.ADD_ENTRY, ledger_id, entry_id), encoded, _AddCallback(done))
 
     async def read(
         self,
@@ -301,10 +307,13 @@ class BookieClient:
 
     def _queue(self, key: Key, frame: bytes, pending: Pending) -> None:
         loop = asyncio.get_running_loop()
-        queue = self._pending.get(key)
-        if queue is None:
-            queue = self._pending[key] = deque()
-        queue.append(pending)
+        waiting = self._pending.get(key)
+        if waiting is None:
+            self._pending[key] = pending
+        elif isinstance(waiting, deque):
+            waiting.append(pending)
+        else:
+            self._pending[key] = deque((waiting, pending))
         if not self._out:
             loop.call_soon(self._flush)  # requests of one loop iteration leave in one write
         self._out.append(frame)
@@ -370,11 +379,15 @@ class BookieClient:
                 return
             raise
         key = (opcode, ledger_id, entry_id)
-        queue = self._pending.get(key)
-        if not queue:
+        waiting = self._pending.get(key)
+        if waiting is None:
             return  # an answer to nothing we asked: ignore
-        pending = queue.popleft()
-        if not queue:
+        if isinstance(waiting, deque):
+            pending = waiting.popleft()
+            if not waiting:
+                del self._pending[key]
+        else:
+            pending = waiting
             del self._pending[key]
         if pending.done():
             return  # timed out meanwhile: this late answer is dropped
@@ -398,8 +411,8 @@ class BookieClient:
             self._sweeper = None
         self._deadlines.clear()
         pending, self._pending = self._pending, {}
-        for queue in pending.values():
-            for future in queue:
+        for waiting in pending.values():
+            for future in waiting if isinstance(waiting, deque) else (waiting,):
                 if not future.done():
                     future.set_exception(error)
         v3_pending, self._v3_pending = self._v3_pending, {}

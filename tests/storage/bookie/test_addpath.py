@@ -1,0 +1,326 @@
+"""The compiled add path (`storage.bookie.addpath`) against the protocol's Python encoder and
+decoder and the `crc32c` wheel: random frames, malformed frames, oversize entries and
+negative ids, in process and through a real bookie process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+from dataclasses import dataclass
+
+import crc32c as wheel
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from storage.bookie.addpath import (
+    WriteCache,
+    crc32c,
+    entry_digest,
+    frame_records,
+    frame_spans,
+    frames_end,
+    pack_keys,
+    record_header,
+    take_adds,
+    with_result,
+)
+from storage.bookie.entrylog import Location
+from storage.bookie.errors import MalformedFrame
+from storage.bookie.format import decode_record, encode_record, package_entry
+from storage.bookie.index import Index
+from storage.bookie.protocol import (
+    MAX_FRAME_SIZE,
+    AddRequest,
+    FrameReader,
+    OpCode,
+    ResultCode,
+    decode_request,
+    encode_add,
+    encode_add_response,
+    encode_read,
+)
+from tests.storage.bookie.conftest import BookieFactory
+from tests.storage.bookie.support import MASTER_KEY, entry
+from tests.storage.bookie.test_batch_path import receive
+
+OTHER_KEY = b"\xee" * 20
+NO_WAIT = 1 << 62
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def python_digest(packaged: bytes) -> int:
+    return wheel.crc32c(packaged[36:], wheel.crc32c(packaged[:32]))
+
+
+@st.composite
+def frames(draw: st.DrawFn) -> tuple[bytes, int]:
+    """An encoded request (an add of any kind, now and then damaged, or a read) and its kind:
+    0 for an add the fast path must take, 1 for any other frame."""
+    kind = draw(st.sampled_from(["add", "add", "add", "flags", "key", "digest", "ids", "read"]))
+    ledger_id = draw(st.integers(0, 5))
+    entry_id = draw(st.integers(0, 1 << 40))
+    payload = draw(st.binary(max_size=3000))
+    packaged = package_entry(ledger_id, entry_id, entry_id - 1, len(payload), payload)
+    if kind == "read":
+        return encode_read(ledger_id, entry_id), 1
+    if kind == "flags":
+        return encode_add(ledger_id, entry_id, MASTER_KEY, packaged,
+                          draw(st.sampled_from([1, 2, 4, 6]))), 1
+    if kind == "key":
+        return encode_add(ledger_id, entry_id, OTHER_KEY, packaged), 1
+    if kind == "digest":
+        damaged = bytearray(packaged)
+        at = draw(st.integers(16, len(packaged) - 1))  # past the ids, which the frame repeats
+        damaged[at] ^= 1 << draw(st.integers(0, 7))
+        return encode_add(ledger_id, entry_id, MASTER_KEY, bytes(damaged)), 1
+    if kind == "ids":
+        bad_ledger = draw(st.booleans())
+        negative = draw(st.integers(-(1 << 63), -1))
+        lid, eid = (negative, entry_id) if bad_ledger else (ledger_id, negative)
+        packaged = package_entry(lid, eid, -1, len(payload), payload)
+        return encode_add(lid, eid, MASTER_KEY, packaged), 1
+    return encode_add(ledger_id, entry_id, MASTER_KEY, packaged), 0
+
+
+@dataclass
+class Expected:
+    end: int
+    adds: list[AddRequest]
+
+
+def expected_run(buf: bytes, writable: dict[int, bytes]) -> Expected:
+    """What the module's docstring says `take_adds` takes, decided with the Python decoder."""
+    pos, adds = 0, []
+    while pos < len(buf):
+        (size,) = struct.unpack_from(">I", buf, pos)
+        request = decode_request(buf[pos + 4 : pos + 4 + size])
+        if not (
+            isinstance(request, AddRequest) and request.flags == 0
+            and request.ledger_id >= 0 and request.entry_id >= 0
+            and writable.get(request.ledger_id) == request.master_key
+            and python_digest(request.entry) == struct.unpack_from(">I", request.entry, 32)[0]
+        ):
+            break
+        adds.append(request)
+        pos += 4 + size
+    return Expected(pos, adds)
+
+
+@SETTINGS
+@given(st.lists(frames(), max_size=12), st.sets(st.integers(0, 5)))
+def test_take_adds_agrees_with_the_python_decoder_on_random_frames(
+    drawn: list[tuple[bytes, int]], writable_ids: set[int]
+) -> None:
+    writable = {lid: MASTER_KEY for lid in writable_ids}
+    buf = b"".join(frame for frame, _ in drawn)
+    expected = expected_run(buf, writable)
+    cache = WriteCache()
+    pos, count, size, records, responses = take_adds(buf, 0, len(buf), writable, cache, NO_WAIT)
+    assert pos == expected.end
+    assert count == len(expected.adds)
+    assert size == sum(len(add.entry) for add in expected.adds)
+    assert responses == b"".join(
+        encode_add_response(ResultCode.EOK, add.ledger_id, add.entry_id) for add in expected.adds)
+    bodies, offset = [], 0
+    while (found := decode_record(records, offset)) is not None:
+        body, offset = found
+        bodies.append(bytes(body))
+    assert offset == len(records)
+    assert bodies == [add.entry for add in expected.adds]
+    assert records == b"".join(
+        struct.pack(">II", len(add.entry), wheel.crc32c(add.entry)) + add.entry
+        for add in expected.adds)
+    last: dict[tuple[int, int], bytes] = {}
+    for add in expected.adds:
+        last[add.ledger_id, add.entry_id] = add.entry
+    assert cache.entries == last
+    assert cache.size == sum(len(value) for value in last.values())
+    for ledger_id in {lid for lid, _ in last}:
+        assert cache.last[ledger_id] == max(eid for lid, eid in last if lid == ledger_id)
+        assert sorted(cache.ids[ledger_id]) == sorted(eid for lid, eid in last if lid == ledger_id)
+
+
+@SETTINGS
+@given(st.binary(max_size=5000), st.integers(0, (1 << 32) - 1))
+def test_crc32c_digest_and_record_header_agree_with_the_crc32c_wheel(
+    data: bytes, value: int
+) -> None:
+    assert crc32c(data) == wheel.crc32c(data)
+    assert crc32c(data, value) == wheel.crc32c(data, value)
+    assert crc32c(memoryview(data)[1:]) == wheel.crc32c(data[1:])
+    assert record_header(data) == struct.pack(">II", len(data), wheel.crc32c(data))
+    packaged = package_entry(1, 2, 1, len(data), data)
+    assert entry_digest(packaged) == python_digest(packaged)
+
+
+@SETTINGS
+@given(st.lists(frames(), max_size=6), st.integers(0, 200), st.binary(max_size=64))
+def test_truncated_and_garbage_buffers_never_read_past_their_end(
+    drawn: list[tuple[bytes, int]], cut: int, garbage: bytes
+) -> None:
+    """Any buffer, any span inside it: take_adds stops within it and takes only whole
+    admissible adds; frames_end finds the same whole frames as the Python reader would."""
+    buf = b"".join(frame for frame, _ in drawn) + garbage
+    end = max(0, len(buf) - cut)
+    pos, *_ = take_adds(buf, 0, end, {lid: MASTER_KEY for lid in range(6)},
+                        WriteCache(), NO_WAIT)
+    assert 0 <= pos <= end
+    whole = 0
+    while whole + 4 <= end:
+        (size,) = struct.unpack_from(">I", buf, whole)
+        if size < 4 or whole + 4 + size > end:
+            break
+        whole += 4 + size
+    assert pos <= whole
+
+
+def test_malformed_lengths_raise_and_short_tails_wait() -> None:
+    with pytest.raises(MalformedFrame, match="frame length 3 out of range"):
+        frames_end(b"\x00\x00\x00\x03abc", 0, 1024)
+    with pytest.raises(MalformedFrame, match="out of range"):
+        frames_end(struct.pack(">I", 1025) + b"\0" * 1025, 0, 1024)
+    add = encode_add(1, 0, MASTER_KEY, entry(1, 0))
+    assert frames_end(add + add[:3], 0, 1024) == (len(add), 4)
+    assert frames_end(add + add[:10], 0, 1024) == (len(add), len(add))
+    assert frames_end(add, 0, 1024) == (len(add), 0)
+    assert frame_spans(add + add, 0, 2 * len(add)) == [
+        (4, len(add)), (len(add) + 4, 2 * len(add))]
+    with pytest.raises(ValueError, match="outside a buffer"):
+        take_adds(add, 0, len(add) + 1, {1: MASTER_KEY}, WriteCache(), NO_WAIT)
+    with pytest.raises(ValueError, match="outside a buffer"):
+        take_adds(add, -1, len(add), {1: MASTER_KEY}, WriteCache(), NO_WAIT)
+
+
+def test_short_bodies_and_a_full_cache_are_left_to_the_general_path() -> None:
+    writable = {1: MASTER_KEY}
+    add = encode_add(1, 0, MASTER_KEY, entry(1, 0))
+    # An add body cut below its entry header (the length says so): not taken.
+    short = struct.pack(">I", 4 + 20 + 35) + add[4 : 4 + 4 + 20 + 35]
+    assert take_adds(short, 0, len(short), writable, WriteCache(), NO_WAIT)[:3] == (0, 0, 0)
+    cache = WriteCache()
+    cache.put(9, 0, b"x" * 100)
+    assert take_adds(add, 0, len(add), writable, cache, 100)[:3] == (0, 0, 0)
+    assert take_adds(add, 0, len(add), writable, cache, 101)[:2] == (len(add), 1)
+
+
+def test_with_result_rewrites_every_response_code() -> None:
+    run = b"".join(encode_add_response(ResultCode.EOK, 3, eid) for eid in range(4))
+    assert with_result(run, ResultCode.EIO) == b"".join(
+        encode_add_response(ResultCode.EIO, 3, eid) for eid in range(4))
+    assert with_result(b"", ResultCode.EIO) == b""
+
+
+def test_frame_reader_keeps_an_incomplete_tail_until_it_is_whole() -> None:
+    reader = FrameReader()
+    add = encode_add(1, 0, MASTER_KEY, entry(1, 0))
+    stream = add * 3
+    seen = []
+    for piece in (stream[:5], stream[5:70], stream[70:200], stream[200:]):
+        buf, start, end = reader.whole(piece)
+        seen += [buf[a:b] for a, b in frame_spans(buf, start, end)]
+    assert seen == [add[4:]] * 3
+
+
+def test_oversize_frames_close_the_connection_and_large_entries_go_through(
+    start_bookie: BookieFactory,
+) -> None:
+    """A frame above the bookie's limit closes that connection only; a 4 MiB entry (within
+    it) is taken by the add path, acknowledged and read back whole."""
+    bookie = start_bookie()
+    big = os.urandom(4 * 1024 * 1024)
+    with socket.create_connection(("127.0.0.1", bookie.port)) as sock:
+        sock.sendall(encode_add(2, 0, MASTER_KEY, entry(2, 0)))  # makes ledger 2 writable
+        assert [(c, lid, eid) for _, c, lid, eid, _ in receive(sock, 1)] == [
+            (ResultCode.EOK, 2, 0)]
+        sock.sendall(encode_add(2, 1, MASTER_KEY, entry(2, 1, big)))
+        assert [(c, lid, eid) for _, c, lid, eid, _ in receive(sock, 1)] == [
+            (ResultCode.EOK, 2, 1)]
+        sock.sendall(encode_read(2, 1))
+        [(opcode, code, _, _, body)] = receive(sock, 1)
+        assert (opcode, code, body) == (OpCode.READ_ENTRY, ResultCode.EOK, entry(2, 1, big))
+    with socket.create_connection(("127.0.0.1", bookie.port)) as sock:
+        sock.sendall(struct.pack(">I", MAX_FRAME_SIZE + 1) + b"\x02\x01\x00\x00")
+        sock.settimeout(5)
+        assert sock.recv(100) == b""  # closed by the bookie
+    with socket.create_connection(("127.0.0.1", bookie.port)) as sock:
+        sock.sendall(encode_read(2, 0))
+        assert [(c, lid, eid) for _, c, lid, eid, _ in receive(sock, 1)] == [
+            (ResultCode.EOK, 2, 0)]
+
+
+def test_negative_and_damaged_adds_to_a_writable_ledger_store_nothing(
+    start_bookie: BookieFactory,
+) -> None:
+    """On a ledger the add path takes (writable, same key), a negative entry id, a damaged
+    digest and another master key are each answered with their code by the general path,
+    between the adds around them, and nothing of them is stored."""
+    bookie = start_bookie()
+    damaged = bytearray(entry(4, 3))
+    damaged[-1] ^= 0xFF
+    frames = [
+        encode_add(4, 0, MASTER_KEY, entry(4, 0)),
+        encode_add(4, 1, MASTER_KEY, entry(4, 1)),
+        encode_add(4, -5, MASTER_KEY, package_entry(4, -5, -1, 10, b"x" * 10)),
+        encode_add(4, 2, MASTER_KEY, entry(4, 2)),
+        encode_add(4, 3, MASTER_KEY, bytes(damaged)),
+        encode_add(4, 4, OTHER_KEY, entry(4, 4)),
+        encode_add(4, 5, MASTER_KEY, entry(4, 5)),
+    ]
+    with socket.create_connection(("127.0.0.1", bookie.port)) as sock:
+        sock.sendall(frames[0])
+        receive(sock, 1)
+        sock.sendall(b"".join(frames[1:]))
+        found = receive(sock, len(frames) - 1)
+        assert sorted((lid, eid, code) for _, code, lid, eid, _ in found) == sorted([
+            (4, 1, ResultCode.EOK), (4, -5, ResultCode.EBADREQ), (4, 2, ResultCode.EOK),
+            (4, 3, ResultCode.EBADREQ), (4, 4, ResultCode.EUA), (4, 5, ResultCode.EOK),
+        ])
+    bookie.kill()
+    bookie.start()  # replayed from the journal
+    with socket.create_connection(("127.0.0.1", bookie.port)) as sock:
+        sock.sendall(b"".join(encode_read(4, eid) for eid in range(6)))
+        found = receive(sock, 6)
+    assert sorted((eid, code) for _, code, _, eid, _ in found) == [
+        (0, ResultCode.EOK), (1, ResultCode.EOK), (2, ResultCode.EOK),
+        (3, ResultCode.ENOENTRY), (4, ResultCode.ENOENTRY), (5, ResultCode.EOK),
+    ]
+
+
+@SETTINGS
+@given(st.lists(st.binary(max_size=300), max_size=40), st.integers(0, 1 << 40),
+       st.integers(1, 4000), st.integers(1, 4000), st.integers(0, (1 << 32) - 1))
+def test_frame_records_agrees_with_encode_record_and_location_encode(
+    bodies: list[bytes], offset: int, room: int, chunk: int, log_id: int
+) -> None:
+    """The checkpoint's compiled framing: the same bytes as `encode_record`, the same
+    locations as `Location.encode`, stopping where the log is full or the chunk is."""
+    limit, chunk_end = offset + room, offset + chunk
+    index, end, run, placed = frame_records(bodies, 0, len(bodies), log_id, offset, limit,
+                                            chunk_end)
+    expected_run, expected_placed, at, taken = b"", [], offset, 0
+    for body in bodies:
+        if at >= limit:
+            break
+        expected_placed.append(Location(log_id, at + 8, len(body)).encode())
+        expected_run += encode_record(body)
+        at += 8 + len(body)
+        taken += 1
+        if at >= chunk_end:
+            break
+    assert (index, end, run, placed) == (taken, at, expected_run, expected_placed)
+
+
+@SETTINGS
+@given(st.integers(0, (1 << 63) - 1), st.lists(st.integers(0, (1 << 63) - 1), unique=True,
+                                               max_size=30), st.integers(0, 40))
+def test_pack_keys_agrees_with_the_index_key(ledger_id: int, ids: list[int], first: int) -> None:
+    entries = {(ledger_id, entry_id): f"{entry_id}".encode() for entry_id in ids}
+    bodies: list[bytes] = [b"before"]
+    keys: list[bytes] = []
+    pack_keys(entries, ledger_id, ids, first, first + 7, bodies, keys)
+    piece = ids[first : first + 7]
+    assert bodies == [b"before"] + [entries[ledger_id, entry_id] for entry_id in piece]
+    assert keys == [Index.key(ledger_id, entry_id) for entry_id in piece]
