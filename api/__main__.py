@@ -28,7 +28,7 @@ from api.client_certificates import ClientCertHttpProtocol
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
 from metastore.store import MetadataStore, parse_metadata_store_url
-from storage.bookie.service import check_bookie_settings
+from storage.bookie.service import FRAME_LIMIT_KEY, check_bookie_settings
 from storage.cluster import FIRST_PORT, LocalBookies, default_ports, ports_for, wait_registered
 from storage.runtime import GC_DEFAULT, set_gc
 
@@ -273,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_args(arguments)
         settings = settings_from_args(args)
         conf = bookie_conf(args.bookie_conf)
+        # the supervised bookies take the frames the service sends (Pulsar's bookkeeper.conf
+        # sets nettyMaxFrameSizeBytes to maxMessageSize + the frame padding likewise)
+        conf.setdefault(FRAME_LIMIT_KEY, str(settings.bookie_frame_limit))
     except (SettingsError, OSError) as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2

@@ -20,6 +20,8 @@ from storage.autorecovery.config import AutoRecoveryConfig, AutoRecoveryConfigEr
 
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
 TLS_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"
+# Pulsar's Commands.MESSAGE_SIZE_FRAME_PADDING: room for a frame's own headers beyond a message
+MESSAGE_SIZE_FRAME_PADDING = 10 * 1024
 
 
 class SettingsError(ValueError):
@@ -82,7 +84,16 @@ class Settings:
     managedLedgerMaxSizePerLedgerMbytes: int = 2048
     managedLedgerMinLedgerRolloverTimeMinutes: int = 10
     managedLedgerMaxLedgerRolloverTimeMinutes: int = 240
+    # A message's size is its metadata plus payload (as Pulsar's client counts it); the
+    # bookie client's frame limit is maxMessageSize + 10 KiB (Pulsar's
+    # Commands.MESSAGE_SIZE_FRAME_PADDING, its nettyMaxFrameSizeBytes), so whatever is
+    # accepted fits a frame.
     maxMessageSize: int = 5 * 1024 * 1024
+    # Pulsar's: bytes of messages being stored at once, over all producers; a produce request
+    # waits for room (README "Producing over REST").
+    maxMessagePublishBufferSizeInMB: int = 128
+    # Ours: messages in one REST produce request (400 above it).
+    maxMessagesPerProduceRequest: int = 10000
     allowAutoTopicCreation: bool = True
     defaultNumberOfNamespaceBundles: int = 4
     maxTenants: int = 0
@@ -142,8 +153,18 @@ class Settings:
             raise SettingsError("httpWriteRequestsPerClientMaxPerSecond must be positive")
         if self.changeHistoryPruneIntervalSeconds <= 0:
             raise SettingsError("changeHistoryPruneIntervalSeconds must be positive")
+        for name in ("maxMessageSize", "maxMessagePublishBufferSizeInMB",
+                     "maxMessagesPerProduceRequest"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"{name} must be positive")
         if self.webServicePortTls and not (self.tlsCertificateFilePath and self.tlsKeyFilePath):
             raise SettingsError("webServicePortTls needs tlsCertificateFilePath and tlsKeyFilePath")
+
+    @property
+    def bookie_frame_limit(self) -> int:
+        """The bookie client's `nettyMaxFrameSizeBytes`: maxMessageSize plus Pulsar's frame
+        padding, so that every message the service accepts fits one add frame."""
+        return self.maxMessageSize + MESSAGE_SIZE_FRAME_PADDING
 
     @property
     def autorecovery(self) -> AutoRecoveryConfig:

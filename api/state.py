@@ -122,8 +122,13 @@ class AppState:
         async def current_topology() -> Topology:
             return (await topology.current()).topology
 
-        ledgers = build_ledger_client(store, BookiePool(BookieClient.connect), current_topology,
-                                      config)
+        frame_limit = settings.bookie_frame_limit
+
+        async def connect(bookie_id: str) -> BookieClient:
+            return await BookieClient.connect(bookie_id, max_frame=frame_limit)
+
+        ledgers = build_ledger_client(store, BookiePool(connect, frame_limit),
+                                      current_topology, config)
         managed_ledgers = build_managed_ledger_factory(store, ledgers)
         versioned_keys = VersionedKeys.of(store)
         racks = RackService(store, settings, topology.racks)

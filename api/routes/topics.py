@@ -88,7 +88,8 @@ def _id(text: str, what: str) -> int:
         {
             404: "Namespace does not exist, or the topic does not and auto-creation is off",
             412: f"{INVALID_TOPIC_NAME}, or not enough bookies for the namespace's placement",
-            413: "A message is larger than maxMessageSize",
+            413: "A message (metadata and payload) is larger than maxMessageSize, or the "
+                 "request has more than maxMessagesPerProduceRequest messages",
         }
     ),
 )
@@ -111,8 +112,8 @@ async def produce(
     """Pulsar's REST producer (PIP-64). Each message's `payload` is a string encoded with
     the value schema (UTF-8 STRING by default, not base64). The answer lists one result
     per message with its id `ledgerId:entryId:partition` (partition -1: not partitioned).
-    The topic is created on first produce when `allowAutoTopicCreation` is on. A payload
-    over `maxMessageSize` answers 413 and stores nothing."""
+    The topic is created on first produce when `allowAutoTopicCreation` is on. A message
+    whose metadata and payload exceed `maxMessageSize` answers 413 and stores nothing."""
     return JSONResponse(await topics.produce(tenant, namespace, topic, request))
 
 

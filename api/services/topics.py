@@ -33,6 +33,7 @@ from api.errors import (
 )
 from api.services.bookkeeper_admin import java_hash_map, parse_java_long
 from api.services.namespaces import NamespaceService, is_valid_namespace_name
+from api.services.publish_buffer import PublishBuffer
 from api.settings import Settings
 from metastore.ledger_metadata import LedgerMetadata, LedgerState
 from metastore.readers import read_namespace_placement
@@ -59,6 +60,7 @@ from storage.managed_ledger.message import (
     MessageMetadata,
     decode_message,
     encode_message,
+    message_size,
 )
 
 DEFAULT_PRODUCER_NAME = "RestProducer"
@@ -236,6 +238,7 @@ class TopicService:
         self.placement = placement
         self.factory = factory
         self.namespaces = NamespaceService(store, settings)
+        self.publish_buffer = PublishBuffer(settings.maxMessagePublishBufferSizeInMB << 20)
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -323,6 +326,10 @@ class TopicService:
         messages = request.get("messages") or []
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise InvalidInput("messages must be a list of ProducerMessage objects")
+        most = self.settings.maxMessagesPerProduceRequest
+        if len(messages) > most:
+            raise PayloadTooLarge(f"A request of {len(messages)} messages exceeds the maximum "
+                                  f"of {most} (maxMessagesPerProduceRequest)")
         producer = java_string(request.get("producerName"), "producerName") or (
             DEFAULT_PRODUCER_NAME)
         limit = self.settings.maxMessageSize
@@ -332,26 +339,27 @@ class TopicService:
             if index and not index % YIELD_EVERY:
                 await asyncio.sleep(0)  # a large request does not hold the loop
             payload = (java_string(message.get("payload"), "payload") or "").encode()
-            if len(payload) > limit:
-                raise PayloadTooLarge(
-                    f"Message {index} of {len(payload)} bytes exceeds the maximum allowed "
-                    f"message size of {limit} bytes (maxMessageSize)")
-            encoded.append(encode_message(_metadata_of(message, producer, now, len(payload)),
-                                          payload))
+            if len(payload) > limit:  # refused before its metadata is built
+                raise message_too_large(index, len(payload), limit)
+            entry = encode_message(_metadata_of(message, producer, now, len(payload)), payload)
+            if message_size(entry) > limit:
+                raise message_too_large(index, message_size(entry), limit)
+            encoded.append(entry)
         name = managed_ledger_name(tenant, namespace, topic)
         create = self._auto_create_allowed(policies)
         if not create and self.factory.get_if_open(name) is None and not await self._exists(
                 name):
             raise NotFound("Topic not exist")
         ledger = await self._open(tenant, namespace, topic, create=True)
-        # all adds of the request in flight at once (started a piece at a time, so that a
-        # large request does not hold the loop); the managed ledger keeps call order
-        adds: list[asyncio.Future[Position]] = []
-        for first in range(0, len(encoded), YIELD_EVERY):
-            adds += [asyncio.ensure_future(ledger.add_entry(entry))
-                     for entry in encoded[first:first + YIELD_EVERY]]
-            await asyncio.sleep(0)
-        outcomes = await asyncio.gather(*adds, return_exceptions=True)
+        async with self.publish_buffer.room(sum(map(len, encoded))):
+            # all adds of the request in flight at once (started a piece at a time, so that
+            # a large request does not hold the loop); the managed ledger keeps call order
+            adds: list[asyncio.Future[Position]] = []
+            for first in range(0, len(encoded), YIELD_EVERY):
+                adds += [asyncio.ensure_future(ledger.add_entry(entry))
+                         for entry in encoded[first:first + YIELD_EVERY]]
+                await asyncio.sleep(0)
+            outcomes = await asyncio.gather(*adds, return_exceptions=True)
         results = []
         for outcome in outcomes:
             if isinstance(outcome, LedgerError | ManagedLedgerError):
@@ -402,6 +410,12 @@ class TopicService:
                 f"Could not examine messages due to the total message count is "
                 f"{ledger.number_of_entries}") from exc
         return await self._read(ledger, position)
+
+
+def message_too_large(index: int, size: int, limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"Message {index} of {size} bytes (metadata and payload) exceeds the maximum allowed "
+        f"message size of {limit} bytes (maxMessageSize)")
 
 
 def _described(value: object) -> str:

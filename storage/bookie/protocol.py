@@ -28,8 +28,9 @@ from storage.bookie.protocol_v3 import V3_FIRST_BYTE, V3Request, decode_v3_reque
 PROTOCOL_VERSION = 2
 MASTER_KEY_LENGTH = 20
 LAST_ADD_CONFIRMED = -1
-# Upstream's nettyMaxFrameSizeBytes default (5 MiB) plus room for the headers.
-MAX_FRAME_SIZE = 5 * 1024 * 1024 + 1024
+# nettyMaxFrameSizeBytes as Pulsar's bookkeeper.conf sets it: Pulsar's maxMessageSize default
+# (5 MiB) plus its frame padding (10 KiB)
+MAX_FRAME_SIZE = 5 * 1024 * 1024 + 10 * 1024
 
 FRAME_LEN = struct.Struct(">I")
 _HEADER = struct.Struct(">I")

@@ -36,6 +36,7 @@ from storage.bookie.protocol import (
     ADD_IDS,
     ADD_IDS_AT,
     ADD_MIN_BODY,
+    MAX_FRAME_SIZE,
     PLAIN_ADD_HEADER,
     AddRequest,
     AnyRequest,
@@ -223,9 +224,9 @@ class RequestHandler:
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, handler: RequestHandler) -> None:
+    def __init__(self, handler: RequestHandler, max_frame: int = MAX_FRAME_SIZE) -> None:
         self.handler = handler
-        self.reader = FrameReader()
+        self.reader = FrameReader(max_frame)
         self.transport: asyncio.Transport | None = None
         self._out: list[bytes] = []
 
@@ -273,8 +274,9 @@ class Connection(asyncio.Protocol):
             self.transport = None
 
 
-async def serve(bookie: Bookie, host: str, port: int,
-                metrics: BookieMetrics | None = None) -> asyncio.Server:
+async def serve(bookie: Bookie, host: str, port: int, metrics: BookieMetrics | None = None,
+                *, max_frame: int = MAX_FRAME_SIZE) -> asyncio.Server:
     handler = RequestHandler(bookie, metrics)
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: Connection(handler), host, port, reuse_address=True)
+    return await loop.create_server(lambda: Connection(handler, max_frame), host, port,
+                                    reuse_address=True)

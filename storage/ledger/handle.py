@@ -33,11 +33,19 @@ from dataclasses import dataclass, field
 
 from placement import NotEnoughBookies, write_set
 from storage.bookie.errors import BookieError, Fenced, NoEntry, NoLedger
-from storage.bookie.format import EntryHeader, entry_payload, package_entry, verify_entry
+from storage.bookie.format import (
+    ENTRY_OVERHEAD,
+    EntryHeader,
+    entry_payload,
+    package_entry,
+    verify_entry,
+)
+from storage.bookie.protocol import ADD_IDS_AT
 from storage.ledger.bookies import BookiePool
 from storage.ledger.errors import (
     AddFailed,
     EnsembleChangeFailed,
+    EntryTooLarge,
     LedgerClosed,
     LedgerError,
     LedgerFenced,
@@ -45,6 +53,11 @@ from storage.ledger.errors import (
     ReadFailed,
 )
 from storage.ledger.metadata import LedgerMetadata
+
+# An add frame's bytes beyond the payload: the frame's header and master key, then the
+# packaged entry's header and digest (the 4-byte length is not counted, as Netty's
+# LengthFieldBasedFrameDecoder does not)
+ADD_FRAME_OVERHEAD = ADD_IDS_AT + ENTRY_OVERHEAD
 
 
 def master_key(password: bytes) -> bytes:
@@ -214,6 +227,11 @@ class WriteHandle(ReadableLedger):
             return future
         if self._broken is not None:
             future.set_exception(self._broken)
+            return future
+        if ADD_FRAME_OVERHEAD + len(payload) > self.bookies.max_frame:
+            # refused before it has an entry id: the ledger and its connections go on
+            future.set_exception(EntryTooLarge(
+                self.ledger_id, len(payload), self.bookies.max_frame - ADD_FRAME_OVERHEAD))
             return future
         md = self.metadata
         entry_id = self.last_add_pushed + 1

@@ -188,11 +188,12 @@ class ManagedLedger:
                 await self._roll()
             handle = self._current
             assert handle is not None
-            self._current_entries += 1
-            self._current_size += len(data)
-            self.entries_added += 1
             future = handle.add_nowait(data)
+            if not future.done():  # one refused at once (EntryTooLarge, ...) takes no room
+                self._current_entries += 1
+                self._current_size += len(data)
         entry_id = await future
+        self.entries_added += 1  # entriesAddedCounter: completed writes only
         return Position(handle.ledger_id, entry_id)
 
     # -- read ---------------------------------------------------------------------------------
