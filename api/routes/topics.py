@@ -87,6 +87,7 @@ def _id(text: str, what: str) -> int:
     responses=errors(
         {
             404: "Namespace does not exist, or the topic does not and auto-creation is off",
+            409: "The namespace is being deleted",
             412: f"{INVALID_TOPIC_NAME}, or not enough bookies for the namespace's placement",
             413: "A message (metadata and payload) is larger than maxMessageSize, or the "
                  "request has more than maxMessagesPerProduceRequest messages",
@@ -138,7 +139,7 @@ async def list_topics(tenant: TenantName, namespace: NamespaceName, topics: Topi
     responses=errors(
         {
             404: NAMESPACE_NOT_FOUND,
-            409: "This topic already exists",
+            409: "This topic already exists, or the namespace is being deleted",
             412: f"{INVALID_TOPIC_NAME}, or not enough bookies for the namespace's placement",
         }
     ),

@@ -32,7 +32,11 @@ from api.errors import (
     ServiceError,
 )
 from api.services.bookkeeper_admin import java_hash_map, parse_java_long
-from api.services.namespaces import NamespaceService, is_valid_namespace_name
+from api.services.namespaces import (
+    NAMESPACE_NOT_FOUND,
+    NamespaceService,
+    is_valid_namespace_name,
+)
 from api.services.publish_buffer import PublishBuffer
 from api.settings import Settings
 from metastore.ledger_metadata import LedgerMetadata, LedgerState
@@ -46,6 +50,8 @@ from storage.managed_ledger import (
     ManagedLedgerConfig,
     ManagedLedgerError,
     ManagedLedgerFactory,
+    ManagedLedgerFenced,
+    NamespaceNotWritable,
     Position,
     RolloverPolicy,
     codec_decode,
@@ -70,6 +76,10 @@ MESSAGE_ID_NOT_FOUND = "Message id not found"
 NO_MESSAGES = "Could not examine messages due to the total message is zero"
 YIELD_EVERY = 500  # messages of one produce request handled between two loop turns
 LOCAL_CLUSTER = "__local__"  # replicate_to of a message produced with disableReplication
+
+
+def namespace_being_deleted(tenant: str, namespace: str) -> Conflict:
+    return Conflict(f"Namespace {tenant}/{namespace} is being deleted")
 
 
 def topic_not_found(tenant: str, namespace: str, topic: str) -> NotFound:
@@ -270,7 +280,22 @@ class TopicService:
         if (not create and self.factory.get_if_open(name) is None
                 and not await self._exists(name)):
             raise topic_not_found(tenant, namespace, topic)
-        return await self.factory.open(name, config)
+        try:
+            return await self.factory.open(name, config)
+        except NamespaceNotWritable as exc:  # deleted, or being deleted, meanwhile
+            if exc.deleted:
+                raise namespace_being_deleted(tenant, namespace) from exc
+            raise NotFound(NAMESPACE_NOT_FOUND) from exc
+        except ManagedLedgerFenced as exc:  # the topic was deleted while it opened
+            raise topic_not_found(tenant, namespace, topic) from exc
+
+    async def _writable_policies(self, tenant: str, namespace: str) -> dict[str, Any]:
+        """The namespace's policies; 409 while the namespace is being deleted (Pulsar's
+        `deleted` mark): no topic is created and nothing produced in it."""
+        policies = (await self.namespaces.policies(tenant, namespace)).dump()
+        if policies.get("deleted"):
+            raise namespace_being_deleted(tenant, namespace)
+        return policies
 
     def _auto_create_allowed(self, policies: dict[str, Any]) -> bool:
         override = policies.get("autoTopicCreationOverride")
@@ -282,7 +307,7 @@ class TopicService:
 
     async def create(self, tenant: str, namespace: str, topic: str) -> None:
         require_valid_topic_name(tenant, namespace, topic)
-        await self.namespaces.policies(tenant, namespace)
+        await self._writable_policies(tenant, namespace)
         if await self._exists(managed_ledger_name(tenant, namespace, topic)):
             raise Conflict("This topic already exists")
         await self._open(tenant, namespace, topic, create=True)
@@ -322,7 +347,7 @@ class TopicService:
     async def produce(self, tenant: str, namespace: str, topic: str,
                       request: dict[str, Any]) -> dict[str, Any]:
         require_valid_topic_name(tenant, namespace, topic)
-        policies = (await self.namespaces.policies(tenant, namespace)).dump()
+        policies = await self._writable_policies(tenant, namespace)
         messages = request.get("messages") or []
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise InvalidInput("messages must be a list of ProducerMessage objects")

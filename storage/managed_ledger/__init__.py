@@ -6,7 +6,9 @@ from storage.managed_ledger.errors import (
     InvalidPosition,
     ManagedLedgerClosed,
     ManagedLedgerError,
+    ManagedLedgerFenced,
     ManagedLedgerNotFound,
+    NamespaceNotWritable,
 )
 from storage.managed_ledger.factory import ManagedLedgerFactory
 from storage.managed_ledger.managed_ledger import (
@@ -33,7 +35,9 @@ __all__ = [
     "ManagedLedgerConfig",
     "ManagedLedgerError",
     "ManagedLedgerFactory",
+    "ManagedLedgerFenced",
     "ManagedLedgerNotFound",
+    "NamespaceNotWritable",
     "Position",
     "RolloverPolicy",
     "codec_decode",
