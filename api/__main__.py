@@ -25,6 +25,7 @@ from starlette.types import ASGIApp
 
 from api.app import create_server_app
 from api.client_certificates import ClientCertHttpProtocol
+from api.connection_limits import http_protocol
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
 from metastore.store import MetadataStore, parse_metadata_store_url
@@ -235,6 +236,13 @@ async def bookies_registered(settings: Settings, bookie_ids: list[str]) -> None:
         )  # fmt: skip
 
 
+def keep_alive(settings: Settings) -> int:
+    """uvicorn's keep-alive timeout: the idle timeout between requests (a very long one for
+    `<= 0`, which uvicorn has no form for)."""
+    idle = settings.httpServerIdleTimeoutSeconds
+    return max(1, round(idle)) if idle > 0 else 365 * 24 * 3600
+
+
 def tls_config(app: ASGIApp, settings: Settings) -> uvicorn.Config | None:
     """uvicorn's config for `webServicePortTls` (None when it is 0): the certificate and key
     of `tlsCertificateFilePath`/`tlsKeyFilePath`; client certificates checked against
@@ -250,7 +258,9 @@ def tls_config(app: ASGIApp, settings: Settings) -> uvicorn.Config | None:
         app,
         host=settings.bindAddress,
         port=settings.webServicePortTls,
-        http=ClientCertHttpProtocol,
+        http=http_protocol(settings.connection_limits, ClientCertHttpProtocol),
+        timeout_keep_alive=keep_alive(settings),
+        backlog=settings.httpServerAcceptQueueSize,
         lifespan="off",
         access_log=settings.accessLogEnabled,
         log_config=None,
@@ -310,7 +320,9 @@ def main(argv: list[str] | None = None) -> int:
         app,
         host=settings.bindAddress,
         port=settings.webServicePort,
-        http="httptools",
+        http=http_protocol(settings.connection_limits),
+        timeout_keep_alive=keep_alive(settings),
+        backlog=settings.httpServerAcceptQueueSize,
         access_log=settings.accessLogEnabled,
         log_config=None,
         log_level=None,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from api.connection_limits import ConnectionLimits
 from placement.config import parse_broker_conf
 from storage.autorecovery.config import AutoRecoveryConfig, AutoRecoveryConfigError
 
@@ -103,6 +104,15 @@ class Settings:
     # Largest request body accepted (413 above it); <= 0: no limit, as Pulsar's -1. The
     # default admits a 10,000-bookie rack map (~1 MB) and stays near etcd's 1.5 MiB limit.
     httpMaxRequestSize: int = 2 * 1024 * 1024
+    # Connections of the admin port (README "Request limits"): Pulsar's
+    # maxHttpServerConnections (<= 0: no limit) and httpServerAcceptQueueSize; ours (Pulsar's
+    # Jetty has a fixed 30 s idle timeout): a connection that sends nothing, or does not
+    # complete its request's headers or body, within these is closed (<= 0: never).
+    maxHttpServerConnections: int = 2048
+    httpServerAcceptQueueSize: int = 8192
+    httpServerIdleTimeoutSeconds: float = 30.0
+    httpServerHeaderTimeoutSeconds: float = 30.0
+    httpServerBodyTimeoutSeconds: float = 60.0
     # Ours: the change history of admin writes (README "Change history"). Records beyond
     # changeHistoryMaxRecords (<= 0: no limit) or older than changeHistoryMaxAgeSeconds
     # (<= 0: no limit) are pruned every changeHistoryPruneIntervalSeconds, in the background.
@@ -159,6 +169,15 @@ class Settings:
                 raise SettingsError(f"{name} must be positive")
         if self.webServicePortTls and not (self.tlsCertificateFilePath and self.tlsKeyFilePath):
             raise SettingsError("webServicePortTls needs tlsCertificateFilePath and tlsKeyFilePath")
+
+    @property
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(
+            max_connections=self.maxHttpServerConnections,
+            idle_timeout=self.httpServerIdleTimeoutSeconds,
+            header_timeout=self.httpServerHeaderTimeoutSeconds,
+            body_timeout=self.httpServerBodyTimeoutSeconds,
+        )
 
     @property
     def bookie_frame_limit(self) -> int:

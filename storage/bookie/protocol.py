@@ -281,6 +281,11 @@ class FrameReader:
         self._tail_len = 0
         self._need = 0  # bytes the tail needs before its first frame can be whole
 
+    @property
+    def partial(self) -> bool:
+        """A frame is begun and not complete."""
+        return self._tail_len > 0
+
     def spans(self, data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
         if self._tail:
             self._tail.append(data)

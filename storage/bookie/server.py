@@ -30,6 +30,7 @@ from typing import cast
 
 from storage.bookie.availability import encode_availability
 from storage.bookie.bookie import DEFERRED, Bookie
+from storage.bookie.connections import ConnectionBounds, ConnectionLimits
 from storage.bookie.errors import MalformedFrame
 from storage.bookie.metrics import BookieMetrics
 from storage.bookie.protocol import (
@@ -224,17 +225,39 @@ class RequestHandler:
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, handler: RequestHandler, max_frame: int = MAX_FRAME_SIZE) -> None:
+    def __init__(self, handler: RequestHandler, max_frame: int = MAX_FRAME_SIZE,
+                 bounds: ConnectionBounds | None = None) -> None:
         self.handler = handler
         self.reader = FrameReader(max_frame)
         self.transport: asyncio.Transport | None = None
         self._out: list[bytes] = []
+        self.bounds = bounds
+        self.peer: object = None
+        self.reads = 0  # for the bounds' sweeper: progress, counted not timed
+        self.frames = 0
+
+    @property
+    def partial(self) -> bool:
+        return self.reader.partial
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        self.peer = transport.get_extra_info("peername")
+        if self.bounds is not None and not self.bounds.admit(self, self.peer):
+            self.transport.abort()
+            self.transport = None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
+        if self.bounds is not None:
+            self.bounds.leave(self)
+
+    def cut(self, reason: str) -> None:
+        """Close a stalled connection (`ConnectionBounds` logged why)."""
+        del reason
+        if self.transport is not None:
+            self.transport.abort()
+            self.transport = None
 
     def pause_writing(self) -> None:
         if self.transport is not None:
@@ -257,8 +280,10 @@ class Connection(asyncio.Protocol):
             transport.writelines(out)  # one writev under uvloop, no joined copy
 
     def data_received(self, data: bytes) -> None:
+        self.reads += 1
         try:
             buf, spans = self.reader.spans(data)
+            self.frames += len(spans)
             self.handler.handle_frames(buf, spans, self.send)
         except MalformedFrame as exc:
             self._abort(f"malformed frame: {exc}")
@@ -275,8 +300,10 @@ class Connection(asyncio.Protocol):
 
 
 async def serve(bookie: Bookie, host: str, port: int, metrics: BookieMetrics | None = None,
-                *, max_frame: int = MAX_FRAME_SIZE) -> asyncio.Server:
+                *, max_frame: int = MAX_FRAME_SIZE,
+                limits: ConnectionLimits | None = None) -> asyncio.Server:
     handler = RequestHandler(bookie, metrics)
+    bounds = ConnectionBounds(limits) if limits is not None else None
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: Connection(handler, max_frame), host, port,
+    return await loop.create_server(lambda: Connection(handler, max_frame, bounds), host, port,
                                     reuse_address=True)

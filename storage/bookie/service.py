@@ -34,6 +34,7 @@ from metastore.store import MetadataStore, parse_metadata_store_url
 from metastore.underreplication_marks import encode_lock_data
 from metastore.versioned_keys import VersionedKeys
 from storage.bookie.bookie import Bookie, BookieSettings
+from storage.bookie.connections import ConnectionLimits
 from storage.bookie.gc import (
     GarbageCollector,
     GcSettings,
@@ -65,6 +66,15 @@ class ServerSettings:
     # longest frame accepted (its 4-byte length not counted); Pulsar's bookkeeper.conf value,
     # maxMessageSize + 10 KiB, so every message a broker accepts fits
     nettyMaxFrameSizeBytes: int = MAX_FRAME_SIZE
+    # ours (BookKeeper has no such keys): storage.bookie.connections
+    maxServerConnections: int = 1024
+    serverIdleTimeoutSeconds: float = 300.0
+    serverFrameTimeoutSeconds: float = 30.0
+
+    @property
+    def limits(self) -> ConnectionLimits:
+        return ConnectionLimits(self.maxServerConnections, self.serverIdleTimeoutSeconds,
+                                self.serverFrameTimeoutSeconds)
 
 
 @dataclass(frozen=True)
@@ -199,7 +209,8 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
     bookie.journal.metrics = metrics
     stop_metrics = serve_metrics(settings, bookie, metrics) if metrics is not None else None
     server = await serve(bookie, settings.host, settings.port, metrics,
-                         max_frame=settings.server.nettyMaxFrameSizeBytes)
+                         max_frame=settings.server.nettyMaxFrameSizeBytes,
+                         limits=settings.server.limits)
     store = MetadataStore(parse_metadata_store_url(settings.metadata_store_url))
     registration = Registration(store, settings.bookie_id, settings.lease_ttl)
     data_dir = settings.storage.data_dir
