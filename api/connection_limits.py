@@ -14,7 +14,10 @@ of that kind as one count per `CutLog.WINDOW` seconds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
+import struct
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -31,6 +34,10 @@ class ConnectionLimits:
     header_timeout: float = 30.0  # httpServerHeaderTimeoutSeconds
     body_timeout: float = 60.0  # httpServerBodyTimeoutSeconds
 
+
+# The ASGI scope extension that closes the request's connection at once (a stream whose client
+# stopped reading: a graceful close would wait for the client to read what is buffered).
+ABORT_EXTENSION = "connection.abort"
 
 SETTING = {
     "idle": "httpServerIdleTimeoutSeconds",
@@ -63,6 +70,17 @@ class CutLog:
             self._counts[kind] = self._counts.get(kind, 0) + 1
 
 
+def drop(transport: asyncio.Transport) -> None:
+    """Close a connection at once with a reset: data it buffered for a client that does not
+    read is discarded, in the process and in the kernel (a plain close would queue the end
+    behind it, keeping the connection open as long as the client does not read)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
+
+
 def _peer(peer: Any) -> str:
     if isinstance(peer, tuple) and len(peer) >= 2:
         return f"{peer[0]}:{peer[1]}"
@@ -83,7 +101,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         if most > 0 and len(self.connections) > most:
             self.cuts.note("limit", self.client,
                            f"{most} connections open (maxHttpServerConnections)")
-            transport.abort()
+            drop(transport)
             return
         self._arm("idle", self.limits.idle_timeout)
 
@@ -97,6 +115,10 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
+        scope: dict[str, Any] = self.scope  # type: ignore[assignment]
+        transport = self.transport
+        scope["extensions"] = {**scope.get("extensions", {}),
+                               ABORT_EXTENSION: lambda: drop(transport)}
         self._arm("body", self.limits.body_timeout)
 
     def on_message_complete(self) -> None:
@@ -121,7 +143,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         what = {"idle": "nothing received", "header": "request headers not complete",
                 "body": "request body not complete"}[kind]
         self.cuts.note(kind, self.client, f"{what} after {seconds:g} s ({SETTING[kind]})")
-        self.transport.abort()
+        drop(self.transport)
 
 
 def http_protocol(limits: ConnectionLimits,

@@ -113,6 +113,10 @@ class Settings:
     httpServerIdleTimeoutSeconds: float = 30.0
     httpServerHeaderTimeoutSeconds: float = 30.0
     httpServerBodyTimeoutSeconds: float = 60.0
+    # Ours: an SSE watcher (README "Watch") is dropped after a write blocked this long, and
+    # told to resync when the changes waiting for it hold more than this many bytes.
+    watchSendTimeoutSeconds: float = 60.0
+    watchMaxQueuedBytes: int = 8 * 1024 * 1024
     # Ours: the change history of admin writes (README "Change history"). Records beyond
     # changeHistoryMaxRecords (<= 0: no limit) or older than changeHistoryMaxAgeSeconds
     # (<= 0: no limit) are pruned every changeHistoryPruneIntervalSeconds, in the background.

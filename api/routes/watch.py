@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
 
-from api.deps import MetastoreDep
+from api.deps import MetastoreDep, SettingsDep
 from api.event_stream import EVENT_STREAM, EventStreamResponse
 from api.services import watch
 
@@ -41,6 +41,7 @@ EXAMPLE_STREAM = (
 )
 async def watch_changes(
     store: MetastoreDep,
+    settings: SettingsDep,
     prefix: Annotated[
         str,
         Query(description="What to watch: `bookies`, `policies` or `clusters`"),
@@ -74,5 +75,6 @@ async def watch_changes(
     every 15 s. Super-user only."""
     chosen = watch.selection(prefix)
     start = watch.start_revision(since, last_event_id)
-    session = await watch.WatchSession.open(store, chosen, start)
-    return EventStreamResponse(session.frames(), send_timeout=watch.SEND_TIMEOUT_SECONDS)
+    session = await watch.WatchSession.open(store, chosen, start,
+                                            queue_bytes=settings.watchMaxQueuedBytes)
+    return EventStreamResponse(session.frames(), send_timeout=settings.watchSendTimeoutSeconds)
