@@ -6,9 +6,10 @@ after their first byte, one whose request body is not complete `httpServerBodyTi
 after its headers. Between requests uvicorn's keep-alive timer applies the idle timeout.
 
 `http_protocol(limits, base)` is uvicorn's httptools protocol (or the TLS listener's) with
-these bounds; the handler of the request in progress is never cut by them (the request deadline
-bounds it). Each cut is logged once: the first of a kind at once, with its peer, and the others
-of that kind as one count per `CutLog.WINDOW` seconds.
+these bounds (and the header names of `api.header_case`); the handler of the request in
+progress is never cut by them (the request deadline bounds it). Each cut is logged once: the
+first of a kind at once, with its peer, and the others of that kind as one count per
+`CutLog.WINDOW` seconds.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import socket
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from api.header_case import CaseRestoringTransport
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +100,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._guard: asyncio.TimerHandle | None = None
         super().connection_made(transport)
+        self.transport = cast(asyncio.Transport, CaseRestoringTransport(transport))
         most = self.limits.max_connections
         if most > 0 and len(self.connections) > most:
             self.cuts.note("limit", self.client,

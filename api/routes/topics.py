@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from api.deps import TopicsDep
 from api.errors import NotFound
+from api.header_case import keep_case
 from api.params import EntryId, LedgerId, NamespaceName, TenantName, TopicName
 from api.response_shapes import (
     EXAMPLE_PRODUCER_MESSAGES,
@@ -61,12 +62,13 @@ def errors(reasons: dict[int, str]) -> dict[int | str, dict[str, Any]]:
 
 def _message_response(message: ReadMessage) -> Response:
     """The payload, with the message's headers in the broker's order, a repeated one (such
-    as `X-Pulsar-replicated-to`) once per value. uvicorn writes header names in lower case
-    (HTTP names are case-insensitive; Jetty keeps the case it was given)."""
+    as `X-Pulsar-replicated-to`) once per value, their names in the broker's case
+    (`api.header_case`)."""
     response = Response(content=message.payload, media_type="application/json")
-    response.raw_headers.extend(
-        (name.encode("latin-1"), value.encode("latin-1")) for name, value in message.headers
-    )
+    headers = [(name.encode("latin-1"), value.encode("latin-1"))
+               for name, value in message.headers]
+    keep_case(name for name, _ in headers)
+    response.raw_headers.extend(headers)
     return response
 
 

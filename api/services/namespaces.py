@@ -25,6 +25,7 @@ from api.services.naming import is_valid_namespace_name
 from api.settings import Settings
 from metastore import errors as store_errors
 from metastore import paths
+from metastore.errors import ContentDeserializationError
 from metastore.store import Guard, MetadataStore, retry_on_conflict
 
 NAMESPACE_NOT_FOUND = "Namespace does not exist"
@@ -290,14 +291,17 @@ class NamespaceService:
         found = await self.store.get(path)
         if found is None:
             raise NotFound(NAMESPACE_NOT_FOUND)
-        policies = Policies.from_stored(path, found.value)
+        try:
+            policies: Policies | None = Policies.from_stored(path, found.value)
+        except ContentDeserializationError:  # another tool's broken document: no mark; the
+            policies = None  # delete still goes on, so an operator can repair it
         guards = [Guard(path, found.revision)]
         if not force:
             for root in topic_roots(tenant, namespace):
                 if await self.store.children(root):
                     raise Conflict("Cannot delete non empty namespace")
                 guards.append(Guard(root, found.revision, tree=True))
-        if policies.deleted:
+        if policies is None or policies.deleted:
             return False
         marked = policies.model_copy(update={"deleted": True})
         await self.store.commit(guards, puts={path: marked.to_bytes()})

@@ -130,6 +130,10 @@ def test_a_message_at_the_limit_is_stored_and_read_back(
         ledger, entry, _ = stored.json()["messagePublishResults"][0]["messageId"].split(":")
         got = http.get(f"/admin/v2/persistent/victim/ns/edge/ledger/{ledger}/entry/{entry}")
         assert got.status_code == 200 and got.content == payload.encode()
+        # header names as the broker sends them, case included
+        names = [name for name, _ in got.headers.raw]
+        assert b"X-Pulsar-Message-ID" in names and b"X-Pulsar-producer-name" in names
+        assert b"x-pulsar-message-id" not in names
         # the same payload with a key that takes it over the limit: 413, nothing added
         over = produce(http, "victim/ns/edge", [{"payload": payload, "key": "k" * 300}])
         assert over.status_code == 413
