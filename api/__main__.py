@@ -19,6 +19,7 @@ import ssl
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -236,6 +237,14 @@ async def bookies_registered(settings: Settings, bookie_ids: list[str]) -> None:
         )  # fmt: skip
 
 
+def forwarded(settings: Settings) -> dict[str, Any]:
+    """uvicorn's proxy-header settings: X-Forwarded-For honoured, from any peer, only with
+    `webServiceTrustXForwardedFor=true` (uvicorn would otherwise trust it from 127.0.0.1)."""
+    if settings.webServiceTrustXForwardedFor:
+        return {"proxy_headers": True, "forwarded_allow_ips": "*"}
+    return {"proxy_headers": False}
+
+
 def keep_alive(settings: Settings) -> int:
     """uvicorn's keep-alive timeout: the idle timeout between requests (a very long one for
     `<= 0`, which uvicorn has no form for)."""
@@ -261,6 +270,7 @@ def tls_config(app: ASGIApp, settings: Settings) -> uvicorn.Config | None:
         http=http_protocol(settings.connection_limits, ClientCertHttpProtocol),
         timeout_keep_alive=keep_alive(settings),
         backlog=settings.httpServerAcceptQueueSize,
+        **forwarded(settings),
         lifespan="off",
         access_log=settings.accessLogEnabled,
         log_config=None,
@@ -323,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         http=http_protocol(settings.connection_limits),
         timeout_keep_alive=keep_alive(settings),
         backlog=settings.httpServerAcceptQueueSize,
+        **forwarded(settings),
         access_log=settings.accessLogEnabled,
         log_config=None,
         log_level=None,

@@ -108,6 +108,9 @@ class Settings:
     # maxHttpServerConnections (<= 0: no limit) and httpServerAcceptQueueSize; ours (Pulsar's
     # Jetty has a fixed 30 s idle timeout): a connection that sends nothing, or does not
     # complete its request's headers or body, within these is closed (<= 0: never).
+    # Pulsar's: take the client's address from X-Forwarded-For (from any peer) only when true;
+    # otherwise the header is ignored (change history, the per-client rate limit).
+    webServiceTrustXForwardedFor: bool = False
     maxHttpServerConnections: int = 2048
     httpServerAcceptQueueSize: int = 8192
     httpServerIdleTimeoutSeconds: float = 30.0

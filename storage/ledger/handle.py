@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ from storage.ledger.errors import (
     ReadFailed,
 )
 from storage.ledger.metadata import LedgerMetadata
+
+log = logging.getLogger(__name__)
 
 # An add frame's bytes beyond the payload: the frame's header and master key, then the
 # packaged entry's header and digest (the 4-byte length is not counted, as Netty's
@@ -298,6 +301,9 @@ class WriteHandle(ReadableLedger):
             return  # already replaced; the pending adds were re-sent to its successor
         op.failed[bookie] = why
         md = self.metadata
+        if bookie not in self._to_replace:  # once per failed bookie, not once per copy
+            log.warning("ledger %d: add of entry %d to bookie %s failed: %s", self.ledger_id,
+                        op.entry_id, bookie, why)
         if self._change_ensemble is None:
             if not op.quorum and len(op.failed) > md.write_quorum_size - md.ack_quorum_size:
                 self._fail_all(AddFailed(self.ledger_id, op.entry_id, dict(op.failed)))
@@ -339,6 +345,8 @@ class WriteHandle(ReadableLedger):
         self.metadata = metadata
         self._ensemble = tuple(metadata.current_ensemble)
         self.ensemble_changes += 1
+        log.info("ledger %d: ensemble changed from entry %d: %s -> %s", self.ledger_id,
+                 max(metadata.ensembles), list(old), list(self._ensemble))
         changed = [i for i, (a, b) in enumerate(zip(old, self._ensemble, strict=True)) if a != b]
         for op in self._pending:
             for index in changed:
@@ -364,6 +372,8 @@ class WriteHandle(ReadableLedger):
         """The handle cannot go on: fail every add not yet acknowledged, and later ones."""
         if self._broken is None:
             self._broken = error
+            log.warning("ledger %d: no more adds (%d pending fail): %s", self.ledger_id,
+                        len(self._pending), error)
         while self._pending:
             op = self._pending.popleft()
             if not op.future.done():
