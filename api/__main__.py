@@ -20,18 +20,21 @@ import ssl
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
 
 from api.app import create_server_app
 from api.auth.client_certificates import ClientCertHttpProtocol
+from api.http.connection_limits import http_protocol
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
 from metastore.store import open_metadata_store
 from metastore.store_url import ZooKeeperUrl, parse_store_url
 from storage import (
     FIRST_PORT,
+    FRAME_LIMIT_KEY,
     GC_DEFAULT,
     LocalBookies,
     check_bookie_settings,
@@ -246,6 +249,21 @@ async def bookies_registered(settings: Settings, bookie_ids: list[str]) -> None:
         )  # fmt: skip
 
 
+def forwarded(settings: Settings) -> dict[str, Any]:
+    """uvicorn's proxy-header settings: X-Forwarded-For honoured, from any peer, only with
+    `webServiceTrustXForwardedFor=true` (uvicorn would otherwise trust it from 127.0.0.1)."""
+    if settings.webServiceTrustXForwardedFor:
+        return {"proxy_headers": True, "forwarded_allow_ips": "*"}
+    return {"proxy_headers": False}
+
+
+def keep_alive(settings: Settings) -> int:
+    """uvicorn's keep-alive timeout: the idle timeout between requests (a very long one for
+    `<= 0`, which uvicorn has no form for)."""
+    idle = settings.httpServerIdleTimeoutSeconds
+    return max(1, round(idle)) if idle > 0 else 365 * 24 * 3600
+
+
 def tls_config(app: ASGIApp, settings: Settings) -> uvicorn.Config | None:
     """uvicorn's config for `webServicePortTls` (None when it is 0): the certificate and key
     of `tlsCertificateFilePath`/`tlsKeyFilePath`; client certificates checked against
@@ -261,7 +279,10 @@ def tls_config(app: ASGIApp, settings: Settings) -> uvicorn.Config | None:
         app,
         host=settings.bindAddress,
         port=settings.webServicePortTls,
-        http=ClientCertHttpProtocol,
+        http=http_protocol(settings.connection_limits, ClientCertHttpProtocol),
+        timeout_keep_alive=keep_alive(settings),
+        backlog=settings.httpServerAcceptQueueSize,
+        **forwarded(settings),
         lifespan="off",
         access_log=settings.accessLogEnabled,
         log_config=None,
@@ -284,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_args(arguments)
         settings = settings_from_args(args)
         conf = bookie_conf(args.bookie_conf)
+        # the supervised bookies take the frames the service sends (Pulsar's bookkeeper.conf
+        # sets nettyMaxFrameSizeBytes to maxMessageSize + the frame padding likewise)
+        conf.setdefault(FRAME_LIMIT_KEY, str(settings.bookie_frame_limit))
     except (SettingsError, OSError) as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
@@ -325,7 +349,10 @@ def main(argv: list[str] | None = None) -> int:
         app,
         host=settings.bindAddress,
         port=settings.webServicePort,
-        http="httptools",
+        http=http_protocol(settings.connection_limits),
+        timeout_keep_alive=keep_alive(settings),
+        backlog=settings.httpServerAcceptQueueSize,
+        **forwarded(settings),
         access_log=settings.accessLogEnabled,
         log_config=None,
         log_level=None,

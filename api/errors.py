@@ -38,6 +38,11 @@ from storage import managed_ledger as managed_ledger_errors
 
 log = logging.getLogger(__name__)
 
+# What a `%2F` inside a path segment becomes while routing (api.http.encoded_slash), so it
+# stays apart from `/`; refused by every name rule (api.services.naming), and shown as `/` in
+# a reason.
+ENCODED_SLASH = "\x00"
+
 
 class ServiceError(Exception):
     def __init__(self, reason: str) -> None:
@@ -119,10 +124,13 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     ledger_errors.RecoveryFailed: 500,
     ledger_errors.ReadFailed: 500,
     ledger_errors.MetadataConflict: 409,
+    ledger_errors.EntryTooLarge: 413,
     ledger_errors.LedgerError: 500,
     managed_ledger_errors.ManagedLedgerNotFound: 404,
     managed_ledger_errors.ManagedLedgerClosed: 500,
     managed_ledger_errors.InvalidPosition: 404,
+    managed_ledger_errors.ManagedLedgerFenced: 404,  # the topic was deleted meanwhile
+    managed_ledger_errors.NamespaceNotWritable: 409,  # being deleted (or gone)
     managed_ledger_errors.ManagedLedgerError: 500,
 }
 
@@ -164,11 +172,17 @@ def error_status_and_reason(exc: Exception) -> tuple[int, str]:
     status = status_for(exc)
     if status >= 500:
         log.warning("request failed with %d: %s", status, exc)
-    return status, reason_for(exc)
+    return status, public_reason(reason_for(exc))
+
+
+def public_reason(reason: str) -> str:
+    """A reason as the client wrote its names: an encoded slash kept inside a path segment
+    (`api.http.encoded_slash`) is a `/` again, as Jersey decodes it."""
+    return reason.replace(ENCODED_SLASH, "/")
 
 
 def error_response(status: int, reason: str) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"reason": reason})
+    return JSONResponse(status_code=status, content={"reason": public_reason(reason)})
 
 
 async def _handle_known(_: Request, exc: Exception) -> JSONResponse:

@@ -20,6 +20,18 @@ from storage.autorecovery import AutoRecoveryConfig, AutoRecoveryConfigError
 
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
 TLS_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"
+# Pulsar's Commands.MESSAGE_SIZE_FRAME_PADDING: room for a frame's own headers beyond a message
+MESSAGE_SIZE_FRAME_PADDING = 10 * 1024
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """Bounds on the admin port's connections (api.http.connection_limits applies them)."""
+
+    max_connections: int = 2048  # maxHttpServerConnections; <= 0: no limit
+    idle_timeout: float = 30.0  # httpServerIdleTimeoutSeconds
+    header_timeout: float = 30.0  # httpServerHeaderTimeoutSeconds
+    body_timeout: float = 60.0  # httpServerBodyTimeoutSeconds
 
 
 class SettingsError(ValueError):
@@ -82,7 +94,16 @@ class Settings:
     managedLedgerMaxSizePerLedgerMbytes: int = 2048
     managedLedgerMinLedgerRolloverTimeMinutes: int = 10
     managedLedgerMaxLedgerRolloverTimeMinutes: int = 240
+    # A message's size is its metadata plus payload (as Pulsar's client counts it); the
+    # bookie client's frame limit is maxMessageSize + 10 KiB (Pulsar's
+    # Commands.MESSAGE_SIZE_FRAME_PADDING, its nettyMaxFrameSizeBytes), so whatever is
+    # accepted fits a frame.
     maxMessageSize: int = 5 * 1024 * 1024
+    # Pulsar's: bytes of messages being stored at once, over all producers; a produce request
+    # waits for room (README "Producing over REST").
+    maxMessagePublishBufferSizeInMB: int = 128
+    # Ours: messages in one REST produce request (400 above it).
+    maxMessagesPerProduceRequest: int = 10000
     allowAutoTopicCreation: bool = True
     defaultNumberOfNamespaceBundles: int = 4
     maxTenants: int = 0
@@ -92,6 +113,22 @@ class Settings:
     # Largest request body accepted (413 above it); <= 0: no limit, as Pulsar's -1. The
     # default admits a 10,000-bookie rack map (~1 MB) and stays near etcd's 1.5 MiB limit.
     httpMaxRequestSize: int = 2 * 1024 * 1024
+    # Connections of the admin port (README "Request limits"): Pulsar's
+    # maxHttpServerConnections (<= 0: no limit) and httpServerAcceptQueueSize; ours (Pulsar's
+    # Jetty has a fixed 30 s idle timeout): a connection that sends nothing, or does not
+    # complete its request's headers or body, within these is closed (<= 0: never).
+    # Pulsar's: take the client's address from X-Forwarded-For (from any peer) only when true;
+    # otherwise the header is ignored (change history, the per-client rate limit).
+    webServiceTrustXForwardedFor: bool = False
+    maxHttpServerConnections: int = 2048
+    httpServerAcceptQueueSize: int = 8192
+    httpServerIdleTimeoutSeconds: float = 30.0
+    httpServerHeaderTimeoutSeconds: float = 30.0
+    httpServerBodyTimeoutSeconds: float = 60.0
+    # Ours: an SSE watcher (README "Watch") is dropped after a write blocked this long, and
+    # told to resync when the changes waiting for it hold more than this many bytes.
+    watchSendTimeoutSeconds: float = 60.0
+    watchMaxQueuedBytes: int = 8 * 1024 * 1024
     # Ours: the change history of admin writes (README "Change history"). Records beyond
     # changeHistoryMaxRecords (<= 0: no limit) or older than changeHistoryMaxAgeSeconds
     # (<= 0: no limit) are pruned every changeHistoryPruneIntervalSeconds, in the background.
@@ -142,8 +179,27 @@ class Settings:
             raise SettingsError("httpWriteRequestsPerClientMaxPerSecond must be positive")
         if self.changeHistoryPruneIntervalSeconds <= 0:
             raise SettingsError("changeHistoryPruneIntervalSeconds must be positive")
+        for name in ("maxMessageSize", "maxMessagePublishBufferSizeInMB",
+                     "maxMessagesPerProduceRequest"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"{name} must be positive")
         if self.webServicePortTls and not (self.tlsCertificateFilePath and self.tlsKeyFilePath):
             raise SettingsError("webServicePortTls needs tlsCertificateFilePath and tlsKeyFilePath")
+
+    @property
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(
+            max_connections=self.maxHttpServerConnections,
+            idle_timeout=self.httpServerIdleTimeoutSeconds,
+            header_timeout=self.httpServerHeaderTimeoutSeconds,
+            body_timeout=self.httpServerBodyTimeoutSeconds,
+        )
+
+    @property
+    def bookie_frame_limit(self) -> int:
+        """The bookie client's `nettyMaxFrameSizeBytes`: maxMessageSize plus Pulsar's frame
+        padding, so that every message the service accepts fits one add frame."""
+        return self.maxMessageSize + MESSAGE_SIZE_FRAME_PADDING
 
     @property
     def autorecovery(self) -> AutoRecoveryConfig:

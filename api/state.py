@@ -123,21 +123,26 @@ class AppState:
         topology = TopologySnapshot.watching(store, config)
         broker_watch = WatchedRange(store, paths.BROKERS, prefix=True)
         ownership_watch = WatchedRange(store, paths.NAMESPACE_OWNERSHIP, prefix=True)
-        namespaces = NamespaceService(store, settings)
         clusters = ClusterService(store)
 
         async def current_topology() -> Topology:
             return (await topology.current()).topology
 
-        ledgers = build_ledger_client(store, BookiePool(BookieClient.connect), current_topology,
-                                      config)
-        managed_ledgers = build_managed_ledger_factory(store, ledgers)
+        frame_limit = settings.bookie_frame_limit
+
+        async def connect(bookie_id: str) -> BookieClient:
+            return await BookieClient.connect(bookie_id, max_frame=frame_limit)
+
+        ledgers = build_ledger_client(store, BookiePool(connect, frame_limit),
+                                      current_topology, config)
+        managed_ledgers = build_managed_ledger_factory(store, ledgers, namespace_guard=True)
+        namespaces = NamespaceService(store, settings, managed_ledgers.delete)
         versioned_keys = VersionedKeys.of(store)
         racks = RackService(store, settings, topology.racks)
         services = Services(
             racks=racks,
             rack_import=RackImportService(store, settings),
-            tenants=TenantService(store, settings),
+            tenants=TenantService(store, settings, namespaces),
             namespaces=namespaces,
             namespace_policies=NamespacePolicyService(store, settings),
             clusters=clusters,

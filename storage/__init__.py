@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from storage.bookie.gc import encode_force_request
     from storage.bookie.metrics import render as render_metrics
-    from storage.bookie.service import check_bookie_settings
+    from storage.bookie.service import FRAME_LIMIT_KEY, check_bookie_settings
     from storage.engine import build_ledger_client, build_managed_ledger_factory
     from storage.runtime import GC_DEFAULT, GC_MODES, set_gc
     from storage.supervisor import (
@@ -51,6 +51,7 @@ _HOME = {
     "build_ledger_client": ("storage.engine", "build_ledger_client"),
     "build_managed_ledger_factory": ("storage.engine", "build_managed_ledger_factory"),
     "check_bookie_settings": ("storage.bookie.service", "check_bookie_settings"),
+    "FRAME_LIMIT_KEY": ("storage.bookie.service", "FRAME_LIMIT_KEY"),
     "default_ports": ("storage.supervisor", "default_ports"),
     "encode_force_request": ("storage.bookie.gc", "encode_force_request"),
     "free_ports": ("storage.supervisor", "free_ports"),
@@ -62,6 +63,7 @@ _HOME = {
 
 __all__ = [
     "FIRST_PORT",
+    "FRAME_LIMIT_KEY",
     "GC_DEFAULT",
     "GC_MODES",
     "LocalBookie",

@@ -6,20 +6,27 @@ BookKeeper driver and managed ledger do (V3 ledger metadata at the hierarchical 
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 
+from metastore import paths
 from metastore.errors import AlreadyExists, BadVersion, NotFound
 from metastore.ledger_ids import LedgerIdGenerator
 from metastore.ledgers import LedgerMetadataStore
 from metastore.managed_ledger_info import LedgerInfo as StoredLedgerInfo
 from metastore.managed_ledger_info import ManagedLedgerInfo
 from metastore.managed_ledgers import ManagedLedgerName, ManagedLedgerStore
-from metastore.store import MetadataStore
+from metastore.store import Guard, MetadataStore
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig
 from storage.ledger import BookiePool, LedgerClient, LedgerMetadata, VersionConflict
 from storage.ledger.client import TopologySource
-from storage.managed_ledger import InfoVersionConflict, LedgerInfo, ManagedLedgerFactory
+from storage.managed_ledger import (
+    InfoVersionConflict,
+    LedgerInfo,
+    ManagedLedgerFactory,
+    NamespaceNotWritable,
+)
 from storage.managed_ledger.names import split_managed_ledger_name
 
 
@@ -65,8 +72,9 @@ class EtcdLedgerMetadata:
 class EtcdManagedLedgerInfo:
     """`storage.managed_ledger.InfoBackend` on metastore's managed-ledger store."""
 
-    def __init__(self, keys: VersionedKeys) -> None:
+    def __init__(self, keys: VersionedKeys, *, namespace_guard: bool = False) -> None:
         self.store = ManagedLedgerStore(keys)
+        self.namespace_guard = namespace_guard
 
     async def read(self, name: str) -> tuple[list[LedgerInfo], int] | None:
         found = await self.store.get(_name(name))
@@ -77,7 +85,28 @@ class EtcdManagedLedgerInfo:
         return ledgers, found.version
 
     async def create_empty(self, name: str) -> int:
-        return (await self.store.open(_name(name))).version
+        """Create the key (empty); with `namespace_guard`, only while the namespace's
+        policies exist without Pulsar's `deleted` mark, in one transaction guarded by their
+        revision: a namespace delete, which marks the policies first, and a topic's creation
+        never both succeed. The key's version (also when another opener created it first)."""
+        ml = _name(name)
+        if not self.namespace_guard:
+            return (await self.store.open(ml)).version
+        policies_path = paths.namespace(ml.tenant, ml.namespace)
+        store = self.store.keys.store
+        for _ in range(CREATE_ATTEMPTS):
+            existing = await self.store.get(ml)
+            if existing is not None:
+                return existing.version
+            policies = await store.get(policies_path)
+            deleted = policies is not None and _marked_deleted(policies.value)
+            if policies is None or deleted:
+                raise NamespaceNotWritable(name, f"{ml.tenant}/{ml.namespace}", deleted)
+            with contextlib.suppress(BadVersion):  # policies changed, or another opener won
+                await store.commit([Guard(policies_path, policies.revision), Guard(ml.path)],
+                                   puts={ml.path: b""})
+                return 0
+        raise InfoVersionConflict(f"{ml.path}: the namespace's policies kept changing")
 
     async def write(self, name: str, ledgers: list[LedgerInfo], version: int) -> int:
         info = ManagedLedgerInfo(ledgers=tuple(
@@ -90,6 +119,18 @@ class EtcdManagedLedgerInfo:
     async def delete(self, name: str) -> None:
         with contextlib.suppress(NotFound):
             await self.store.delete(_name(name))
+
+
+CREATE_ATTEMPTS = 20
+
+
+def _marked_deleted(policies: bytes) -> bool:
+    """Pulsar's `Policies.deleted`: the namespace is being deleted."""
+    try:
+        document = json.loads(policies)
+    except ValueError:
+        return False
+    return isinstance(document, dict) and document.get("deleted") is True
 
 
 def _name(name: str) -> ManagedLedgerName:
@@ -109,6 +150,9 @@ def build_ledger_client(
                         rng)
 
 
-def build_managed_ledger_factory(store: MetadataStore, client: LedgerClient
-                                 ) -> ManagedLedgerFactory:
-    return ManagedLedgerFactory(client, EtcdManagedLedgerInfo(VersionedKeys.of(store)))
+def build_managed_ledger_factory(store: MetadataStore, client: LedgerClient, *,
+                                 namespace_guard: bool = False) -> ManagedLedgerFactory:
+    """`namespace_guard`: a topic's key is created only inside a live namespace (the
+    service's topics); without it, anywhere (the storage engine on its own)."""
+    return ManagedLedgerFactory(client, EtcdManagedLedgerInfo(VersionedKeys.of(store),
+                                                              namespace_guard=namespace_guard))

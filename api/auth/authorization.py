@@ -8,18 +8,18 @@ Pulsar's model (`PulsarWebResource`, `PulsarAuthorizationProvider`):
 - `authenticationEnabled=true`: a request without valid credentials (a token, or a client
   certificate with `AuthenticationProviderTls`) is refused, 401
   `Need to authenticate to perform the request` (Pulsar's `AuthenticationFilter`).
-- and `authorizationEnabled=true`: each operation needs a role. `RULES` maps every route's
-  operation id to what it needs; an operation missing from the table needs super-user
-  (refuse by default). A super-user (`superUserRoles`) may do everything; a tenant's admin
-  (`adminRoles` of its TenantInfo) may do the tenant- and namespace-scoped operations Pulsar
-  gives it. The refusals carry Pulsar's status and text: 401 `This operation requires
-  super-user access`, 401 `Unauthorized to validateTenantOperation ...` (tenant and topic
-  operations), 403 `Unauthorized to validateNamespace[Policy]Operation ...` (namespace ones).
-
-Bookies, clusters, failure domains, isolation policies, brokers, BookKeeper's admin paths, the
-storage engine's bookies and audits, and bookie-affinity writes are super-user only; a tenant
-admin may read its namespaces' bookie affinity (Pulsar asks super-user even for that read; see
-the README).
+- and `authorizationEnabled=true`: each operation needs a role. `TABLE` has one row per
+  operation id of the app: what it needs and the upstream check it mirrors (or, for an
+  operation of ours, the rule chosen and why); `PATHS` says the same of the paths outside the
+  operations (`/metrics`, the API's description). The README's authorisation table is
+  rendered from them (`api.authorization_doc`). An operation missing from the table needs
+  super-user (refuse by default), and the matrix test fails for it. A super-user
+  (`superUserRoles`) may do everything; a tenant's admin (`adminRoles` of its TenantInfo) may
+  do what Pulsar's `PulsarAuthorizationProvider` lets it. The refusals carry Pulsar's status
+  and text: 401 `This operation requires super-user access`, 401 `Unauthorized to
+  validateTenantOperation ...` (tenant and topic operations), 401 `Unauthorized to
+  validateBothTenantOperationAndSuperUser ...` (the tenant routes), 403 `Unauthorized to
+  validateNamespace[Policy]Operation ...` (namespace ones).
 """
 
 from __future__ import annotations
@@ -49,7 +49,23 @@ class Access:
 
 @dataclass(frozen=True)
 class SuperUser:
-    pass
+    """`validateSuperUserAccess`: a super-user, else 401 `This operation requires super-user
+    access`."""
+
+
+@dataclass(frozen=True)
+class AnyRole:
+    """No check beyond authentication: any role with valid credentials."""
+
+
+@dataclass(frozen=True)
+class SuperUserOrTenant:
+    """`validateBothSuperUserAndTenantOperation`: a super-user or, for a named tenant, its
+    admin (`validateTenantOperation`); else 401 `Unauthorized to
+    validateBothTenantOperationAndSuperUser ...`. Without a tenant, super-user only."""
+
+    operation: str
+    tenant_param: str | None = "tenant"
 
 
 @dataclass(frozen=True)
@@ -83,17 +99,20 @@ class TopicOperation:
     operation: str
 
 
-@dataclass(frozen=True)
-class Authenticated:
-    """Any authenticated role; the service itself limits what the role sees (the placement
-    console's overview and preview show a tenant admin its own tenants' namespaces only)."""
-
-
-Need = (
-    Authenticated | SuperUser | TenantOperation | NamespaceOperation | NamespacePolicy
-    | TopicOperation
-)
+Need = (SuperUser | AnyRole | SuperUserOrTenant | TenantOperation | NamespaceOperation
+        | NamespacePolicy | TopicOperation)
 SUPER_USER: Final = SuperUser()
+ANY_ROLE: Final = AnyRole()
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of the table: what an operation needs, and the upstream check it mirrors
+    (class and method, with the check it starts with) or, for an operation of ours, the rule
+    chosen and why."""
+
+    need: Need
+    mirrors: str
 
 
 def _read(policy: str) -> NamespacePolicy:
@@ -104,90 +123,174 @@ def _write(policy: str) -> NamespacePolicy:
     return NamespacePolicy(policy, "WRITE")
 
 
-# Every operation id the app serves; anything missing needs super-user.
-RULES: Final[Mapping[str, Need]] = {
-    # bookies, brokers, clusters, failure domains, isolation policies: super-user
-    "getBookiesRackInfo": SUPER_USER,
-    "getBookieRackInfo": SUPER_USER,
-    "updateBookieRackInfo": SUPER_USER,
-    "deleteBookieRackInfo": SUPER_USER,
-    "getAllBookies": SUPER_USER,
-    "importBookiesRackInfo": SUPER_USER,
-    "lintBookies": SUPER_USER,
-    "getChanges": SUPER_USER,
-    "getRuntimeConfiguration": SUPER_USER,
-    "getActiveBrokers": SUPER_USER,
-    "getClusters": SUPER_USER,
-    "getCluster": SUPER_USER,
-    "createCluster": SUPER_USER,
-    "updateCluster": SUPER_USER,
-    "deleteCluster": SUPER_USER,
-    "getFailureDomains": SUPER_USER,
-    "getDomain": SUPER_USER,
-    "setFailureDomain": SUPER_USER,
-    "deleteFailureDomain": SUPER_USER,
-    "getNamespaceIsolationPolicies": SUPER_USER,
-    "getNamespaceIsolationPolicy": SUPER_USER,
-    "setNamespaceIsolationPolicy": SUPER_USER,
-    "deleteNamespaceIsolationPolicy": SUPER_USER,
-    "getBrokersWithNamespaceIsolationPolicy": SUPER_USER,
-    "getBrokerWithNamespaceIsolationPolicy": SUPER_USER,
-    "bookkeeperGetLedgerMetadata": SUPER_USER,
-    "bookkeeperListLedgers": SUPER_USER,
-    "bookkeeperListBookies": SUPER_USER,
-    "bookkeeperTriggerGc": SUPER_USER,
-    "bookkeeperGetGcState": SUPER_USER,
-    "startStorageAudit": SUPER_USER,
-    "getStorageAudit": SUPER_USER,
-    "getStorageAuditReport": SUPER_USER,
-    "repairStorageAudit": SUPER_USER,
-    "getStorageBookies": SUPER_USER,
-    "startStorageBookie": SUPER_USER,
-    "stopStorageBookie": SUPER_USER,
-    "setStorageBookieReadOnly": SUPER_USER,
-    "watchChanges": SUPER_USER,
-    "decommissionStorageBookie": SUPER_USER,
-    "bookkeeperDecommissionBookie": SUPER_USER,
-    "getStorageBookieDecommission": SUPER_USER,
-    # tenants: super-user, except that a tenant's admin reads its own tenant
-    "getTenants": SUPER_USER,
-    "getTenantAdmin": TenantOperation("GET_TENANT"),
-    "createTenant": SUPER_USER,
-    "updateTenant": SUPER_USER,
-    "deleteTenant": SUPER_USER,
-    # namespaces: the tenant's admin
-    "getTenantNamespaces": TenantOperation("LIST_NAMESPACES"),
-    "createNamespace": TenantOperation("CREATE_NAMESPACE"),
-    "deleteNamespace": TenantOperation("DELETE_NAMESPACE"),
-    "getPolicies": _read("ALL"),
-    "getNamespaceAntiAffinityGroup": _read("ANTI_AFFINITY"),
-    "setNamespaceAntiAffinityGroup": _write("ANTI_AFFINITY"),
-    "removeNamespaceAntiAffinityGroup": _write("ANTI_AFFINITY"),
-    "getPersistence": _read("PERSISTENCE"),
-    "setPersistence": _write("PERSISTENCE"),
-    "deletePersistence": _write("PERSISTENCE"),
-    "getBookieAffinityGroup": _read("ALL"),
-    "setBookieAffinityGroup": SUPER_USER,
-    "deleteBookieAffinityGroup": SUPER_USER,
-    "getNamespaceReplicationClusters": _read("REPLICATION"),
-    "setNamespaceReplicationClusters": _write("REPLICATION"),
-    "getAntiAffinityNamespaces": TenantOperation("LIST_NAMESPACES", from_query=("tenant",)),
-    "getAntiAffinityNamespacesV1": TenantOperation("LIST_NAMESPACES", from_query=("property",)),
-    "getPlacementPreview": _read("ALL"),
-    # the placement console's extensions (api/routes/console.py)
-    "getConsoleOverview": Authenticated(),
-    "previewConsoleChange": Authenticated(),
-    "getConsoleNamespaceLedgers": _read("ALL"),
-    "unloadNamespace": NamespaceOperation("UNLOAD"),
-    "getList": NamespaceOperation("GET_TOPICS"),
-    # topics: the tenant's admin
-    "lookupTopicAsync": TopicOperation("LOOKUP"),
-    "produceOnPersistentTopic": TopicOperation("PRODUCE"),
-    "createNonPartitionedTopic": NamespaceOperation("CREATE_TOPIC"),
-    "deleteTopic": TopicOperation("DELETE"),
-    "getInternalStats": TopicOperation("GET_STATS"),
-    "getMessageById": TopicOperation("PEEK_MESSAGES"),
-    "examineMessage": TopicOperation("PEEK_MESSAGES"),
+_BOOKIES = "BookiesBase.{}: validateSuperUserAccess"
+_CLUSTERS = "ClustersBase.{}: validateSuperUserAccess (\"requires Pulsar superuser privileges\")"
+_NS = "Namespaces.{}: {}"
+_TOPICS = "PersistentTopicsBase.{}: {}"
+_BK_ADMIN = ("ours: BookKeeper's HTTP admin ({}) has no authorisation of its own; super-user, "
+             "since it reads or changes storage of every tenant")
+_STORAGE = "ours ({}): super-user, since it spans every tenant's ledgers and bookies"
+_HISTORY = "ours ({}): super-user, since records carry every tenant's writes, roles and addresses"
+
+# Every operation id the app serves, one row each. The matrix test
+# (tests/api/test_auth.py) fails for an operation without a row; at run time one missing
+# would need super-user (refuse by default).
+TABLE: Final[Mapping[str, Rule]] = {
+    # bookies (BookiesBase)
+    "getBookiesRackInfo": Rule(SUPER_USER, _BOOKIES.format("getBookiesRackInfo")),
+    "getBookieRackInfo": Rule(SUPER_USER, _BOOKIES.format("getBookieRackInfo")),
+    "updateBookieRackInfo": Rule(SUPER_USER, _BOOKIES.format("updateBookieRackInfo")),
+    "deleteBookieRackInfo": Rule(SUPER_USER, _BOOKIES.format("deleteBookieRackInfo")),
+    "getAllBookies": Rule(SUPER_USER, _BOOKIES.format("getAllBookies")),
+    "importBookiesRackInfo": Rule(SUPER_USER, "ours (bulk rack map): super-user, as "
+                                  "BookiesBase.updateBookieRackInfo for each bookie"),
+    "lintBookies": Rule(SUPER_USER, "ours (rack map lint): super-user, as "
+                        "BookiesBase.getBookiesRackInfo, whose data it reads"),
+    # change history and watch (ours)
+    "getChanges": Rule(SUPER_USER, _HISTORY.format("change history")),
+    "watchChanges": Rule(SUPER_USER, _HISTORY.format("watch")),
+    # brokers (BrokersBase)
+    "getRuntimeConfiguration": Rule(
+        SUPER_USER, "BrokersBase.getRuntimeConfiguration: validateSuperUserAccess"),
+    "getActiveBrokers": Rule(
+        SUPER_USER, "BrokersBase.getActiveBrokers: validateBothSuperuserAndBrokerOperation"
+        "(LIST_BROKERS); no broker-operation grants here, so super-user"),
+    # clusters, failure domains, isolation policies (ClustersBase)
+    "getClusters": Rule(ANY_ROLE, "ClustersBase.getClusters: no check beyond authentication"),
+    **{op: Rule(SUPER_USER, _CLUSTERS.format(op)) for op in (
+        "getCluster", "createCluster", "updateCluster", "deleteCluster",
+        "getFailureDomains", "getDomain", "setFailureDomain", "deleteFailureDomain",
+        "getNamespaceIsolationPolicies", "getNamespaceIsolationPolicy",
+        "setNamespaceIsolationPolicy", "deleteNamespaceIsolationPolicy",
+        "getBrokersWithNamespaceIsolationPolicy", "getBrokerWithNamespaceIsolationPolicy")},
+    # tenants (TenantsBase): super-user or, for a named tenant, its admin
+    "getTenants": Rule(SuperUserOrTenant("LIST_TENANTS", None),
+                       "TenantsBase.getTenants: validateBothSuperUserAndTenantOperation"
+                       "(null, LIST_TENANTS)"),
+    "getTenantAdmin": Rule(SuperUserOrTenant("GET_TENANT"),
+                           "TenantsBase.getTenantAdmin: validateBothSuperUserAndTenantOperation"
+                           "(GET_TENANT)"),
+    "createTenant": Rule(SuperUserOrTenant("CREATE_TENANT"),
+                         "TenantsBase.createTenant: validateBothSuperUserAndTenantOperation"
+                         "(CREATE_TENANT)"),
+    "updateTenant": Rule(SuperUserOrTenant("UPDATE_TENANT"),
+                         "TenantsBase.updateTenant: validateBothSuperUserAndTenantOperation"
+                         "(UPDATE_TENANT)"),
+    "deleteTenant": Rule(SuperUserOrTenant("DELETE_TENANT"),
+                         "TenantsBase.deleteTenant: validateBothSuperUserAndTenantOperation"
+                         "(DELETE_TENANT)"),
+    # namespaces (Namespaces v2, NamespacesBase)
+    "getTenantNamespaces": Rule(TenantOperation("LIST_NAMESPACES"), _NS.format(
+        "getTenantNamespaces", "validateTenantOperation(LIST_NAMESPACES)")),
+    "createNamespace": Rule(TenantOperation("CREATE_NAMESPACE"), _NS.format(
+        "createNamespace", "validateTenantOperation(CREATE_NAMESPACE)")),
+    "deleteNamespace": Rule(TenantOperation("DELETE_NAMESPACE"), _NS.format(
+        "deleteNamespace", "validateTenantOperation(DELETE_NAMESPACE)")),
+    "getPolicies": Rule(_read("ALL"), _NS.format(
+        "getPolicies", "validateNamespacePolicyOperation(ALL, READ)")),
+    "getNamespaceAntiAffinityGroup": Rule(_read("ANTI_AFFINITY"), _NS.format(
+        "getNamespaceAntiAffinityGroup", "validateNamespacePolicyOperation(ANTI_AFFINITY, READ)")),
+    "setNamespaceAntiAffinityGroup": Rule(_write("ANTI_AFFINITY"), _NS.format(
+        "setNamespaceAntiAffinityGroup",
+        "validateNamespacePolicyOperation(ANTI_AFFINITY, WRITE)")),
+    "removeNamespaceAntiAffinityGroup": Rule(_write("ANTI_AFFINITY"), _NS.format(
+        "removeNamespaceAntiAffinityGroup",
+        "validateNamespacePolicyOperation(ANTI_AFFINITY, WRITE)")),
+    "getAntiAffinityNamespaces": Rule(
+        TenantOperation("LIST_NAMESPACES", from_query=("tenant",)), _NS.format(
+            "getAntiAffinityNamespaces", "validateAdminAccessForTenant(tenant)")),
+    "getAntiAffinityNamespacesV1": Rule(
+        TenantOperation("LIST_NAMESPACES", from_query=("property",)),
+        "Namespaces (v1).getAntiAffinityNamespaces: validateAdminAccessForTenant(property)"),
+    "getPersistence": Rule(_read("PERSISTENCE"), _NS.format(
+        "getPersistence", "validateNamespacePolicyOperation(PERSISTENCE, READ)")),
+    "setPersistence": Rule(_write("PERSISTENCE"), _NS.format(
+        "setPersistence", "validateNamespacePolicyOperation(PERSISTENCE, WRITE)")),
+    "deletePersistence": Rule(_write("PERSISTENCE"), _NS.format(
+        "deletePersistence", "validateNamespacePolicyOperation(PERSISTENCE, WRITE)")),
+    "getBookieAffinityGroup": Rule(SUPER_USER, "NamespacesBase.internalGetBookieAffinityGroup: "
+                                   "validateSuperUserAccess"),
+    "setBookieAffinityGroup": Rule(SUPER_USER, "NamespacesBase.internalSetBookieAffinityGroup: "
+                                   "validateSuperUserAccess"),
+    "deleteBookieAffinityGroup": Rule(SUPER_USER, "NamespacesBase.internalDeleteBookieAffinity"
+                                      "Group: validateSuperUserAccess (through the set)"),
+    "getNamespaceReplicationClusters": Rule(_read("REPLICATION"), _NS.format(
+        "getNamespaceReplicationClusters", "validateNamespacePolicyOperation(REPLICATION, READ)")),
+    "setNamespaceReplicationClusters": Rule(_write("REPLICATION"), _NS.format(
+        "setNamespaceReplicationClusters",
+        "validateNamespacePolicyOperation(REPLICATION, WRITE)")),
+    "unloadNamespace": Rule(NamespaceOperation("UNLOAD"), _NS.format(
+        "unloadNamespace", "validateNamespaceOperation(UNLOAD)")),
+    "getList": Rule(NamespaceOperation("GET_TOPICS"), "PersistentTopics.getList: "
+                    "validateNamespaceOperation(GET_TOPICS)"),
+    "getPlacementPreview": Rule(_read("ALL"), "ours (placement preview): as getPolicies, "
+                                "since it shows what the namespace's own policies decide"),
+    # topics
+    "lookupTopicAsync": Rule(TopicOperation("LOOKUP"), "TopicLookupBase.internalLookupTopic"
+                             "Async: validateTopicOperation(LOOKUP)"),
+    "produceOnPersistentTopic": Rule(TopicOperation("PRODUCE"), "TopicsBase.publishMessages: "
+                                     "validateProducePermission (PRODUCE; no grant-permission "
+                                     "here, so super-user or the tenant's admin)"),
+    "createNonPartitionedTopic": Rule(NamespaceOperation("CREATE_TOPIC"), _TOPICS.format(
+        "internalCreateNonPartitionedTopic", "validateNamespaceOperation(CREATE_TOPIC)")),
+    "deleteTopic": Rule(TopicOperation("DELETE"), _TOPICS.format(
+        "internalDeleteTopic", "validateTopicOperation(DELETE)")),
+    "getInternalStats": Rule(TopicOperation("GET_STATS"), _TOPICS.format(
+        "internalGetInternalStats", "validateTopicOperation(GET_STATS)")),
+    "getMessageById": Rule(TopicOperation("PEEK_MESSAGES"), _TOPICS.format(
+        "internalGetMessageById", "validateTopicOperation(PEEK_MESSAGES)")),
+    "examineMessage": Rule(TopicOperation("PEEK_MESSAGES"), _TOPICS.format(
+        "internalExamineMessage", "validateTopicOperation(PEEK_MESSAGES)")),
+    # the placement console's data (ours, api/routes/console.py)
+    "getConsoleOverview": Rule(ANY_ROLE, "ours (console overview): any authenticated role; the "
+                               "service shows a tenant admin its own tenants' namespaces only"),
+    "previewConsoleChange": Rule(ANY_ROLE, "ours (console preview): as the overview; it changes "
+                                 "nothing, and applying goes through the routes above"),
+    "getConsoleNamespaceLedgers": Rule(_read("ALL"), "ours (a namespace's ledgers in the "
+                                       "console): as getPolicies, one namespace's data"),
+    # BookKeeper's HTTP admin paths (/api/v1/...)
+    **{op: Rule(SUPER_USER, _BK_ADMIN.format(path)) for op, path in (
+        ("bookkeeperGetLedgerMetadata", "ledger/metadata"),
+        ("bookkeeperListLedgers", "ledger/list"),
+        ("bookkeeperListBookies", "bookie/list_bookies"),
+        ("bookkeeperTriggerGc", "bookie/gc"),
+        ("bookkeeperGetGcState", "bookie/gc_details"),
+        ("bookkeeperDecommissionBookie", "autorecovery/decommission"),
+        ("bookkeeperListUnderReplicatedLedgers", "autorecovery/list_under_replicated_ledger"),
+        ("bookkeeperTriggerAudit", "autorecovery/trigger_audit"),
+        ("bookkeeperWhoIsAuditor", "autorecovery/who_is_auditor"))},
+    # storage engine and placement audit (ours)
+    **{op: Rule(SUPER_USER, _STORAGE.format(what)) for op, what in (
+        ("startStorageAudit", "placement audit"),
+        ("getStorageAudit", "placement audit"),
+        ("getStorageAuditReport", "placement audit"),
+        ("repairStorageAudit", "placement audit"),
+        ("getStorageBookies", "local bookies"),
+        ("startStorageBookie", "local bookies"),
+        ("stopStorageBookie", "local bookies"),
+        ("setStorageBookieReadOnly", "local bookies"),
+        ("decommissionStorageBookie", "bookie decommission"),
+        ("getStorageBookieDecommission", "bookie decommission"))},
+}
+
+RULES: Final[Mapping[str, Need]] = {op: rule.need for op, rule in TABLE.items()}
+
+# Routes without an operation id: the hidden aliases of BookKeeper's HTTP admin paths (a
+# trailing slash, the methods BookKeeper answers 405 to, answered as its server does).
+ALIASES: Final = Rule(SUPER_USER, "ours: as the BookKeeper HTTP admin paths they alias")
+
+# Paths served outside the operations above, with who may read them and why.
+PATHS: Final[Mapping[str, str]] = {
+    "/metrics": "Pulsar's `authenticateMetricsEndpoint` (default false): anybody; when true "
+                "and authentication is on, any authenticated role (api/metrics.py)",
+    "/metrics/": "as /metrics",
+    "/openapi.json": "anybody: the API's description, no data (Pulsar serves its swagger too)",
+    "/docs": "anybody: the page that shows /openapi.json",
+    "/docs/oauth2-redirect": "anybody: part of the /docs page",
+    "/redoc": "anybody: the page that shows /openapi.json",
+    "/docs-assets": "anybody: the /docs page's scripts and styles",
+    "/console": "anybody: the placement console's page and assets, no data (its data comes "
+                "from the operations above, with the caller's token)",
 }
 
 
@@ -229,7 +332,7 @@ async def authorize(access: Access, guard: Guard) -> str | None:
     if not guard.authorization_enabled or role in guard.super_users:
         return role
     need = RULES.get(access.operation, SUPER_USER)
-    if isinstance(need, Authenticated):
+    if isinstance(need, AnyRole):
         return role
     if isinstance(need, SuperUser):
         raise NotAuthorized(NEED_SUPER_USER)
@@ -240,6 +343,8 @@ async def authorize(access: Access, guard: Guard) -> str | None:
 
 
 def _tenant_of(access: Access, need: Need) -> str:
+    if isinstance(need, SuperUserOrTenant):
+        return access.params.get(need.tenant_param, "") if need.tenant_param else ""
     if isinstance(need, TenantOperation):
         for key in need.from_query:
             if key in access.query:
@@ -250,6 +355,11 @@ def _tenant_of(access: Access, need: Need) -> str:
 
 def _refusal(access: Access, need: Need, role: str) -> NotAuthorized | Forbidden:
     namespace = f"{access.params.get('tenant', '')}/{access.params.get('namespace', '')}"
+    if isinstance(need, SuperUserOrTenant):
+        return NotAuthorized(
+            f"Unauthorized to validateBothTenantOperationAndSuperUser for originalPrincipal "
+            f"[null] and clientAppId [{role}] about operation [{need.operation}] "
+        )
     if isinstance(need, TenantOperation):
         return NotAuthorized(
             f"Unauthorized to validateTenantOperation for originalPrincipal [null] and "

@@ -53,10 +53,14 @@ async def send_unavailable(send: Send, reason: str) -> None:
     await send_response(send, 503, dump_json({"reason": reason}))
 
 
-async def send_response(send: Send, status: int, body: bytes = b"") -> None:
-    """A whole response from a plain ASGI layer; a body is JSON."""
+async def send_response(send: Send, status: int, body: bytes = b"", *,
+                        close: bool = False) -> None:
+    """A whole response from a plain ASGI layer; a body is JSON. `close`: the connection
+    ends after it (`Connection: close`)."""
     headers = []
     if body:
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if close:
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -12,7 +12,8 @@ from urllib.parse import unquote
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-ENCODED_SLASH = "\x00"  # refused by every name rule (api.services.naming)
+from api.errors import ENCODED_SLASH
+
 _ENCODED = re.compile(rb"%2f", re.IGNORECASE)
 
 

@@ -8,7 +8,10 @@ can forget a rule. A request that breaks one is answered at once with Pulsar's e
 - the size: a body over `httpMaxRequestSize` bytes is 413, refused from its Content-Length
   before it is read, or as soon as a streamed body passes the limit (on the REST producer's
   paths the limit is at least `produce_body_limit(maxMessageSize)`, so that a message the
-  broker accepts fits);
+  broker accepts fits). So that the client reads that 413 instead of a reset, the rest of the
+  body is read and discarded first, up to `DRAIN_BYTES` (a client that sent `Expect:
+  100-continue` has sent none of it, so nothing is read), and the connection is closed after
+  the answer;
 - JSON bodies (a JSON content type): they must parse as strict JSON that Java's Jackson can
   hold: no NaN/Infinity, no number that overflows a double, no integer beyond a Java long,
   no text that does not encode as UTF-8 (a lone surrogate such as `"\\ud800"`), at most
@@ -39,6 +42,7 @@ from api.http.deadline import PRODUCE_PATHS, send_response
 from metastore.codec import dump_json
 
 MAX_JSON_DEPTH = 64
+DRAIN_BYTES = 256 * 1024 * 1024  # read and discarded past a body limit before the 413
 JAVA_LONG_MIN, JAVA_LONG_MAX = -(2**63), 2**63 - 1
 JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
 # A run of 19 digits or more may be an integer beyond a Java long, which orjson reads as a
@@ -95,7 +99,7 @@ def parse_json_body(body: bytes) -> Any:
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise RequestRejected(400, f"Invalid JSON body: {exc}") from exc
+        raise RequestRejected(400, f"Invalid JSON body: {_utf8_error(body) or exc}") from exc
     if _LONG_DIGITS.search(body):
         try:
             document = json.loads(
@@ -105,6 +109,17 @@ def parse_json_body(body: bytes) -> Any:
             raise RequestRejected(400, f"Invalid JSON body: {exc}") from exc
     check_document(document)
     return document
+
+
+def _utf8_error(body: bytes) -> str | None:
+    """Jackson's words for bytes that are not UTF-8 (orjson's speak of surrogates)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = body[exc.start]
+        kind = "middle" if byte & 0xC0 == 0x80 else "start"
+        return f"Invalid UTF-8 {kind} byte 0x{byte:x} (at byte {exc.start})"
+    return None
 
 
 def check_document(document: Any, max_depth: int = MAX_JSON_DEPTH) -> None:
@@ -170,6 +185,18 @@ def too_large(limit: int) -> RequestRejected:
     return RequestRejected(413, f"Request body exceeds httpMaxRequestSize ({limit} bytes)")
 
 
+async def drain(receive: Receive, most: int) -> None:
+    """Read and discard what is left of the request body, up to `most` bytes."""
+    drained = 0
+    while drained <= most:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        drained += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
+
+
 class RequestRules:
     """The ASGI layer: checks, then hands the app the body it already read."""
 
@@ -200,7 +227,10 @@ class RequestRules:
                 return
             check_body(scope["method"], scope["path"], header(scope, b"content-type"), body)
         except RequestRejected as rejected:
-            await send_response(send, rejected.status, dump_json({"reason": rejected.reason}))
+            if rejected.status == 413 and header(scope, b"expect") is None:
+                await drain(receive, DRAIN_BYTES)
+            await send_response(send, rejected.status, dump_json({"reason": rejected.reason}),
+                                close=rejected.status == 413)
             return
         await self.app(scope, replay(body, receive), send)
 

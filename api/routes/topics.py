@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from api.deps import TopicsDep
 from api.errors import NotFound
+from api.http.header_case import keep_case
 from api.services.topics import (
     INVALID_TOPIC_NAME,
     MESSAGE_ID_NOT_FOUND,
@@ -61,12 +62,13 @@ def errors(reasons: dict[int, str]) -> dict[int | str, dict[str, Any]]:
 
 def _message_response(message: ReadMessage) -> Response:
     """The payload, with the message's headers in the broker's order, a repeated one (such
-    as `X-Pulsar-replicated-to`) once per value. uvicorn writes header names in lower case
-    (HTTP names are case-insensitive; Jetty keeps the case it was given)."""
+    as `X-Pulsar-replicated-to`) once per value, their names in the broker's case
+    (`api.http.header_case`)."""
     response = Response(content=message.payload, media_type="application/json")
-    response.raw_headers.extend(
-        (name.encode("latin-1"), value.encode("latin-1")) for name, value in message.headers
-    )
+    headers = [(name.encode("latin-1"), value.encode("latin-1"))
+               for name, value in message.headers]
+    keep_case(name for name, _ in headers)
+    response.raw_headers.extend(headers)
     return response
 
 
@@ -87,8 +89,10 @@ def _id(text: str, what: str) -> int:
     responses=errors(
         {
             404: "Namespace does not exist, or the topic does not and auto-creation is off",
+            409: "The namespace is being deleted",
             412: f"{INVALID_TOPIC_NAME}, or not enough bookies for the namespace's placement",
-            413: "A message is larger than maxMessageSize",
+            413: "A message (metadata and payload) is larger than maxMessageSize, or the "
+                 "request has more than maxMessagesPerProduceRequest messages",
         }
     ),
 )
@@ -111,8 +115,8 @@ async def produce(
     """Pulsar's REST producer (PIP-64). Each message's `payload` is a string encoded with
     the value schema (UTF-8 STRING by default, not base64). The answer lists one result
     per message with its id `ledgerId:entryId:partition` (partition -1: not partitioned).
-    The topic is created on first produce when `allowAutoTopicCreation` is on. A payload
-    over `maxMessageSize` answers 413 and stores nothing."""
+    The topic is created on first produce when `allowAutoTopicCreation` is on. A message
+    whose metadata and payload exceed `maxMessageSize` answers 413 and stores nothing."""
     return JSONResponse(await topics.produce(tenant, namespace, topic, request))
 
 
@@ -137,7 +141,7 @@ async def list_topics(tenant: TenantName, namespace: NamespaceName, topics: Topi
     responses=errors(
         {
             404: NAMESPACE_NOT_FOUND,
-            409: "This topic already exists",
+            409: "This topic already exists, or the namespace is being deleted",
             412: f"{INVALID_TOPIC_NAME}, or not enough bookies for the namespace's placement",
         }
     ),

@@ -7,8 +7,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
 
-from api.deps import MetastoreDep
-from api.event_stream import EVENT_STREAM, EventStreamResponse
+from api.deps import MetastoreDep, SettingsDep
+from api.http.event_stream import EVENT_STREAM, EventStreamResponse
 from api.services import watch
 
 router = APIRouter(prefix="/admin/v2", tags=["extensions"])
@@ -41,6 +41,7 @@ EXAMPLE_STREAM = (
 )
 async def watch_changes(
     store: MetastoreDep,
+    settings: SettingsDep,
     prefix: Annotated[
         str,
         Query(description="What to watch: `bookies`, `policies`, `clusters` or `ledgers`"),
@@ -75,5 +76,6 @@ async def watch_changes(
     every 15 s. Super-user only."""
     chosen = watch.selection(prefix)
     start = watch.start_revision(since, last_event_id)
-    session = await watch.WatchSession.open(store, chosen, start)
-    return EventStreamResponse(session.frames(), send_timeout=watch.SEND_TIMEOUT_SECONDS)
+    session = await watch.WatchSession.open(store, chosen, start,
+                                            queue_bytes=settings.watchMaxQueuedBytes)
+    return EventStreamResponse(session.frames(), send_timeout=settings.watchSendTimeoutSeconds)

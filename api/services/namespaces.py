@@ -9,6 +9,7 @@ answers 404 `Namespace local-policies does not exist`, as upstream does.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from api.errors import (
@@ -25,6 +26,7 @@ from api.shapes.models import BundlesData, PersistencePolicies, Policies, Tenant
 from javaformats import decode_java_long
 from metastore import errors as store_errors
 from metastore import paths
+from metastore.errors import ContentDeserializationError
 from metastore.store import Guard, MetadataStore, retry_on_conflict
 
 NAMESPACE_NOT_FOUND = "Namespace does not exist"
@@ -44,6 +46,15 @@ INVALID_BUNDLES = (
 MANAGED_LEDGERS = "/managed-ledgers"
 PARTITIONED_TOPICS = "/admin/partitioned-topics"
 TOPIC_DOMAINS = ("persistent", "non-persistent")
+
+
+def topic_roots(tenant: str, namespace: str) -> list[str]:
+    """Where the namespace's topics live: managed ledgers, partitioned-topic metadata."""
+    return [
+        paths.join(root, tenant, namespace, domain)
+        for root in (MANAGED_LEDGERS, PARTITIONED_TOPICS)
+        for domain in TOPIC_DOMAINS
+    ]
 
 
 def require_valid_namespace_name(tenant: str, namespace: str) -> None:
@@ -130,10 +141,17 @@ def namespace_names(tenant: str, keys: list[str]) -> list[str]:
     return sorted(names)
 
 
+# Deletes one topic (its managed ledger name) with everything it holds: its ledgers, and its
+# managed ledger wherever it is open (`ManagedLedgerFactory.delete`).
+TopicRemover = Callable[[str], Awaitable[None]]
+
+
 class NamespaceService:
-    def __init__(self, store: MetadataStore, settings: Settings) -> None:
+    def __init__(self, store: MetadataStore, settings: Settings,
+                 remove_topic: TopicRemover | None = None) -> None:
         self.store = store
         self.settings = settings
+        self.remove_topic = remove_topic
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -234,10 +252,58 @@ class NamespaceService:
     # -- delete -------------------------------------------------------------------------------
 
     async def delete(self, tenant: str, namespace: str, force: bool) -> None:
+        """`internalDeleteNamespaceAsync`: the policies are marked `deleted` first, so no
+        topic is created in the namespace from then on (`storage.engine`'s guarded create);
+        then, forced, its topics are deleted with their ledgers; then the documents go."""
         require_valid_namespace_name(tenant, namespace)
         if force and not self.settings.forceDeleteNamespaceAllowed:
             raise NotAllowed("Broker doesn't allow forced deletion of namespaces")
-        await retry_on_conflict(lambda: self._delete_once(tenant, namespace, force))
+        marked = await retry_on_conflict(lambda: self._mark_deleted(tenant, namespace, force))
+        try:
+            if force and self.remove_topic is not None:
+                root = paths.join(MANAGED_LEDGERS, tenant, namespace, "persistent")
+                for topic in await self.store.children(root):
+                    await self.remove_topic(f"{tenant}/{namespace}/persistent/{topic}")
+            await retry_on_conflict(lambda: self._delete_once(tenant, namespace, force))
+        except BaseException:
+            if marked:  # refused or failed half-way: the namespace stays usable
+                await retry_on_conflict(lambda: self._set_deleted(tenant, namespace, False))
+            raise
+
+    async def _mark_deleted(self, tenant: str, namespace: str, force: bool) -> bool:
+        """Set Pulsar's `Policies.deleted`; not forced, only while the namespace has no
+        topic (guarded: a topic created since the check fails the write). Whether this call
+        set it (False: a delete in progress had)."""
+        path = paths.namespace(tenant, namespace)
+        found = await self.store.get(path)
+        if found is None:
+            raise NotFound(NAMESPACE_NOT_FOUND)
+        try:
+            policies: Policies | None = Policies.from_stored(path, found.value)
+        except ContentDeserializationError:  # another tool's broken document: no mark; the
+            policies = None  # delete still goes on, so an operator can repair it
+        guards = [Guard(path, found.revision)]
+        if not force:
+            for root in topic_roots(tenant, namespace):
+                if await self.store.children(root):
+                    raise Conflict("Cannot delete non empty namespace")
+                guards.append(Guard(root, found.revision, tree=True))
+        if policies is None or policies.deleted:
+            return False
+        marked = policies.model_copy(update={"deleted": True})
+        await self.store.commit(guards, puts={path: marked.to_bytes()})
+        return True
+
+    async def _set_deleted(self, tenant: str, namespace: str, deleted: bool) -> None:
+        path = paths.namespace(tenant, namespace)
+        found = await self.store.get(path)
+        if found is None:
+            return
+        policies = Policies.from_stored(path, found.value)
+        if policies.deleted != deleted:
+            await self.store.commit(
+                [Guard(path, found.revision)],
+                puts={path: policies.model_copy(update={"deleted": deleted}).to_bytes()})
 
     async def _delete_once(self, tenant: str, namespace: str, force: bool) -> None:
         """One transaction deletes the policies, the local policies and the bundle ownership
@@ -248,14 +314,10 @@ class NamespaceService:
         found = await self.store.get(path)
         if found is None:
             raise NotFound(NAMESPACE_NOT_FOUND)
-        topic_roots = [
-            paths.join(root, tenant, namespace, domain)
-            for root in (MANAGED_LEDGERS, PARTITIONED_TOPICS)
-            for domain in TOPIC_DOMAINS
-        ]
+        roots = topic_roots(tenant, namespace)
         guards = [Guard(path, found.revision)]
         if not force:
-            for root in topic_roots:
+            for root in roots:
                 if await self.store.children(root):
                     raise Conflict("Cannot delete non empty namespace")
                 # Empty when read after `found`: a topic created since fails the commit.
@@ -266,6 +328,6 @@ class NamespaceService:
                 path,
                 paths.local_policies(tenant, namespace),
                 paths.namespace_ownership(tenant, namespace),
-                *(topic_roots if force else []),
+                *(roots if force else []),
             ],
         )

@@ -31,10 +31,11 @@ def normalised(info: TenantInfo) -> TenantInfo:
 
 
 class TenantService:
-    def __init__(self, store: MetadataStore, settings: Settings) -> None:
+    def __init__(self, store: MetadataStore, settings: Settings,
+                 namespaces: NamespaceService | None = None) -> None:
         self.store = store
         self.settings = settings
-        self.namespaces = NamespaceService(store, settings)
+        self.namespaces = namespaces or NamespaceService(store, settings)
 
     async def list(self) -> list[str]:
         return await self.store.children(paths.TENANTS)

@@ -29,7 +29,12 @@ from api.errors import (
     PreconditionFailed,
     ServiceError,
 )
-from api.services.namespaces import NamespaceService, is_valid_namespace_name
+from api.services.namespaces import (
+    NAMESPACE_NOT_FOUND,
+    NamespaceService,
+    is_valid_namespace_name,
+)
+from api.services.publish_buffer import PublishBuffer
 from api.settings import Settings
 from javaformats import (
     format_date,
@@ -55,8 +60,10 @@ from storage.managed_ledger import (
     ManagedLedgerConfig,
     ManagedLedgerError,
     ManagedLedgerFactory,
+    ManagedLedgerFenced,
     MessageFormatError,
     MessageMetadata,
+    NamespaceNotWritable,
     Position,
     RolloverPolicy,
     codec_decode,
@@ -64,6 +71,7 @@ from storage.managed_ledger import (
     encode_message,
     managed_ledger_name,
     managed_ledger_path,
+    message_size,
 )
 
 T = TypeVar("T")
@@ -74,6 +82,10 @@ MESSAGE_ID_NOT_FOUND = "Message id not found"
 NO_MESSAGES = "Could not examine messages due to the total message is zero"
 YIELD_EVERY = 500  # messages of one produce request handled between two loop turns
 LOCAL_CLUSTER = "__local__"  # replicate_to of a message produced with disableReplication
+
+
+def namespace_being_deleted(tenant: str, namespace: str) -> Conflict:
+    return Conflict(f"Namespace {tenant}/{namespace} is being deleted")
 
 
 def topic_not_found(tenant: str, namespace: str, topic: str) -> NotFound:
@@ -206,6 +218,7 @@ class TopicService:
         self.placement = placement
         self.factory = factory
         self.namespaces = NamespaceService(store, settings)
+        self.publish_buffer = PublishBuffer(settings.maxMessagePublishBufferSizeInMB << 20)
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -237,7 +250,22 @@ class TopicService:
         if (not create and self.factory.get_if_open(name) is None
                 and not await self._exists(name)):
             raise topic_not_found(tenant, namespace, topic)
-        return await self.factory.open(name, config)
+        try:
+            return await self.factory.open(name, config)
+        except NamespaceNotWritable as exc:  # deleted, or being deleted, meanwhile
+            if exc.deleted:
+                raise namespace_being_deleted(tenant, namespace) from exc
+            raise NotFound(NAMESPACE_NOT_FOUND) from exc
+        except ManagedLedgerFenced as exc:  # the topic was deleted while it opened
+            raise topic_not_found(tenant, namespace, topic) from exc
+
+    async def _writable_policies(self, tenant: str, namespace: str) -> dict[str, Any]:
+        """The namespace's policies; 409 while the namespace is being deleted (Pulsar's
+        `deleted` mark): no topic is created and nothing produced in it."""
+        policies = (await self.namespaces.policies(tenant, namespace)).dump()
+        if policies.get("deleted"):
+            raise namespace_being_deleted(tenant, namespace)
+        return policies
 
     def _auto_create_allowed(self, policies: dict[str, Any]) -> bool:
         override = policies.get("autoTopicCreationOverride")
@@ -249,7 +277,7 @@ class TopicService:
 
     async def create(self, tenant: str, namespace: str, topic: str) -> None:
         require_valid_topic_name(tenant, namespace, topic)
-        await self.namespaces.policies(tenant, namespace)
+        await self._writable_policies(tenant, namespace)
         if await self._exists(managed_ledger_name(tenant, namespace, topic)):
             raise Conflict("This topic already exists")
         await self._open(tenant, namespace, topic, create=True)
@@ -289,10 +317,14 @@ class TopicService:
     async def produce(self, tenant: str, namespace: str, topic: str,
                       request: dict[str, Any]) -> dict[str, Any]:
         require_valid_topic_name(tenant, namespace, topic)
-        policies = (await self.namespaces.policies(tenant, namespace)).dump()
+        policies = await self._writable_policies(tenant, namespace)
         messages = request.get("messages") or []
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise InvalidInput("messages must be a list of ProducerMessage objects")
+        most = self.settings.maxMessagesPerProduceRequest
+        if len(messages) > most:
+            raise PayloadTooLarge(f"A request of {len(messages)} messages exceeds the maximum "
+                                  f"of {most} (maxMessagesPerProduceRequest)")
         producer = bind_string(request.get("producerName"), "producerName") or (
             DEFAULT_PRODUCER_NAME)
         limit = self.settings.maxMessageSize
@@ -302,26 +334,27 @@ class TopicService:
             if index and not index % YIELD_EVERY:
                 await asyncio.sleep(0)  # a large request does not hold the loop
             payload = (bind_string(message.get("payload"), "payload") or "").encode()
-            if len(payload) > limit:
-                raise PayloadTooLarge(
-                    f"Message {index} of {len(payload)} bytes exceeds the maximum allowed "
-                    f"message size of {limit} bytes (maxMessageSize)")
-            encoded.append(encode_message(_metadata_of(message, producer, now, len(payload)),
-                                          payload))
+            if len(payload) > limit:  # refused before its metadata is built
+                raise message_too_large(index, len(payload), limit)
+            entry = encode_message(_metadata_of(message, producer, now, len(payload)), payload)
+            if message_size(entry) > limit:
+                raise message_too_large(index, message_size(entry), limit)
+            encoded.append(entry)
         name = managed_ledger_name(tenant, namespace, topic)
         create = self._auto_create_allowed(policies)
         if not create and self.factory.get_if_open(name) is None and not await self._exists(
                 name):
             raise NotFound("Topic not exist")
         ledger = await self._open(tenant, namespace, topic, create=True)
-        # all adds of the request in flight at once (started a piece at a time, so that a
-        # large request does not hold the loop); the managed ledger keeps call order
-        adds: list[asyncio.Future[Position]] = []
-        for first in range(0, len(encoded), YIELD_EVERY):
-            adds += [asyncio.ensure_future(ledger.add_entry(entry))
-                     for entry in encoded[first:first + YIELD_EVERY]]
-            await asyncio.sleep(0)
-        outcomes = await asyncio.gather(*adds, return_exceptions=True)
+        async with self.publish_buffer.room(sum(map(len, encoded))):
+            # all adds of the request in flight at once (started a piece at a time, so that
+            # a large request does not hold the loop); the managed ledger keeps call order
+            adds: list[asyncio.Future[Position]] = []
+            for first in range(0, len(encoded), YIELD_EVERY):
+                adds += [asyncio.ensure_future(ledger.add_entry(entry))
+                         for entry in encoded[first:first + YIELD_EVERY]]
+                await asyncio.sleep(0)
+            outcomes = await asyncio.gather(*adds, return_exceptions=True)
         results = []
         for outcome in outcomes:
             if isinstance(outcome, LedgerError | ManagedLedgerError):
@@ -372,6 +405,12 @@ class TopicService:
                 f"Could not examine messages due to the total message count is "
                 f"{ledger.number_of_entries}") from exc
         return await self._read(ledger, position)
+
+
+def message_too_large(index: int, size: int, limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"Message {index} of {size} bytes (metadata and payload) exceeds the maximum allowed "
+        f"message size of {limit} bytes (maxMessageSize)")
 
 
 def _described(value: object) -> str:

@@ -35,7 +35,11 @@ it gets every change after the last one it saw, none twice. A comment (`: heartb
 The stream ends with `event: resync` (data: `reason`, the store's current `revision`, and for
 a compaction `compactRevision`) when it cannot go on without a gap: the revision asked for was
 compacted by etcd (`reason: compacted`), or the client reads slower than changes come and
-more than `QUEUE_LIMIT` events wait for it (`reason: lagging`). The client must then re-read
+more than `QUEUE_LIMIT` events, or more than `QUEUE_BYTES` of their stored values, wait for it
+(`reason: lagging`). One write carries whole revisions of about `CHUNK_BYTES` at most, so a
+watcher holds at most about `QUEUE_BYTES` + 2 x `CHUNK_BYTES` (the queue, the write being made
+and what the connection buffers) whatever it is sent; one that stops reading is dropped after
+`SEND_TIMEOUT_SECONDS` of a blocked write (`api.http.event_stream`). The client must then re-read
 the current state and watch again from `revision + 1`. When the etcd watch itself breaks (etcd
 restarted) the stream ends with `event: interrupted` (data: `since`, where to resume).
 """
@@ -58,6 +62,8 @@ from metastore.store import MetadataStore, WatchEvent, WatchStream
 
 HEARTBEAT_SECONDS: Final = 15.0
 QUEUE_LIMIT: Final = 10_000
+QUEUE_BYTES: Final = 8 << 20  # the stored bytes of the changes waiting for one client
+CHUNK_BYTES: Final = 1 << 20  # one write holds about this much (whole revisions)
 SEND_TIMEOUT_SECONDS: Final = 60.0
 MAX_REVISION: Final = 2**63 - 2  # etcd's revisions are int64; the next one must be one too
 
@@ -214,15 +220,19 @@ class WatchSession:
         *,
         queue_limit: int = QUEUE_LIMIT,
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
+        queue_bytes: int = QUEUE_BYTES,
     ) -> None:
         self.store = store
         self.selection = chosen
         self.start = start
         self.queue_limit = queue_limit
+        self.queue_bytes = queue_bytes
         self.heartbeat_seconds = heartbeat_seconds
         self._stream = stream
         self._compacted = compacted
         self._queue: asyncio.Queue[WatchEvent | _End] = asyncio.Queue()
+        self._queued = 0  # bytes of the events in the queue
+        self._carry: WatchEvent | _End | None = None  # taken, for the next write
         self._last = start - 1
 
     @classmethod
@@ -234,6 +244,7 @@ class WatchSession:
         *,
         queue_limit: int = QUEUE_LIMIT,
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
+        queue_bytes: int = QUEUE_BYTES,
     ) -> WatchSession:
         """Establish the etcd watch (`Unavailable` when etcd does not answer: nothing has been
         sent yet, so the caller can still answer 503)."""
@@ -253,6 +264,7 @@ class WatchSession:
             compacted,
             queue_limit=queue_limit,
             heartbeat_seconds=heartbeat_seconds,
+            queue_bytes=queue_bytes,
         )
 
     @property
@@ -265,9 +277,12 @@ class WatchSession:
             async for event in stream:
                 if not self.selection.keep(event.path):
                     continue
-                if self._queue.qsize() >= self.queue_limit:
+                size = _size(event)
+                if (self._queue.qsize() >= self.queue_limit
+                        or self._queued + size > self.queue_bytes):
                     self._queue.put_nowait(_Lagging())
                     return
+                self._queued += size
                 self._queue.put_nowait(event)
             self._queue.put_nowait(_Ended(MetastoreError("the watch ended")))
         except Exception as exc:  # Compacted, Unavailable: the client learns it from the end
@@ -285,15 +300,26 @@ class WatchSession:
         try:
             yield comment(f"watching {self.selection.name} from revision {self.start}")
             while True:
-                try:
-                    async with asyncio.timeout(self.heartbeat_seconds):
-                        first = await self._queue.get()
-                except TimeoutError:
-                    yield comment("heartbeat")
-                    continue
+                first = self._carry
+                self._carry = None
+                if first is None:
+                    try:
+                        async with asyncio.timeout(self.heartbeat_seconds):
+                            first = self._take(await self._queue.get())
+                    except TimeoutError:
+                        yield comment("heartbeat")
+                        continue
                 items = [first]
+                size = _size(first)
                 while not self._queue.empty():
-                    items.append(self._queue.get_nowait())
+                    item = self._take(self._queue.get_nowait())
+                    if (size >= CHUNK_BYTES and isinstance(item, WatchEvent)
+                            and isinstance(items[-1], WatchEvent)
+                            and item.revision != items[-1].revision):
+                        self._carry = item  # the next write starts with it
+                        break
+                    items.append(item)
+                    size += _size(item)
                 events = [item for item in items if isinstance(item, WatchEvent)]
                 ends = [item for item in items if not isinstance(item, WatchEvent)]
                 if events:
@@ -306,6 +332,10 @@ class WatchSession:
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
+
+    def _take(self, item: WatchEvent | _End) -> WatchEvent | _End:
+        self._queued -= _size(item)
+        return item
 
     async def _ending(self, end: _End) -> bytes:
         if isinstance(end, _Lagging):
@@ -323,8 +353,17 @@ class WatchSession:
         return resync_frame(reason, revision, compact_revision)
 
 
+def _size(item: WatchEvent | _End) -> int:
+    """What an item holds of a watcher's memory budget: its key and stored value."""
+    if isinstance(item, WatchEvent):
+        return len(item.path) + len(item.value or b"")
+    return 0
+
+
 __all__ = [
+    "CHUNK_BYTES",
     "HEARTBEAT_SECONDS",
+    "QUEUE_BYTES",
     "QUEUE_LIMIT",
     "SELECTIONS",
     "SEND_TIMEOUT_SECONDS",

@@ -29,8 +29,9 @@ from storage.bookie.protocol_v3 import V3_FIRST_BYTE, V3Request, decode_v3_reque
 PROTOCOL_VERSION = 2
 MASTER_KEY_LENGTH = 20
 LAST_ADD_CONFIRMED = -1
-# Upstream's nettyMaxFrameSizeBytes default (5 MiB) plus room for the headers.
-MAX_FRAME_SIZE = 5 * 1024 * 1024 + 1024
+# nettyMaxFrameSizeBytes as Pulsar's bookkeeper.conf sets it: Pulsar's maxMessageSize default
+# (5 MiB) plus its frame padding (10 KiB)
+MAX_FRAME_SIZE = 5 * 1024 * 1024 + 10 * 1024
 
 FRAME_LEN = struct.Struct(">I")
 _HEADER = struct.Struct(">I")
@@ -280,6 +281,11 @@ class FrameReader:
         self._tail: list[bytes] = []
         self._tail_len = 0
         self._need = 0  # bytes the tail needs before its first frame can be whole
+
+    @property
+    def partial(self) -> bool:
+        """A frame is begun and not complete."""
+        return self._tail_len > 0
 
     def whole(self, data: bytes) -> tuple[bytes, int, int]:
         """(buffer, start, end) of the whole frames received so far, length prefixes

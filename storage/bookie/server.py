@@ -31,12 +31,14 @@ from typing import cast
 from storage.bookie.addpath import with_result
 from storage.bookie.availability import encode_availability
 from storage.bookie.bookie import DEFERRED, Bookie
+from storage.bookie.connections import ConnectionBounds, ConnectionLimits
 from storage.bookie.errors import MalformedFrame
 from storage.bookie.metrics import BookieMetrics
 from storage.bookie.protocol import (
     ADD_IDS,
     ADD_IDS_AT,
     ADD_MIN_BODY,
+    MAX_FRAME_SIZE,
     PLAIN_ADD_HEADER,
     AddRequest,
     AnyRequest,
@@ -253,17 +255,39 @@ class RequestHandler:
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, handler: RequestHandler) -> None:
+    def __init__(self, handler: RequestHandler, max_frame: int = MAX_FRAME_SIZE,
+                 bounds: ConnectionBounds | None = None) -> None:
         self.handler = handler
-        self.reader = FrameReader()
+        self.reader = FrameReader(max_frame)
         self.transport: asyncio.Transport | None = None
         self._out: list[bytes] = []
+        self.bounds = bounds
+        self.peer: object = None
+        self.reads = 0  # for the bounds' sweeper: progress, counted not timed
+        self.frames = 0
+
+    @property
+    def partial(self) -> bool:
+        return self.reader.partial
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        self.peer = transport.get_extra_info("peername")
+        if self.bounds is not None and not self.bounds.admit(self, self.peer):
+            self.transport.abort()
+            self.transport = None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
+        if self.bounds is not None:
+            self.bounds.leave(self)
+
+    def cut(self, reason: str) -> None:
+        """Close a stalled connection (`ConnectionBounds` logged why)."""
+        del reason
+        if self.transport is not None:
+            self.transport.abort()
+            self.transport = None
 
     def pause_writing(self) -> None:
         if self.transport is not None:
@@ -286,8 +310,11 @@ class Connection(asyncio.Protocol):
             transport.writelines(out)  # one writev under uvloop, no joined copy
 
     def data_received(self, data: bytes) -> None:
+        self.reads += 1
         try:
             buf, pos, end = self.reader.whole(data)
+            if end > pos:
+                self.frames += 1  # a read that completed frames: progress
             self.handler.handle_buffer(buf, pos, end, self.send)
         except MalformedFrame as exc:
             self._abort(f"malformed frame: {exc}")
@@ -303,8 +330,11 @@ class Connection(asyncio.Protocol):
             self.transport = None
 
 
-async def serve(bookie: Bookie, host: str, port: int,
-                metrics: BookieMetrics | None = None) -> asyncio.Server:
+async def serve(bookie: Bookie, host: str, port: int, metrics: BookieMetrics | None = None,
+                *, max_frame: int = MAX_FRAME_SIZE,
+                limits: ConnectionLimits | None = None) -> asyncio.Server:
     handler = RequestHandler(bookie, metrics)
+    bounds = ConnectionBounds(limits) if limits is not None else None
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: Connection(handler), host, port, reuse_address=True)
+    return await loop.create_server(lambda: Connection(handler, max_frame, bounds), host, port,
+                                    reuse_address=True)

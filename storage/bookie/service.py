@@ -34,6 +34,7 @@ from metastore.store import open_metadata_store
 from metastore.underreplication_marks import encode_lock_data
 from metastore.versioned_keys import VersionedKeys
 from storage.bookie.bookie import Bookie, BookieSettings
+from storage.bookie.connections import ConnectionLimits
 from storage.bookie.gc import (
     GarbageCollector,
     GcSettings,
@@ -41,6 +42,7 @@ from storage.bookie.gc import (
     watch_force_requests,
 )
 from storage.bookie.metrics import BookieCollector, BookieGauges, BookieMetrics, render
+from storage.bookie.protocol import MAX_FRAME_SIZE
 from storage.bookie.registration import (
     DiskSettings,
     Registration,
@@ -52,6 +54,27 @@ from storage.bookie.registration import (
 from storage.bookie.server import serve
 
 log = logging.getLogger(__name__)
+
+
+FRAME_LIMIT_KEY = "nettyMaxFrameSizeBytes"
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """The bookie port, under BookKeeper's names."""
+
+    # longest frame accepted (its 4-byte length not counted); Pulsar's bookkeeper.conf value,
+    # maxMessageSize + 10 KiB, so every message a broker accepts fits
+    nettyMaxFrameSizeBytes: int = MAX_FRAME_SIZE
+    # ours (BookKeeper has no such keys): storage.bookie.connections
+    maxServerConnections: int = 1024
+    serverIdleTimeoutSeconds: float = 300.0
+    serverFrameTimeoutSeconds: float = 30.0
+
+    @property
+    def limits(self) -> ConnectionLimits:
+        return ConnectionLimits(self.maxServerConnections, self.serverIdleTimeoutSeconds,
+                                self.serverFrameTimeoutSeconds)
 
 
 @dataclass(frozen=True)
@@ -69,6 +92,7 @@ class ServiceSettings:
     disk: DiskSettings = field(default_factory=DiskSettings)
     gc: GcSettings = field(default_factory=GcSettings)
     stats: StatsSettings = field(default_factory=StatsSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
     lease_ttl: int = 30  # s; Pulsar's metadataStoreSessionTimeoutMillis default is 30000
 
     @property
@@ -89,6 +113,7 @@ def apply_overrides(settings: ServiceSettings, overrides: dict[str, str]) -> Ser
         "disk": settings.disk,
         "gc": settings.gc,
         "stats": settings.stats,
+        "server": settings.server,
     }
     changes: dict[str, dict[str, Any]] = {name: {} for name in parts}
     for key, raw in overrides.items():
@@ -106,6 +131,7 @@ def apply_overrides(settings: ServiceSettings, overrides: dict[str, str]) -> Ser
     return replace(
         settings, storage=storage, disk=replace(settings.disk, **changes["disk"]), gc=gc,
         stats=replace(settings.stats, **changes["stats"]),
+        server=replace(settings.server, **changes["server"]),
     )
 
 
@@ -182,7 +208,9 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
     metrics = BookieMetrics() if settings.stats.enableStatistics else None
     bookie.journal.metrics = metrics
     stop_metrics = serve_metrics(settings, bookie, metrics) if metrics is not None else None
-    server = await serve(bookie, settings.host, settings.port, metrics)
+    server = await serve(bookie, settings.host, settings.port, metrics,
+                         max_frame=settings.server.nettyMaxFrameSizeBytes,
+                         limits=settings.server.limits)
     # on ZooKeeper the registration's session times out as its etcd lease would
     store = open_metadata_store(settings.metadata_store_url, session_timeout=settings.lease_ttl)
     registration = Registration(store, settings.bookie_id, settings.lease_ttl)

@@ -41,6 +41,7 @@ from storage.bookie.protocol import (
     FLAG_DO_FENCING,
     FLAG_HIGH_PRIORITY,
     FLAG_RECOVERY_ADD,
+    MAX_FRAME_SIZE,
     RESPONSE_HEAD_LEN,
     FrameReader,
     OpCode,
@@ -117,7 +118,7 @@ def error_for(code: int, ledger_id: int, entry_id: int) -> ResponseError:
 class _Channel(asyncio.Protocol):
     def __init__(self, client: BookieClient) -> None:
         self.client = client
-        self.reader = FrameReader()
+        self.reader = FrameReader(client.max_frame)
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -131,10 +132,12 @@ class _Channel(asyncio.Protocol):
 
 
 class BookieClient:
-    def __init__(self, host: str, port: int, *, timeout: float = 10.0) -> None:
+    def __init__(self, host: str, port: int, *, timeout: float = 10.0,
+                 max_frame: int = MAX_FRAME_SIZE) -> None:
         self.host = host
         self.port = port
         self.timeout = timeout
+        self.max_frame = max_frame  # nettyMaxFrameSizeBytes, for the answers it reads
         self._transport: asyncio.Transport | None = None
         # The requests awaiting an answer by key: one request, or a deque of them in send
         # order when one key is asked again before its answer (no deque per add).
@@ -149,10 +152,11 @@ class BookieClient:
         self._txn_ids = itertools.count(1)
 
     @classmethod
-    async def connect(cls, address: str, *, timeout: float = 10.0) -> BookieClient:
+    async def connect(cls, address: str, *, timeout: float = 10.0,
+                      max_frame: int = MAX_FRAME_SIZE) -> BookieClient:
         """Connect to a bookie at `host:port` (its bookie id)."""
         host, _, port = address.rpartition(":")
-        client = cls(host.strip("[]"), int(port), timeout=timeout)
+        client = cls(host.strip("[]"), int(port), timeout=timeout, max_frame=max_frame)
         await client.open()
         return client
 

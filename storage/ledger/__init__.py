@@ -7,6 +7,7 @@ from storage.ledger.client import LedgerClient, LedgerSpec, MetadataBackend, Ver
 from storage.ledger.errors import (
     AddFailed,
     EnsembleChangeFailed,
+    EntryTooLarge,
     LedgerClosed,
     LedgerError,
     LedgerFenced,
@@ -26,6 +27,7 @@ __all__ = [
     "BookiePool",
     "EnsembleChangeFailed",
     "Entry",
+    "EntryTooLarge",
     "LedgerClient",
     "LedgerClosed",
     "LedgerError",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from storage.bookie.availability import EntryAvailability
+from storage.bookie.protocol import MAX_FRAME_SIZE
 
 
 class BookieConnection(Protocol):
@@ -65,8 +66,11 @@ def split_bookie_id(bookie_id: str) -> tuple[str, int]:
 class BookiePool:
     """Lazily dialled connections by bookie id."""
 
-    def __init__(self, connect: Connector) -> None:
+    def __init__(self, connect: Connector, max_frame: int = MAX_FRAME_SIZE) -> None:
         self._connect = connect
+        # nettyMaxFrameSizeBytes of the connections `connect` makes: an add whose frame
+        # would be longer is refused before it is sent (`WriteHandle.add_nowait`)
+        self.max_frame = max_frame
         self._connections: dict[str, BookieConnection] = {}
         self._dialling: dict[str, asyncio.Task[BookieConnection]] = {}
 

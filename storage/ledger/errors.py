@@ -4,6 +4,8 @@
     ├── NoSuchLedger                 no metadata at the ledger's key
     ├── LedgerClosed                 the ledger is closed (or the handle was closed): no more adds
     ├── LedgerFenced                 a bookie fenced the ledger (someone is recovering it)
+    ├── EntryTooLarge                an entry longer than the bookie frame limit; refused alone,
+    │                                before it is sent (the handle goes on)
     ├── AddFailed                    an add could not reach its ack quorum; the handle is broken
     │   └── EnsembleChangeFailed     a failed bookie could not be replaced under the ledger's
     │                                recorded policy (`constraint` names what was not met)
@@ -42,6 +44,17 @@ class LedgerFenced(LedgerError):
         super().__init__(f"Ledger {ledger_id} was fenced by bookie {bookie}")
         self.ledger_id = ledger_id
         self.bookie = bookie
+
+
+class EntryTooLarge(LedgerError):
+    """An entry whose add frame would exceed nettyMaxFrameSizeBytes: nothing was sent."""
+
+    def __init__(self, ledger_id: int, size: int, limit: int) -> None:
+        super().__init__(f"Entry of {size} bytes for ledger {ledger_id} exceeds the largest "
+                         f"entry a bookie frame holds ({limit} bytes, nettyMaxFrameSizeBytes)")
+        self.ledger_id = ledger_id
+        self.size = size
+        self.limit = limit
 
 
 class AddFailed(LedgerError):

@@ -27,18 +27,26 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 
 from placement import NotEnoughBookies, write_set
 from storage.bookie.errors import BookieError, Fenced, NoEntry, NoLedger
-from storage.bookie.format import EntryHeader, entry_payload, package_entry, verify_entry
-from storage.bookie.protocol import encode_add
+from storage.bookie.format import (
+    ENTRY_OVERHEAD,
+    EntryHeader,
+    entry_payload,
+    package_entry,
+    verify_entry,
+)
+from storage.bookie.protocol import ADD_IDS_AT, encode_add
 from storage.ledger.bookies import BookiePool
 from storage.ledger.errors import (
     AddFailed,
     EnsembleChangeFailed,
+    EntryTooLarge,
     LedgerClosed,
     LedgerError,
     LedgerFenced,
@@ -46,6 +54,13 @@ from storage.ledger.errors import (
     ReadFailed,
 )
 from storage.ledger.metadata import LedgerMetadata
+
+log = logging.getLogger(__name__)
+
+# An add frame's bytes beyond the payload: the frame's header and master key, then the
+# packaged entry's header and digest (the 4-byte length is not counted, as Netty's
+# LengthFieldBasedFrameDecoder does not)
+ADD_FRAME_OVERHEAD = ADD_IDS_AT + ENTRY_OVERHEAD
 
 
 def master_key(password: bytes) -> bytes:
@@ -217,6 +232,11 @@ class WriteHandle(ReadableLedger):
         if self._broken is not None:
             future.set_exception(self._broken)
             return future
+        if ADD_FRAME_OVERHEAD + len(payload) > self.bookies.max_frame:
+            # refused before it has an entry id: the ledger and its connections go on
+            future.set_exception(EntryTooLarge(
+                self.ledger_id, len(payload), self.bookies.max_frame - ADD_FRAME_OVERHEAD))
+            return future
         md = self.metadata
         entry_id = self.last_add_pushed + 1
         self.last_add_pushed = entry_id
@@ -283,6 +303,9 @@ class WriteHandle(ReadableLedger):
             return  # already replaced; the pending adds were re-sent to its successor
         op.failed[bookie] = why
         md = self.metadata
+        if bookie not in self._to_replace:  # once per failed bookie, not once per copy
+            log.warning("ledger %d: add of entry %d to bookie %s failed: %s", self.ledger_id,
+                        op.entry_id, bookie, why)
         if self._change_ensemble is None:
             if not op.quorum and len(op.failed) > md.write_quorum_size - md.ack_quorum_size:
                 self._fail_all(AddFailed(self.ledger_id, op.entry_id, dict(op.failed)))
@@ -324,6 +347,8 @@ class WriteHandle(ReadableLedger):
         self.metadata = metadata
         self._ensemble = tuple(metadata.current_ensemble)
         self.ensemble_changes += 1
+        log.info("ledger %d: ensemble changed from entry %d: %s -> %s", self.ledger_id,
+                 max(metadata.ensembles), list(old), list(self._ensemble))
         changed = [i for i, (a, b) in enumerate(zip(old, self._ensemble, strict=True)) if a != b]
         for op in self._pending:
             for index in changed:
@@ -349,6 +374,8 @@ class WriteHandle(ReadableLedger):
         """The handle cannot go on: fail every add not yet acknowledged, and later ones."""
         if self._broken is None:
             self._broken = error
+            log.warning("ledger %d: no more adds (%d pending fail): %s", self.ledger_id,
+                        len(self._pending), error)
         while self._pending:
             op = self._pending.popleft()
             if not op.future.done():

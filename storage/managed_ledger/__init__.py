@@ -6,7 +6,9 @@ from storage.managed_ledger.errors import (
     InvalidPosition,
     ManagedLedgerClosed,
     ManagedLedgerError,
+    ManagedLedgerFenced,
     ManagedLedgerNotFound,
+    NamespaceNotWritable,
 )
 from storage.managed_ledger.factory import ManagedLedgerFactory
 from storage.managed_ledger.managed_ledger import (
@@ -23,6 +25,7 @@ from storage.managed_ledger.message import (
     MessageMetadata,
     decode_message,
     encode_message,
+    message_size,
 )
 from storage.managed_ledger.names import (
     codec_decode,
@@ -43,9 +46,11 @@ __all__ = [
     "ManagedLedgerConfig",
     "ManagedLedgerError",
     "ManagedLedgerFactory",
+    "ManagedLedgerFenced",
     "ManagedLedgerNotFound",
     "MessageFormatError",
     "MessageMetadata",
+    "NamespaceNotWritable",
     "Position",
     "RolloverPolicy",
     "codec_decode",
@@ -54,4 +59,5 @@ __all__ = [
     "encode_message",
     "managed_ledger_name",
     "managed_ledger_path",
+    "message_size",
 ]

@@ -3,6 +3,8 @@
     ManagedLedgerError
     ├── ManagedLedgerNotFound     no ManagedLedgerInfo at the topic's key
     ├── ManagedLedgerClosed       the managed ledger was closed or deleted
+    ├── ManagedLedgerFenced       its key was deleted or rewritten elsewhere: it stops here
+    ├── NamespaceNotWritable      its namespace is gone or marked deleted: no key is created
     └── InvalidPosition           a ledger:entry that is not part of this managed ledger
 """
 
@@ -23,6 +25,23 @@ class ManagedLedgerClosed(ManagedLedgerError):
     def __init__(self, name: str) -> None:
         super().__init__(f"ManagedLedger {name} has already been closed")
         self.name = name
+
+
+class ManagedLedgerFenced(ManagedLedgerError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Attempted to use a fenced managed ledger: {name}")
+        self.name = name
+
+
+class NamespaceNotWritable(ManagedLedgerError):
+    """The namespace's policies are absent or carry Pulsar's `deleted` mark."""
+
+    def __init__(self, name: str, namespace: str, deleted: bool) -> None:
+        state = "is being deleted" if deleted else "does not exist"
+        super().__init__(f"Namespace {namespace} {state}: managed ledger {name} not created")
+        self.name = name
+        self.namespace = namespace
+        self.deleted = deleted
 
 
 class InvalidPosition(ManagedLedgerError):

@@ -1,7 +1,10 @@
 """One owner per managed ledger in the process (`ManagedLedgerFactoryImpl`).
 
 `open(name, config)` returns the managed ledger already open under that name, or opens it
-once however many callers ask at the same time; `delete` and `close` remove it.
+once however many callers ask at the same time; `delete` and `close` remove it. An open and
+a delete of one name never overlap: an open asked for while the name is being deleted waits
+for the delete to finish, then opens afresh (and a closed or fenced managed ledger is opened
+afresh too), so no caller writes into a managed ledger whose key is gone.
 """
 
 from __future__ import annotations
@@ -22,16 +25,22 @@ class ManagedLedgerFactory:
         self.info = info
         self.clock = clock
         self._open: dict[str, asyncio.Task[ManagedLedger]] = {}
+        self._deleting: dict[str, asyncio.Task[None]] = {}
 
     def get_if_open(self, name: str) -> ManagedLedger | None:
         task = self._open.get(name)
         if task is None or not task.done() or task.cancelled() or task.exception():
             return None
-        return task.result()
+        ledger = task.result()
+        return None if ledger.is_closed else ledger
 
     async def open(self, name: str, config: ManagedLedgerConfig) -> ManagedLedger:
+        while (deleting := self._deleting.get(name)) is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(deleting)
         task = self._open.get(name)
-        if task is None or (task.done() and (task.cancelled() or task.exception())):
+        if task is None or (task.done() and (
+                task.cancelled() or task.exception() or task.result().is_closed)):
             ledger = ManagedLedger(name, config, self.client, self.info, self.clock)
             task = asyncio.create_task(ledger.open(), name=f"open {name}")
             self._open[name] = task
@@ -44,7 +53,20 @@ class ManagedLedgerFactory:
 
     async def delete(self, name: str) -> None:
         """Delete the managed ledger: closed first when open here; otherwise its ledgers
-        are read from the stored info (no bookie is needed), then deleted with the info."""
+        are read from the stored info (no bookie is needed), then deleted with the info.
+        Concurrent deletes of one name share one run."""
+        running = self._deleting.get(name)
+        if running is None:
+            running = asyncio.create_task(self._delete(name), name=f"delete {name}")
+            self._deleting[name] = running
+            running.add_done_callback(lambda _: self._forget_delete(name, running))
+        await asyncio.shield(running)
+
+    def _forget_delete(self, name: str, task: asyncio.Task[None]) -> None:
+        if self._deleting.get(name) is task:
+            del self._deleting[name]
+
+    async def _delete(self, name: str) -> None:
         task = self._open.pop(name, None)
         if task is not None:
             try:

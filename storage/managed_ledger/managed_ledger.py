@@ -31,11 +31,15 @@ from typing import Any, Protocol
 
 from javaformats import format_date
 from storage.ledger import LedgerClient, LedgerSpec, ReadableLedger, WriteHandle
-from storage.ledger.errors import NoSuchEntry, NoSuchLedger
+from storage.ledger.errors import LedgerError, NoSuchEntry, NoSuchLedger
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from storage.ledger.recovery import recover
 from storage.managed_ledger.config import ManagedLedgerConfig
-from storage.managed_ledger.errors import InvalidPosition, ManagedLedgerClosed
+from storage.managed_ledger.errors import (
+    InvalidPosition,
+    ManagedLedgerClosed,
+    ManagedLedgerFenced,
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -110,6 +114,11 @@ class ManagedLedger:
 
     # -- open ---------------------------------------------------------------------------------
 
+    @property
+    def is_closed(self) -> bool:
+        """Closed, deleted or fenced: no more adds; the factory opens it anew."""
+        return self._closed
+
     async def open(self) -> ManagedLedger:
         found = await self.info.read(self.name)
         if found is None:
@@ -169,7 +178,16 @@ class ManagedLedger:
             self._current = None
         handle = await self.client.create(self._spec())
         self.ledgers[handle.ledger_id] = LedgerInfo(handle.ledger_id)
-        await self._persist()
+        try:
+            await self._persist()
+        except InfoVersionConflict as exc:
+            # the key was deleted (or rewritten) elsewhere: the new ledger is nobody's
+            del self.ledgers[handle.ledger_id]
+            self._closed = True
+            with contextlib.suppress(LedgerError):
+                await handle.close()
+                await self.client.delete(handle.ledger_id)
+            raise ManagedLedgerFenced(self.name) from exc
         self._current = handle
         self._current_entries = 0
         self._current_size = 0
@@ -188,11 +206,12 @@ class ManagedLedger:
                 await self._roll()
             handle = self._current
             assert handle is not None
-            self._current_entries += 1
-            self._current_size += len(data)
-            self.entries_added += 1
             future = handle.add_nowait(data)
+            if not future.done():  # one refused at once (EntryTooLarge, ...) takes no room
+                self._current_entries += 1
+                self._current_size += len(data)
         entry_id = await future
+        self.entries_added += 1  # entriesAddedCounter: completed writes only
         return Position(handle.ledger_id, entry_id)
 
     # -- read ---------------------------------------------------------------------------------
@@ -301,7 +320,8 @@ class ManagedLedger:
                 self.ledgers[current.ledger_id] = LedgerInfo(
                     current.ledger_id, closed.last_entry_id + 1, closed.length,
                     self._now_ms())
-                await self._persist()
+                with contextlib.suppress(InfoVersionConflict):  # deleted elsewhere: gone
+                    await self._persist()
 
     async def delete(self) -> None:
         """Close, delete every ledger, then the ManagedLedgerInfo key and its cursors."""

@@ -157,6 +157,12 @@ def encode_metadata(md: MessageMetadata) -> bytes:
     return bytes(out)
 
 
+def message_size(encoded: bytes) -> int:
+    """A message's size as Pulsar's client checks it against maxMessageSize: its metadata
+    plus payload (the magic, checksum and metadata length are not counted)."""
+    return len(encoded) - _U16.size - 2 * _U32.size
+
+
 def encode_message(md: MessageMetadata, payload: bytes) -> bytes:
     body = encode_metadata(md)
     rest = _U32.pack(len(body)) + body + payload

@@ -21,12 +21,16 @@ from fastapi.routing import APIRoute
 
 from api.app import create_app
 from api.auth.authorization import (
+    ALIASES,
     NEED_AUTHENTICATION,
     NEED_SUPER_USER,
-    RULES,
-    Authenticated,
+    PATHS,
+    TABLE,
+    AnyRole,
     SuperUser,
+    SuperUserOrTenant,
 )
+from api.authorization_doc import BEGIN, END, render
 from api.settings import Settings
 from metastore.embedded import EmbeddedEtcd
 from tests.support import RawEtcd, ServerProcess, TokenServers, token, token_conf, wait_until
@@ -34,10 +38,11 @@ from tests.support import RawEtcd, ServerProcess, TokenServers, token, token_con
 SUPER = "admin-role"
 TENANT_ADMIN = "t1-admin"
 OTHER_ADMIN = "t2-admin"
-# Routes outside the admin authorisation: the OpenAPI document, the pages that show it and
-# their assets, and /metrics (authenticateMetricsEndpoint; tests/api/test_metrics.py).
-PUBLIC_PATHS = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/docs-assets",
-                "/metrics", "/metrics/", "/console"}
+# Routes outside the admin authorisation, each with its row in `api.auth.authorization.PATHS`: the
+# OpenAPI document, the pages that show it and their assets, and /metrics
+# (authenticateMetricsEndpoint; tests/api/test_metrics.py).
+PUBLIC_PATHS = set(PATHS)
+
 
 
 def bearer(value: str) -> dict[str, str]:
@@ -104,6 +109,24 @@ def refused(response: httpx.Response) -> bool:
     )
 
 
+def test_every_operation_has_its_row_and_every_row_its_operation() -> None:
+    operations = app_operations()
+    # a route without an operation id is an alias of a BookKeeper admin path (ALIASES)
+    assert all(path.startswith("/api/v1/") for _, path, operation in operations
+               if not operation)
+    served = {operation for _, _, operation in operations if operation}
+    assert sorted(served - set(TABLE)) == []  # a new route needs its row
+    assert sorted(set(TABLE) - served) == []  # a row of a route that is gone goes too
+    for operation, rule in TABLE.items():
+        assert rule.mirrors.strip(), operation
+
+
+def test_the_readme_shows_the_table() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme[readme.index(BEGIN):readme.index(END) + len(END)] + "\n"
+    assert section == render(), "run `python -m api.authorization_doc` into the README"
+
+
 def test_every_route_needs_its_role(auth_server: ServerProcess, tenants: RawEtcd) -> None:
     operations = app_operations()
     assert len(operations) >= 50
@@ -119,14 +142,17 @@ def test_every_route_needs_its_role(auth_server: ServerProcess, tenants: RawEtcd
                 response = ask(client, method, template, bad)
                 assert response.status_code == 401, where
                 assert response.json() == {"reason": NEED_AUTHENTICATION}, where
-            need = RULES.get(operation, SuperUser())
+            need = TABLE[operation].need if operation else ALIASES.need
             outsider = ask(client, method, template, token(OTHER_ADMIN))
-            # Authenticated: any role, shown only what it may see (test_console_auth.py)
-            assert refused(outsider) != isinstance(need, Authenticated), where
+            assert refused(outsider) != isinstance(need, AnyRole), where
             admin = ask(client, method, template, token(TENANT_ADMIN))
             if isinstance(need, SuperUser):
                 assert admin.status_code == 401, where
                 assert admin.json() == {"reason": NEED_SUPER_USER}, where
+            elif isinstance(need, SuperUserOrTenant) and need.tenant_param is None:
+                assert admin.status_code == 401, where
+                assert admin.json()["reason"].startswith(
+                    "Unauthorized to validateBothTenantOperationAndSuperUser"), where
             else:
                 assert not refused(admin), (where, admin.text)
                 tenants.put(
@@ -157,12 +183,20 @@ def test_refusals_are_upstream_text(auth_server: ServerProcess, tenants: RawEtcd
             "reason": "Unauthorized to validateNamespacePolicyOperation for operation [READ] "
             "on namespace [t1/ns1] on policy [PERSISTENCE]"
         }
-        # a tenant admin reads its namespace's bookie affinity but may not write it
+        tenant_read = client.get("/admin/v2/tenants/t1", headers=as_other)
+        assert tenant_read.status_code == 401
+        assert tenant_read.json() == {
+            "reason": "Unauthorized to validateBothTenantOperationAndSuperUser for "
+            f"originalPrincipal [null] and clientAppId [{OTHER_ADMIN}] about operation "
+            "[GET_TENANT] "
+        }
+        # a tenant admin may neither read nor write its namespace's bookie affinity
+        # (internalGetBookieAffinityGroup starts with validateSuperUserAccess)
         as_admin = bearer(token(TENANT_ADMIN))
         read = client.get(
             "/admin/v2/namespaces/t1/ns1/persistence/bookieAffinity", headers=as_admin
         )
-        assert read.status_code == 404  # passes authorisation; the namespace does not exist
+        assert (read.status_code, read.json()) == (401, {"reason": NEED_SUPER_USER})
         write = client.post(
             "/admin/v2/namespaces/t1/ns1/persistence/bookieAffinity",
             headers=as_admin,
@@ -217,7 +251,7 @@ def test_role_claim_audience_and_public_key(
 
     process = RsaServer(etcd.url, tmp_path / "server", extra_conf=conf).start()
     try:
-        url = f"{process.url}/admin/v2/clusters"
+        url = f"{process.url}/admin/v2/brokers/configuration/runtime"
         no_audience = jwt.encode({"role": SUPER}, key, algorithm="RS256")
         other_pair = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         forged = jwt.encode({"role": SUPER, "aud": "pulsar"}, other_pair, algorithm="RS256")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -254,3 +255,25 @@ def test_write_rate_limit_per_client_answers_429_and_never_limits_reads(
         "rack": "/r3"
     }
     assert raw_etcd.get(paths.cluster("c2")) is None
+
+
+def test_x_forwarded_for_is_honoured_only_when_trusted(
+        etcd: EmbeddedEtcd, store: RawEtcd, two_servers: tuple[ServerProcess, ServerProcess],
+        tmp_path: Path) -> None:
+    """Pulsar's webServiceTrustXForwardedFor: off (the default), the peer's address is
+    recorded whatever the header says; on, the header's."""
+    untrusting = two_servers[0]
+    trusting = ServerProcess(etcd.url, tmp_path / "trusting", extra_conf={
+        **history_conf(), "webServiceTrustXForwardedFor": "true"}).start()
+    try:
+        since = max([0, *(r["revision"] for r in all_changes(untrusting.url))])
+        spoof = {"X-Forwarded-For": "203.0.113.9"}
+        for server, rack in ((untrusting, "/r1"), (trusting, "/r2")):
+            assert httpx.post(f"{server.url}/admin/v2/bookies/racks-info/b1:3181",
+                              params={"group": "g"}, json={"rack": rack},
+                              headers=spoof).status_code == 204
+        records = all_changes(untrusting.url, since)
+        addresses = [r["clientAddress"] for r in records]
+        assert addresses == ["127.0.0.1", "203.0.113.9"]
+    finally:
+        trusting.stop()

@@ -116,3 +116,28 @@ def test_readme_table_lists_every_path_with_its_methods() -> None:
         assert path in rows, f"README's API table lacks {path}"
         for method in methods:
             assert method.upper() in rows[path], (path, method)
+
+
+def test_every_request_body_has_an_example_valid_against_its_schema() -> None:
+    import jsonschema_rs
+
+    from api.openapi_export import openapi_document
+
+    document = openapi_document()
+    components = document["components"]
+    checked = 0
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            for media, content in operation.get("requestBody", {}).get("content", {}).items():
+                where = f"{method.upper()} {path} ({media})"
+                assert "example" in content or "examples" in content, where
+                examples = ([content["example"]] if "example" in content
+                            else [e["value"] for e in content["examples"].values()])
+                schema = {**content.get("schema", {}), "components": components}
+                for example in examples:
+                    if media == "application/octet-stream":
+                        assert isinstance(example, str), where
+                        continue
+                    assert jsonschema_rs.validator_for(schema).is_valid(example), where
+                    checked += 1
+    assert checked >= 15

@@ -22,7 +22,7 @@ from storage.ledger import LedgerFenced, LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from storage.ledger.recovery import recover
 from tests.storage.bookie.support import BookieProcess
-from tests.storage.supervisor import engine_on
+from tests.storage.testbed import engine_on
 from tests.support import wait_until
 from tests.zookeeper import EmbeddedZooKeeper, RawZooKeeper
 

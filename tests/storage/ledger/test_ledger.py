@@ -12,7 +12,8 @@ import pytest
 from metastore import paths
 from metastore.ledger_metadata import LedgerState, decode_ledger_metadata
 from placement import AffinityGroups, NotEnoughBookies
-from storage.ledger import LedgerSpec, NoSuchEntry, NoSuchLedger
+from storage.ledger import EntryTooLarge, LedgerSpec, NoSuchEntry, NoSuchLedger
+from storage.ledger.handle import ADD_FRAME_OVERHEAD
 from storage.ledger.metadata import (
     ISOLATION_POLICY_CLASS,
     PLACEMENT_POLICY_CONFIG,
@@ -101,3 +102,21 @@ async def test_unknown_ledger(cluster: Cluster) -> None:
     async with ledger_client(cluster) as client:
         with pytest.raises(NoSuchLedger):
             await client.open(987_654)
+
+
+async def test_an_entry_over_the_frame_limit_is_refused_alone_before_it_is_sent(
+    cluster: Cluster,
+) -> None:
+    async with ledger_client(cluster) as client:
+        handle = await client.create(spec(3, 2, 2))
+        largest = client.bookies.max_frame - ADD_FRAME_OVERHEAD
+        with pytest.raises(EntryTooLarge) as refused:
+            await handle.add(b"x" * (largest + 1))
+        assert refused.value.limit == largest and "nettyMaxFrameSizeBytes" in str(refused.value)
+        # the handle and its connections go on: the next entry takes id 0, and the largest
+        # entry the limit allows is one frame the bookies accept
+        assert await handle.add(b"small") == 0
+        assert await handle.add(b"y" * largest) == 1
+        assert not handle.is_broken and handle.ensemble_changes == 0
+        assert (await handle.read(1)).payload == b"y" * largest
+        await handle.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -67,8 +68,9 @@ def stored_metadata(cluster: Cluster, ledger_id: int):  # type: ignore[no-untype
 
 @pytest.mark.slow
 async def test_a_bookie_killed_mid_write_is_replaced_inside_the_group_and_nothing_is_lost(
-    cluster: Cluster, tmp_path: Path
+    cluster: Cluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="storage.ledger.handle")
     with group_of_spares(cluster, tmp_path, "chg", 4) as bookies:
         members = {b.bookie_id for b in bookies}
         groups = AffinityGroups(("chg",), strict=True)
@@ -91,6 +93,12 @@ async def test_a_bookie_killed_mid_write_is_replaced_inside_the_group_and_nothin
             assert stored.state is LedgerState.OPEN and len(stored.ensembles) >= 2
             assert all(set(e) <= members for e in stored.ensembles.values())
             assert max(stored.ensembles) <= 60  # the new segment starts at LAC + 1
+            # the failed add and the ensemble change are logged with the ledger's id, once
+            lines = [r.getMessage() for r in caplog.records]
+            failed = [line for line in lines if f"to bookie {victim.bookie_id} failed" in line]
+            assert len(failed) == 1 and f"ledger {handle.ledger_id}:" in failed[0]
+            assert any(f"ledger {handle.ledger_id}: ensemble changed" in line
+                       for line in lines)
         # the writer is gone without closing; recovery with one bookie dead keeps every entry
         async with ledger_client(cluster) as other:
             md = await recover(other, handle.ledger_id)
@@ -102,7 +110,7 @@ async def test_a_bookie_killed_mid_write_is_replaced_inside_the_group_and_nothin
 
 @pytest.mark.slow
 async def test_strict_group_without_a_spare_fails_the_add_naming_the_constraint(
-    cluster: Cluster, tmp_path: Path
+    cluster: Cluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with group_of_spares(cluster, tmp_path, "tight", 3) as bookies:
         groups = AffinityGroups(("tight",), strict=True)
@@ -115,6 +123,8 @@ async def test_strict_group_without_a_spare_fails_the_add_naming_the_constraint(
                 for p in payloads(3, seed=13):
                     await handle.add(p)
             assert failed.value.constraint
+            assert any(f"ledger {handle.ledger_id}: no more adds" in r.getMessage()
+                       for r in caplog.records)
             assert "tight" in str(failed.value)
             assert bookies[1].bookie_id in str(failed.value)
             stored = stored_metadata(cluster, handle.ledger_id)

@@ -1,0 +1,153 @@
+"""Message sizes as Pulsar counts them (metadata plus payload against maxMessageSize), the
+bookie frame limit that follows from it, and the bounds on one produce request: one client's
+oversized message is refused alone and never disturbs another tenant's writes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from metastore import paths
+from metastore.embedded import EmbeddedEtcd
+from metastore.ledger_metadata import decode_ledger_metadata
+from metastore.managed_ledger_info import decode_managed_ledger_info
+from tests.storage.bookie.support import BookieProcess
+from tests.support import RawEtcd, ServerProcess
+
+MAX_MESSAGE = 64 * 1024
+# the bookies' nettyMaxFrameSizeBytes: maxMessageSize plus Pulsar's 10 KiB frame padding
+FRAME_LIMIT = MAX_MESSAGE + 10 * 1024
+MOST_MESSAGES = 100
+PRODUCERS = 8
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, RawEtcd]]:
+    work: Path = tmp_path_factory.mktemp("limits")
+    etcd = EmbeddedEtcd(work / "etcd")
+    etcd.start()
+    raw = RawEtcd(etcd.endpoint)
+    bookies = [BookieProcess(raw, etcd.url, work / f"bookie{i}",
+                             conf={"nettyMaxFrameSizeBytes": str(FRAME_LIMIT)})
+               for i in range(3)]
+    server = None
+    try:
+        for bookie in bookies:
+            bookie.start()
+        server = ServerProcess(etcd.url, work / "service", extra_conf={
+            "initializeClusterMetadata": "false",
+            "maxMessageSize": str(MAX_MESSAGE),
+            "maxMessagesPerProduceRequest": str(MOST_MESSAGES),
+            "managedLedgerMaxEntriesPerLedger": "200",
+            "managedLedgerMinLedgerRolloverTimeMinutes": "0",
+        }).start()
+        with httpx.Client(base_url=server.url, timeout=10) as http:
+            http.put("/admin/v2/clusters/test", json={"serviceUrl": "http://x"}
+                     ).raise_for_status()
+            for tenant in ("victim", "poison"):
+                http.put(f"/admin/v2/tenants/{tenant}", json={"allowedClusters": ["test"]}
+                         ).raise_for_status()
+                http.put(f"/admin/v2/namespaces/{tenant}/ns").raise_for_status()
+        yield server, raw
+    finally:
+        if server is not None:
+            server.stop()
+        for bookie in bookies:
+            bookie.kill()
+        etcd.stop()
+
+
+def produce(http: httpx.Client, path: str, messages: list[dict[str, Any]]) -> httpx.Response:
+    return http.post(f"/topics/persistent/{path}", json={"messages": messages})
+
+
+def test_a_poison_message_is_refused_alone_while_another_tenant_writes(
+        limited: tuple[ServerProcess, RawEtcd]) -> None:
+    server, raw = limited
+    stop = threading.Event()
+    outcomes: list[list[tuple[int, list[int]]]] = [[] for _ in range(PRODUCERS)]
+
+    def write(n: int) -> None:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            while not stop.is_set() or len(outcomes[n]) < 5:
+                answer = produce(http, f"victim/ns/t{n}",
+                                 [{"payload": f"m{n}-" + "x" * 1000} for _ in range(20)])
+                codes = ([r["errorCode"] for r in answer.json()["messagePublishResults"]]
+                         if answer.status_code == 200 else [])
+                outcomes[n].append((answer.status_code, codes))
+
+    producers = [threading.Thread(target=write, args=(n,)) for n in range(PRODUCERS)]
+    for thread in producers:
+        thread.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            poisons = [
+                {"payload": "p" * MAX_MESSAGE, "key": "k" * 2000},
+                {"payload": "p" * (MAX_MESSAGE - 100), "key": "k" * 8000},
+                {"payload": "p" * (MAX_MESSAGE - 10), "properties": {
+                    f"k{i}": "v" for i in range(2000)}},
+            ]
+            for _ in range(4):
+                for poison in poisons:
+                    refused = produce(http, "poison/ns/p", [poison])
+                    assert refused.status_code == 413, refused.text
+                    reason = refused.json()["reason"]
+                    assert "(metadata and payload)" in reason and "maxMessageSize" in reason
+    finally:
+        stop.set()
+        for thread in producers:
+            thread.join(timeout=120)
+
+    statuses = [status for run in outcomes for status, _ in run]
+    failed = [code for run in outcomes for _, codes in run for code in codes if code != 0]
+    assert statuses and set(statuses) == {200} and failed == []
+    # nothing of the refused messages was stored: not even their topic
+    assert raw.get("/managed-ledgers/poison/ns/persistent/p") is None
+    # and no ledger of the other tenant changed ensemble
+    for n in range(PRODUCERS):
+        info = decode_managed_ledger_info(
+            raw.get(f"/managed-ledgers/victim/ns/persistent/t{n}") or b"")
+        assert info.ledgers
+        for stored in info.ledgers:
+            md = decode_ledger_metadata(stored.ledger_id,
+                                        raw.get(paths.ledger(stored.ledger_id)) or b"")
+            assert len(md.ensembles) == 1, (stored.ledger_id, md.ensembles)
+
+
+def test_a_message_at_the_limit_is_stored_and_read_back(
+        limited: tuple[ServerProcess, RawEtcd]) -> None:
+    server, _ = limited
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        # metadata (producer name, sequence id, publish time, key, ...) takes under 200 bytes
+        payload = "q" * (MAX_MESSAGE - 200)
+        stored = produce(http, "victim/ns/edge", [{"payload": payload, "key": "k"}])
+        assert stored.status_code == 200, stored.text
+        ledger, entry, _ = stored.json()["messagePublishResults"][0]["messageId"].split(":")
+        got = http.get(f"/admin/v2/persistent/victim/ns/edge/ledger/{ledger}/entry/{entry}")
+        assert got.status_code == 200 and got.content == payload.encode()
+        # header names as the broker sends them, case included
+        names = [name for name, _ in got.headers.raw]
+        assert b"X-Pulsar-Message-ID" in names and b"X-Pulsar-producer-name" in names
+        assert b"x-pulsar-message-id" not in names
+        # the same payload with a key that takes it over the limit: 413, nothing added
+        over = produce(http, "victim/ns/edge", [{"payload": payload, "key": "k" * 300}])
+        assert over.status_code == 413
+        stats = http.get("/admin/v2/persistent/victim/ns/edge/internalStats").json()
+        assert stats["entriesAddedCounter"] == 1 and stats["numberOfEntries"] == 1
+
+
+def test_messages_per_request_are_bounded(limited: tuple[ServerProcess, RawEtcd]) -> None:
+    server, raw = limited
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        too_many = produce(http, "victim/ns/many", [{}] * (MOST_MESSAGES + 1))
+        assert too_many.status_code == 413
+        assert too_many.json()["reason"] == (
+            f"A request of {MOST_MESSAGES + 1} messages exceeds the maximum of "
+            f"{MOST_MESSAGES} (maxMessagesPerProduceRequest)")
+        assert raw.get("/managed-ledgers/victim/ns/persistent/many") is None
+        assert produce(http, "victim/ns/many", [{}] * MOST_MESSAGES).status_code == 200
