@@ -12,7 +12,7 @@ OPENAPI_CLIENT := $(VENV)/openapi-client/bin/openapi-python-client
 run: system-deps $(VENV)/.installed
 	$(PY) -m api --port $(PORT) --data-dir data --bookies $(BOOKIES)
 
-test: system-deps $(VENV)/.installed-test $(OPENAPI_CLIENT)
+test: system-deps $(VENV)/.installed-test $(OPENAPI_CLIENT) interop-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
@@ -38,6 +38,17 @@ system-deps:
 	@command -v java >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jre-headless; }
 	@command -v chromium >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 	@test -e /usr/share/java/zookeeper.jar || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y zookeeper; }
+
+# javac and Maven for tests/interop: upstream Pulsar and BookKeeper jars resolved from Maven
+# Central into ~/.m2 and the runner compiled; an artifact that cannot be resolved fails here.
+system-deps: interop-system-deps
+interop-system-deps:
+	@command -v javac >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless; }
+	@command -v mvn >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y maven; }
+
+interop-deps: interop-system-deps $(VENV)/.installed-test
+	$(PY) -c 'from tests.interop.upstream import resolve; resolve()'
+.PHONY: interop-system-deps interop-deps
 
 apt-update:
 	@[ -f $(APT_UPDATED) ] || { apt-get update && touch $(APT_UPDATED); }
