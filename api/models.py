@@ -84,8 +84,8 @@ EXAMPLE_POLICIES: JsonDict = {
     "persistence": EXAMPLE_PERSISTENCE,
 }
 EXAMPLE_FAILOVER: JsonDict = {
-    "policy_type": "min_available",
     "parameters": {"min_limit": "1", "usage_threshold": "80"},
+    "policy_type": "min_available",
 }
 EXAMPLE_ISOLATION: JsonDict = {
     "namespaces": ["public/ssd-.*"],
@@ -367,10 +367,11 @@ class LocalPolicies(OpenPulsarModel):
 class AutoFailoverPolicyData(PulsarModel):
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_FAILOVER]})
 
-    policy_type: str | None = Field(default=None, description="Only min_available exists")
+    # Jackson writes AutoFailoverPolicyDataImpl's `parameters` before `policy_type`
     parameters: dict[str, str] | None = Field(
         default=None, description="min_limit and usage_threshold, as strings of integers"
     )
+    policy_type: str | None = Field(default=None, description="Only min_available exists")
 
     _parameters = field_validator("parameters", mode="before")(_java_strings)
 

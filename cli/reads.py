@@ -10,8 +10,8 @@ from typing import Any
 
 from cli.client import V2, AdminClient, path
 from cli.errors import ParameterError
-from cli.javafmt import BOOKIE_GROUP, hash_set_order
-from cli.output import JsonResult, LinesResult, MapResult, Rows
+from cli.javafmt import hash_set_order
+from cli.output import JsonResult, LinesResult, Rows
 
 CLUSTERS = f"{V2}/clusters"
 RACKS = f"{V2}/bookies/racks-info"
@@ -57,8 +57,9 @@ def rack_rows(config: Mapping[str, Any]) -> Rows:
 # -- bookies ------------------------------------------------------------------------------------
 
 
-def racks_placement(client: AdminClient) -> MapResult:
-    return MapResult(client.get_json(RACKS) or {}, BOOKIE_GROUP, table_rows=rack_rows)
+def racks_placement(client: AdminClient) -> JsonResult:
+    """Pulsar 4.0 pretty-prints the whole rack map (CmdBookies.GetAll: prettyPrint)."""
+    return JsonResult(client.get_json(RACKS) or {}, table_rows=rack_rows)
 
 
 def list_bookies(client: AdminClient) -> JsonResult:

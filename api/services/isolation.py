@@ -80,8 +80,8 @@ def java_view(data: NamespaceIsolationData | None) -> Any:
         "auto_failover_policy": None
         if failover is None
         else {
-            "policy_type": failover.policy_type if failover.policy_type == MIN_AVAILABLE else None,
             "parameters": failover.parameters,
+            "policy_type": failover.policy_type if failover.policy_type == MIN_AVAILABLE else None,
         },
         "unload_scope": data.unload_scope,
     }

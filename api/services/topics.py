@@ -297,6 +297,10 @@ class TopicService:
         names = await self.store.children(f"/managed-ledgers/{tenant}/{namespace}/persistent")
         return [f"persistent://{tenant}/{namespace}/{codec_decode(n)}" for n in names]
 
+    async def list_non_persistent(self, tenant: str, namespace: str) -> list[str]:
+        await self.namespaces.policies(tenant, namespace)
+        return []
+
     async def internal_stats(self, tenant: str, namespace: str, topic: str,
                              metadata: bool) -> dict[str, Any]:
         ledger = await self._open(tenant, namespace, topic, create=False)
@@ -311,6 +315,7 @@ class TopicService:
                     continue
                 info["metadata"] = _metadata_text(md)
                 bookies = {b for ensemble in md.ensembles.values() for b in ensemble}
+                info.pop("underReplicated", None)  # after `metadata`, as Pulsar's LedgerInfo
                 info["underReplicated"] = not bookies <= registered
         return stats
 

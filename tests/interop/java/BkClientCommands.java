@@ -71,7 +71,7 @@ final class BkClientCommands implements AutoCloseable {
                 return 0;
             }
             case "ensembles" -> {
-                BookKeeper bk = client(args[1], "v3");
+                BookKeeper bk = client(args[1], "v2");
                 try (ReadHandle handle = bk.newOpenLedgerOp()
                         .withLedgerId(Long.parseLong(args[2]))
                         .withDigestType(DigestType.CRC32C)
