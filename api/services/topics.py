@@ -292,14 +292,14 @@ class TopicService:
             raise topic_not_found(tenant, namespace, topic)
         await self.factory.delete(name)
 
+    async def list_non_persistent(self, tenant: str, namespace: str) -> list[str]:
+        await self.namespaces.policies(tenant, namespace)
+        return []
+
     async def list(self, tenant: str, namespace: str) -> list[str]:
         await self.namespaces.policies(tenant, namespace)
         names = await self.store.children(f"/managed-ledgers/{tenant}/{namespace}/persistent")
         return [f"persistent://{tenant}/{namespace}/{codec_decode(n)}" for n in names]
-
-    async def list_non_persistent(self, tenant: str, namespace: str) -> list[str]:
-        await self.namespaces.policies(tenant, namespace)
-        return []
 
     async def internal_stats(self, tenant: str, namespace: str, topic: str,
                              metadata: bool) -> dict[str, Any]:
