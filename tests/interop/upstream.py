@@ -115,3 +115,45 @@ class UpstreamJvm:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+class UpstreamBookie:
+    """An upstream bookie (`org.apache.bookkeeper.server.Main`, BookKeeper 4.17.2) with Pulsar's
+    metadata-store driver: it registers under our `/ledgers/available` like ours."""
+
+    def __init__(self, classpath: str, workdir: Path, metadata_service_uri: str,
+                 port: int) -> None:
+        self.workdir = workdir
+        self.port = port
+        self.bookie_id = f"127.0.0.1:{port}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        conf = workdir / "bk_server.conf"
+        conf.write_text(
+            f"metadataServiceUri={metadata_service_uri}\n"
+            f"bookiePort={port}\n"
+            "advertisedAddress=127.0.0.1\n"
+            "allowLoopback=true\n"
+            f"journalDirectories={workdir / 'journal'}\n"
+            f"ledgerDirectories={workdir / 'ledgers'}\n"
+            "httpServerEnabled=false\n"
+        )
+        log = open(workdir / "bookie.out", "ab")  # noqa: SIM115 - handed to the child
+        self.process = subprocess.Popen(
+            ["java", "-Xmx256m", "-XX:+UseSerialGC", f"-Dinterop.log={workdir / 'bookie.log'}",
+             "-Dlog4j2.configurationFile=log4j2.xml", *DRIVER_PROPERTIES, "-cp", classpath,
+             "org.apache.bookkeeper.server.Main", "--conf", str(conf)],
+            stdout=log, stderr=subprocess.STDOUT, cwd=HERE,
+        )
+        log.close()
+
+    def exited(self) -> int | None:
+        return self.process.poll()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
