@@ -47,7 +47,7 @@ interop-system-deps:
 	@command -v mvn >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y maven; }
 
 interop-deps: interop-system-deps $(VENV)/.installed-test
-	$(PY) -c 'from tests.interop.upstream import resolve; resolve()'
+	$(PY) -c 'from tests.interop.upstream import resolve, resolve_broker; resolve(); resolve_broker()'
 .PHONY: interop-system-deps interop-deps
 
 apt-update:

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.interop.upstream import UpstreamJvm, resolve
+from tests.interop.upstream import UpstreamJvm, resolve, resolve_broker
+from tests.pipeline.conftest import spark  # noqa: F401 - the Spark audit of the broker test
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +31,8 @@ def upstream_bookkeeper(upstream_classpath: str, tmp_path_factory: pytest.TempPa
     jvm = UpstreamJvm(upstream_classpath, tmp_path_factory.mktemp("bookkeeper") / "jvm.log")
     yield jvm
     jvm.stop()
+
+
+@pytest.fixture(scope="session")
+def upstream_broker_classpath() -> str:
+    return resolve_broker()

@@ -157,3 +157,75 @@ class UpstreamBookie:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+BROKER_POM = HERE / "broker" / "pom.xml"
+BROKER_CLASSPATH_FILE = HERE / "broker" / "target" / "classpath.txt"
+
+
+def resolve_broker() -> str:
+    """The runtime classpath of the upstream broker (`broker/pom.xml`), resolved when missing;
+    fails with Maven's message naming any coordinates that could not be resolved."""
+    if (not BROKER_CLASSPATH_FILE.exists()
+            or BROKER_CLASSPATH_FILE.stat().st_mtime < BROKER_POM.stat().st_mtime):
+        done = subprocess.run(
+            ["mvn", "-q", "-B", "-s", str(HERE / "settings.xml"), "-f", str(BROKER_POM),
+             "dependency:build-classpath", f"-Dmdep.outputFile={BROKER_CLASSPATH_FILE}"],
+            capture_output=True, text=True, timeout=1800,
+        )
+        if done.returncode != 0:
+            raise UpstreamUnavailable("Maven could not resolve the upstream broker:\n"
+                                      + done.stdout + done.stderr)
+    return f"{HERE}:{BROKER_CLASSPATH_FILE.read_text().strip()}"
+
+
+class UpstreamBroker:
+    """An upstream Pulsar broker (`org.apache.pulsar.PulsarBrokerStarter`, pulsar-broker 4.0.8)
+    from a minimal broker.conf: its metadata on our store, its BookKeeper client on our
+    bookies (through the same store), no functions worker."""
+
+    def __init__(self, classpath: str, workdir: Path, metadata_store_url: str,
+                 web_port: int, broker_port: int, extra: dict[str, str] | None = None) -> None:
+        self.workdir = workdir
+        self.web_url = f"http://127.0.0.1:{web_port}"
+        self.service_url = f"pulsar://127.0.0.1:{broker_port}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        conf = {
+            "metadataStoreUrl": metadata_store_url,
+            "configurationMetadataStoreUrl": metadata_store_url,
+            "clusterName": "test",
+            "advertisedAddress": "127.0.0.1",
+            "bindAddress": "127.0.0.1",
+            "brokerServicePort": str(broker_port),
+            "webServicePort": str(web_port),
+            "functionsWorkerEnabled": "false",
+            "systemTopicEnabled": "false",
+            "topicLevelPoliciesEnabled": "false",
+            "managedLedgerDefaultEnsembleSize": "2",
+            "managedLedgerDefaultWriteQuorum": "2",
+            "managedLedgerDefaultAckQuorum": "2",
+            **(extra or {}),
+        }
+        path = workdir / "broker.conf"
+        path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+        log = open(workdir / "broker.out", "ab")  # noqa: SIM115 - handed to the child
+        self.process = subprocess.Popen(
+            ["java", "-Xmx512m", "-XX:+UseSerialGC", f"-Dinterop.log={workdir / 'broker.log'}",
+             "-Dlog4j2.configurationFile=log4j2.xml", "-Dpulsar.allocator.exit_on_oom=true",
+             "-cp", classpath, "org.apache.pulsar.PulsarBrokerStarter", "--broker-conf",
+             str(path)],
+            stdout=log, stderr=subprocess.STDOUT, cwd=HERE,
+        )
+        log.close()
+
+    def exited(self) -> int | None:
+        return self.process.poll()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()

@@ -9,6 +9,7 @@
  *   pulsar-admin CONF ARGS...      org.apache.pulsar.admin.cli.PulsarAdminTool, as its main runs it
  *   bookkeeper-shell CONF ARGS...  org.apache.bookkeeper.bookie.BookieShell, as its main runs it
  *   bk-client ARGS...              BookKeeper's client API (BkClientCommands)
+ *   pulsar-produce URL TOPIC COUNT Pulsar's Java client producing to a broker (PulsarProduce)
  */
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.BufferedReader;
@@ -64,6 +65,7 @@ public final class InteropRunner {
                     case "pulsar-admin" -> exit = pulsarAdmin(args);
                     case "bookkeeper-shell" -> exit = bookieShell(args);
                     case "bk-client" -> exit = client.run(args);
+                    case "pulsar-produce" -> exit = PulsarProduce.run(args);
                     default -> {
                         captureErr.println("unknown program " + program);
                         exit = 127;
