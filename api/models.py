@@ -323,6 +323,7 @@ class Policies(OpenPulsarModel):
 
     auth_policies: AuthPolicies = Field(default_factory=AuthPolicies)
     replication_clusters: list[str] = Field(default_factory=list)
+    allowed_clusters: list[str] = Field(default_factory=list)
     bundles: BundlesData | None = None
     backlog_quota_map: dict[str, Any] = Field(default_factory=dict)
     clusterDispatchRate: dict[str, Any] = Field(default_factory=dict)
@@ -345,6 +346,24 @@ class Policies(OpenPulsarModel):
     schema_validation_enforced: bool = False
     subscription_types_enabled: list[str] = Field(default_factory=list)
     properties: dict[str, str] = Field(default_factory=dict)
+    migrated: bool = False
+
+    def cluster_that_can_delete(self) -> str | None:
+        """`Policies.getClusterThatCanDeleteNamespace()` (Pulsar 4.0): the one replication
+        cluster, unless there are several or more than one allowed cluster."""
+        if len(self.replication_clusters) != 1 or len(self.allowed_clusters) > 1:
+            return None
+        return self.replication_clusters[0]
+
+    def dump(self) -> dict[str, Any]:
+        """As Jackson writes Pulsar 4.0's Policies: its derived `clusterThatCanDeleteNamespace`
+        last (recomputed, never kept from the stored document), omitted when null."""
+        data = super().dump()
+        data.pop("clusterThatCanDeleteNamespace", None)
+        deleter = self.cluster_that_can_delete()
+        if deleter is not None:
+            data["clusterThatCanDeleteNamespace"] = deleter
+        return data
 
 
 class LocalPolicies(OpenPulsarModel):

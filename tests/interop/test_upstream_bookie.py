@@ -1,6 +1,7 @@
 """An upstream bookie (BookKeeper 4.17.2's `org.apache.bookkeeper.server.Main` with Pulsar
 4.0.8's metadata-store driver) joins our cluster: it registers at our keys, our tools list it,
-and our ledgers place replicas on it under a namespace's strict bookie affinity."""
+our ledgers place replicas on it under a namespace's strict bookie affinity, and our
+auto-recovery re-replicates to it and from it."""
 
 from __future__ import annotations
 
@@ -14,10 +15,21 @@ from pathlib import Path
 import httpx
 import pytest
 
+from metastore import paths
 from metastore.embedded import free_port
+from metastore.ledger_metadata import decode_ledger_metadata
+from metastore.store import parse_metadata_store_url
+from metastore.versioned_keys import VersionedKeys
+from placement import AffinityGroups
+from storage.autorecovery import AutoRecovery
+from storage.bookie.client import BookieClient
+from storage.ledger import LedgerSpec
+from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.cli.conftest import clean_env, run_cli
 from tests.interop.upstream import UpstreamBookie, UpstreamJvm
-from tests.storage.cluster import TOPIC_CONF, Cluster, start_cluster, stop_cluster
+from tests.storage.bookie.support import BookieProcess
+from tests.storage.chaos.support import FAST, eventually
+from tests.storage.cluster import TOPIC_CONF, Cluster, engine, start_cluster, stop_cluster
 from tests.support import ServerProcess, wait_until
 
 PULSAR_CLIENT = str(Path(sys.executable).parent / "pulsar-client")
@@ -108,3 +120,65 @@ def test_strict_affinity_places_replicas_on_it(mixed: Mixed, upstream_bookkeeper
     earliest = run_cli("--admin-url", mixed.service.url, "topics", "examine-messages", topic,
                        "-i", "earliest", "-m", "1")
     assert "|hello" in earliest.out, earliest
+
+
+def ensemble_of(cluster: Cluster, ledger_id: int) -> tuple[str, ...]:
+    raw = cluster.raw.get(paths.ledger(ledger_id))
+    assert raw is not None
+    return tuple(decode_ledger_metadata(ledger_id, raw).current_ensemble)
+
+
+async def test_our_autorecovery_replicates_to_and_from_it(mixed: Mixed, tmp_path: Path) -> None:
+    """A ledger on two of ours; one dies and our auto-recovery copies its replica to the
+    upstream bookie (the group's one spare); then the other dies and the copy comes from the
+    upstream bookie (the only holder left) to a new one of ours."""
+    a, b = mixed.cluster.bookies
+    theirs = mixed.upstream.bookie_id
+    spare = BookieProcess(mixed.cluster.raw, mixed.cluster.etcd.url, tmp_path / "spare",
+                          lease_ttl=2)
+
+    def group(*members: str) -> None:
+        mixed.cluster.raw.put("/bookies", json.dumps(
+            {"rep": {m: {"rack": f"/r{i}"} for i, m in enumerate(members)}}))
+
+    group(a.bookie_id, b.bookie_id)
+    groups = AffinityGroups(("rep",), strict=True)
+    data = [f"rep-{i}".encode() for i in range(30)]
+    keys = VersionedKeys(parse_metadata_store_url(mixed.cluster.etcd.url))
+    try:
+        async with engine(mixed.cluster) as running:
+            client = running.client
+            handle = await client.create(LedgerSpec(
+                2, 2, 2, managed_ledger_custom_metadata("mix/rep/persistent/t", groups), groups))
+            for payload in data:
+                await handle.add(payload)
+            await handle.close()
+            ledger = handle.ledger_id
+            assert set(ensemble_of(mixed.cluster, ledger)) == {a.bookie_id, b.bookie_id}
+            recovery = AutoRecovery(keys, client, FAST, "127.0.0.1:8080", tick=0.1)
+            recovery.start()
+            try:
+                group(a.bookie_id, b.bookie_id, theirs)
+                b.kill()
+
+                async def moved_to(target: str) -> bool:
+                    return target in ensemble_of(mixed.cluster, ledger) and \
+                        mixed.cluster.raw.get(paths.underreplicated_ledger(ledger)) is None
+
+                await eventually(lambda: moved_to(theirs), 90)
+                async with await BookieClient.connect(theirs) as upstream_bookie:
+                    for entry_id in range(len(data)):
+                        assert (await upstream_bookie.read(ledger, entry_id))  # stored there
+
+                spare.start()
+                group(a.bookie_id, theirs, spare.bookie_id)
+                a.kill()
+                await eventually(lambda: moved_to(spare.bookie_id), 90)
+                assert set(ensemble_of(mixed.cluster, ledger)) == {theirs, spare.bookie_id}
+                reader = await client.open(ledger)
+                assert [(await reader.read(i)).payload for i in range(len(data))] == data
+            finally:
+                await recovery.stop()
+    finally:
+        spare.kill()
+        await keys.close()
