@@ -7,6 +7,7 @@ a bookie out of the group makes the audit flag exactly the broker's ledgers on i
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,8 +100,6 @@ def audit(spark: Any, cluster: Cluster, out: Path) -> dict[int, list[str]]:
     from pipeline.audit import run_audit
 
     config = PlacementConfig.from_broker_conf(BROKER_CONF)
-    import asyncio
-
     asyncio.run(snapshot(cluster.etcd.url, out / "snap", config))
     run_audit(spark, out / "snap", out / "audit")
     rows = ds.dataset(out / "audit" / "ledger_findings", format="parquet").to_table().to_pylist()
