@@ -27,7 +27,7 @@ else
 	$(PY) -m api --port $(PORT) --data-dir data --bookies $(BOOKIES)
 endif
 
-test: system-deps $(VENV)/.installed-test $(OPENAPI_CLIENT)
+test: system-deps $(VENV)/.installed-test $(OPENAPI_CLIENT) interop-deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
@@ -56,6 +56,17 @@ system-deps:
 	@test -e /usr/share/java/zookeeper.jar || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y zookeeper; }
 	@command -v gcc >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y gcc; }
 	@python3 -c 'import os, sysconfig; raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-dev; }
+
+# javac and Maven for tests/interop: upstream Pulsar and BookKeeper jars resolved from Maven
+# Central into ~/.m2 and the runner compiled; an artifact that cannot be resolved fails here.
+system-deps: interop-system-deps
+interop-system-deps:
+	@command -v javac >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless; }
+	@command -v mvn >/dev/null || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y maven; }
+
+interop-deps: interop-system-deps $(VENV)/.installed-test
+	$(PY) -c 'from tests.interop.upstream import resolve, resolve_broker; resolve(); resolve_broker()'
+.PHONY: interop-system-deps interop-deps
 
 apt-update:
 	@[ -f $(APT_UPDATED) ] || { apt-get update && touch $(APT_UPDATED); }

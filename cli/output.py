@@ -42,6 +42,7 @@ Rows = list[dict[str, Any]]
 
 class JsonResult(NamedTuple):
     value: Any
+    table_rows: Callable[[Any], Rows] | None = None
 
 
 class TextResult(NamedTuple):
@@ -149,6 +150,8 @@ def render(result: Result, fmt: OutputFormat) -> str:
                                   default_flow_style=False))  # fmt: skip
     if isinstance(result, MapResult) and result.table_rows is not None:
         return render_table(result.table_rows(result.entries))
+    if isinstance(result, JsonResult) and result.table_rows is not None:
+        return render_table(result.table_rows(result.value))
     return render_table(_rows(data))
 
 

@@ -10,8 +10,7 @@ from typing import Any
 
 from cli.client import V2, AdminClient, path
 from cli.errors import ParameterError
-from cli.javafmt import BOOKIE_GROUP
-from cli.output import JsonResult, LinesResult, MapResult, Rows
+from cli.output import JsonResult, LinesResult, Rows
 from javaformats import hash_set_order
 
 CLUSTERS = f"{V2}/clusters"
@@ -58,8 +57,9 @@ def rack_rows(config: Mapping[str, Any]) -> Rows:
 # -- bookies ------------------------------------------------------------------------------------
 
 
-def racks_placement(client: AdminClient) -> MapResult:
-    return MapResult(client.get_json(RACKS) or {}, BOOKIE_GROUP, table_rows=rack_rows)
+def racks_placement(client: AdminClient) -> JsonResult:
+    """Pulsar 4.0 pretty-prints the whole rack map (CmdBookies.GetAll: prettyPrint)."""
+    return JsonResult(client.get_json(RACKS) or {}, table_rows=rack_rows)
 
 
 def list_bookies(client: AdminClient) -> JsonResult:

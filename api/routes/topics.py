@@ -133,6 +133,20 @@ async def list_topics(tenant: TenantName, namespace: NamespaceName, topics: Topi
     return await topics.list(tenant, namespace)
 
 
+@router.get(
+    "/admin/v2/non-persistent/{tenant}/{namespace}",
+    operation_id="getNonPersistentList",
+    summary="Get the list of non-persistent topics under a namespace.",
+    response_model=TopicNames,
+    responses=errors({404: NAMESPACE_NOT_FOUND, 412: INVALID_NAME}),
+)
+async def list_non_persistent_topics(tenant: TenantName, namespace: NamespaceName,
+                                     topics: TopicsDep) -> list[str]:
+    """Always empty (the service keeps no non-persistent topics) for an existing namespace;
+    Pulsar 4.0's `topics list` asks for both domains."""
+    return await topics.list_non_persistent(tenant, namespace)
+
+
 @router.put(
     ADMIN + "/{topic}",
     operation_id="createNonPartitionedTopic",

@@ -83,8 +83,8 @@ def deserialized_view(data: NamespaceIsolationData | None) -> Any:
         "auto_failover_policy": None
         if failover is None
         else {
-            "policy_type": failover.policy_type if failover.policy_type == MIN_AVAILABLE else None,
             "parameters": failover.parameters,
+            "policy_type": failover.policy_type if failover.policy_type == MIN_AVAILABLE else None,
         },
         "unload_scope": data.unload_scope,
     }

@@ -75,7 +75,7 @@ class ReplicationService:
 
     async def _check_allowed(self, tenant: str, namespace: str, cluster: str) -> None:
         policies = await self.namespaces.policies(tenant, namespace)
-        allowed = (policies.model_extra or {}).get("allowed_clusters") or []
+        allowed = policies.allowed_clusters
         if allowed:
             if cluster not in allowed:
                 raise Forbidden(

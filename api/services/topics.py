@@ -290,6 +290,10 @@ class TopicService:
             raise topic_not_found(tenant, namespace, topic)
         await self.factory.delete(name)
 
+    async def list_non_persistent(self, tenant: str, namespace: str) -> list[str]:
+        await self.namespaces.policies(tenant, namespace)
+        return []
+
     async def list(self, tenant: str, namespace: str) -> list[str]:
         await self.namespaces.policies(tenant, namespace)
         names = await self.store.children(f"/managed-ledgers/{tenant}/{namespace}/persistent")
@@ -309,6 +313,7 @@ class TopicService:
                     continue
                 info["metadata"] = _metadata_text(md)
                 bookies = {b for ensemble in md.ensembles.values() for b in ensemble}
+                info.pop("underReplicated", None)  # after `metadata`, as Pulsar's LedgerInfo
                 info["underReplicated"] = not bookies <= registered
         return stats
 

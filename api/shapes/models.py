@@ -77,8 +77,8 @@ EXAMPLE_POLICIES: JsonDict = {
     "persistence": EXAMPLE_PERSISTENCE,
 }
 EXAMPLE_FAILOVER: JsonDict = {
-    "policy_type": "min_available",
     "parameters": {"min_limit": "1", "usage_threshold": "80"},
+    "policy_type": "min_available",
 }
 EXAMPLE_ISOLATION: JsonDict = {
     "namespaces": ["public/ssd-.*"],
@@ -316,6 +316,7 @@ class Policies(OpenPulsarModel):
 
     auth_policies: AuthPolicies = Field(default_factory=AuthPolicies)
     replication_clusters: list[str] = Field(default_factory=list)
+    allowed_clusters: list[str] = Field(default_factory=list)
     bundles: BundlesData | None = None
     backlog_quota_map: dict[str, Any] = Field(default_factory=dict)
     clusterDispatchRate: dict[str, Any] = Field(default_factory=dict)
@@ -338,6 +339,24 @@ class Policies(OpenPulsarModel):
     schema_validation_enforced: bool = False
     subscription_types_enabled: list[str] = Field(default_factory=list)
     properties: dict[str, str] = Field(default_factory=dict)
+    migrated: bool = False
+
+    def cluster_that_can_delete(self) -> str | None:
+        """`Policies.getClusterThatCanDeleteNamespace()` (Pulsar 4.0): the one replication
+        cluster, unless there are several or more than one allowed cluster."""
+        if len(self.replication_clusters) != 1 or len(self.allowed_clusters) > 1:
+            return None
+        return self.replication_clusters[0]
+
+    def dump(self) -> dict[str, Any]:
+        """As Jackson writes Pulsar 4.0's Policies: its derived `clusterThatCanDeleteNamespace`
+        last (recomputed, never kept from the stored document), omitted when null."""
+        data = super().dump()
+        data.pop("clusterThatCanDeleteNamespace", None)
+        deleter = self.cluster_that_can_delete()
+        if deleter is not None:
+            data["clusterThatCanDeleteNamespace"] = deleter
+        return data
 
 
 class LocalPolicies(OpenPulsarModel):
@@ -360,10 +379,11 @@ class LocalPolicies(OpenPulsarModel):
 class AutoFailoverPolicyData(PulsarModel):
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_FAILOVER]})
 
-    policy_type: str | None = Field(default=None, description="Only min_available exists")
+    # Jackson writes AutoFailoverPolicyDataImpl's `parameters` before `policy_type`
     parameters: dict[str, str] | None = Field(
         default=None, description="min_limit and usage_threshold, as strings of integers"
     )
+    policy_type: str | None = Field(default=None, description="Only min_available exists")
 
     _parameters = field_validator("parameters", mode="before")(_jackson_texts)
 

@@ -13,7 +13,7 @@ from cli.client import V2, path
 from cli.context import admin
 from cli.errors import CliError, ParameterError
 from cli.framework import Output, command, new_group
-from cli.output import JsonResult, MapResult
+from cli.output import JsonResult
 from cli.watch import Watcher
 from javaformats import jackson_pretty
 
@@ -60,9 +60,9 @@ Hostname = Annotated[
 
 
 @command(app, "racks-placement")
-def racks_placement(ctx: typer.Context, output: Output = None) -> MapResult:
-    """Gets the rack placement information for all the bookies in the cluster: one line per
-    group, `<group>    {<bookie>=BookieInfoImpl(rack=..., hostname=...)}`."""
+def racks_placement(ctx: typer.Context, output: Output = None) -> JsonResult:
+    """Gets the rack placement information for all the bookies in the cluster, as JSON
+    `{group : {bookie : {"rack" : ..., "hostname" : ...}}}`."""
     return reads.racks_placement(admin(ctx))
 
 

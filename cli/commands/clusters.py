@@ -113,10 +113,15 @@ def load_config_file(config_file: Path | None) -> dict[str, Any]:
     return loaded
 
 
+DEFAULT_SSL_FACTORY_PLUGIN = "org.apache.pulsar.common.util.DefaultPulsarSslFactory"
+
+
 def cluster_data(config_file: Path | None, fields: dict[str, Any]) -> dict[str, Any]:
     """ClusterData from the YAML file, then each given option over it; validated as the
     Java CLI does before sending."""
-    data = load_config_file(config_file)
+    # ClusterData.builder()'s one default the server does not fill in (Pulsar 4.0)
+    data: dict[str, Any] = {"brokerClientSslFactoryPlugin": DEFAULT_SSL_FACTORY_PLUGIN}
+    data.update(load_config_file(config_file))
     data.update({key: value for key, value in fields.items() if value is not None})
     if data.get("brokerClientTlsEnabled"):
         if data.get("brokerClientTlsEnabledWithKeyStore"):

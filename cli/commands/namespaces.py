@@ -145,8 +145,9 @@ def set_anti_affinity_group(
 def get_anti_affinity_group(
     ctx: typer.Context, namespace: Namespace, output: Output = None
 ) -> TextResult:
-    """Get Anti-affinity group name for a namespace (`null` when none is set)."""
-    return TextResult(admin(ctx).get_text(ns_path(namespace, "antiAffinity")))
+    """Get Anti-affinity group name for a namespace (an empty line when none is set: the
+    Java client reads the broker's 204 as an empty string)."""
+    return TextResult(admin(ctx).get_text(ns_path(namespace, "antiAffinity")) or "")
 
 
 @command(app, "delete-anti-affinity-group")

@@ -14,7 +14,7 @@ import typer
 
 from cli.client import V2, Response, path
 from cli.context import admin
-from cli.errors import ParameterError
+from cli.errors import AdminError, ParameterError
 from cli.framework import Output, command, new_group, positional
 from cli.output import JsonResult, LinesResult, TextResult
 
@@ -73,10 +73,30 @@ def delete(
                                         help="Close all producers/consumers/replicators and "
                                              "delete topic forcefully")] = False,
     output: Output = None,
-) -> None:  # fmt: skip
+) -> TextResult | None:  # fmt: skip
     """Delete a topic (and its ledgers). The topic cannot be deleted if there's any active
-    subscription or producers connected to it."""
-    admin(ctx).delete(topic_path(topic), params={"force": "true"} if force else None)
+    subscription or producers connected to it. A refusal is a line on stdout and status 0,
+    as Pulsar 4.0's tool prints it."""
+    try:
+        admin(ctx).delete(topic_path(topic), params={"force": "true"} if force else None)
+    except AdminError as exc:
+        return TextResult(f"Failed to delete topic: {topic}. Exception: "
+                          f"{JAVA_ADMIN_EXCEPTIONS.get(exc.status, ADMIN_EXCEPTION)}: {exc.reason}")
+    return None
+
+
+# PulsarAdminException subclasses by HTTP status, as their toString() names them
+ADMIN_EXCEPTION = "org.apache.pulsar.client.admin.PulsarAdminException"
+JAVA_ADMIN_EXCEPTIONS = {
+    401: ADMIN_EXCEPTION + "$NotAuthorizedException",
+    403: ADMIN_EXCEPTION + "$NotAuthorizedException",
+    404: ADMIN_EXCEPTION + "$NotFoundException",
+    405: ADMIN_EXCEPTION + "$NotAllowedException",
+    409: ADMIN_EXCEPTION + "$ConflictException",
+    412: ADMIN_EXCEPTION + "$PreconditionFailedException",
+    500: ADMIN_EXCEPTION + "$ServerSideErrorException",
+    503: ADMIN_EXCEPTION + "$ServerSideErrorException",
+}
 
 
 @command(app, "list")
@@ -198,7 +218,8 @@ def get_message_by_id(
     return describe_message(admin(ctx).request("GET", url), by_id=True)
 
 
-@command(app, "examine-message")
+@command(app, "examine-message")  # Pulsar 3.x's name
+@command(app, "examine-messages")
 def examine_message(
     ctx: typer.Context,
     topic: Topic,

@@ -11,10 +11,12 @@ V2 for the rest of the connection; the first byte tells them apart without tryin
 starts with its protocol version (2), a V3 message with the tag of its field 1, the header
 (0x0A: field 1, length-delimited), which no V2 version byte equals.
 
-Of the V3 operations our bookies answer GET_LIST_OF_ENTRIES_OF_LEDGER and GET_BOOKIE_INFO
-(the data file system's total and free bytes, which upstream's clients read for disk-weighted
-placement and the audit's snapshot reads for its bookies table); every other one is answered
-EBADREQ with the request's header, as upstream answers an operation it does not know.
+Of the V3 operations our bookies answer ADD_ENTRY and READ_ENTRY (the same adds and reads as
+V2's, for upstream clients with `useV2WireProtocol=false`, BookKeeper's default),
+GET_LIST_OF_ENTRIES_OF_LEDGER and GET_BOOKIE_INFO (the data file system's total and free bytes,
+which upstream's clients read for disk-weighted placement and the audit's snapshot reads for its
+bookies table); every other one is answered EBADREQ with the request's header, as upstream
+answers an operation it does not know.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ import struct
 from google.protobuf.message import DecodeError
 
 from storage.bookie.errors import MalformedFrame
+from storage.bookie.proto.bookkeeper_protocol_pb2 import (
+    AddRequest as V3AddRequest,
+)
 from storage.bookie.proto.bookkeeper_protocol_pb2 import (
     BKPacketHeader,
     GetBookieInfoRequest,
@@ -35,6 +40,9 @@ from storage.bookie.proto.bookkeeper_protocol_pb2 import (
     Response,
     StatusCode,
 )
+from storage.bookie.proto.bookkeeper_protocol_pb2 import (
+    ReadRequest as V3ReadRequest,
+)
 
 V3Request = Request
 V3Response = Response
@@ -43,6 +51,10 @@ V3_FIRST_BYTE = 0x0A
 """The first byte of every V3 message (header = field 1, wire type 2)."""
 _FRAME_LEN = struct.Struct(">I")
 
+ADD_ENTRY: int = OperationType.ADD_ENTRY
+READ_ENTRY: int = OperationType.READ_ENTRY
+RECOVERY_ADD: int = V3AddRequest.RECOVERY_ADD
+FENCE_LEDGER: int = V3ReadRequest.FENCE_LEDGER
 GET_LIST_OF_ENTRIES_OF_LEDGER: int = OperationType.GET_LIST_OF_ENTRIES_OF_LEDGER
 GET_BOOKIE_INFO: int = OperationType.GET_BOOKIE_INFO
 TOTAL_DISK_CAPACITY: int = GetBookieInfoRequest.TOTAL_DISK_CAPACITY
@@ -151,6 +163,40 @@ def encode_list_entries_response(request: Request, status: int,
     body.ledgerId = ledger_id
     if availability is not None:
         body.availabilityOfEntriesOfLedger = availability
+    return _frame(response)
+
+
+STATUS_OF_V2_CODE: dict[int, int] = {code: status for status, code in V2_CODE_OF_STATUS.items()}
+
+
+def _status(code: int) -> int:
+    """The V3 status of a V2 result code (EIO for one V3 has no name for)."""
+    return STATUS_OF_V2_CODE.get(code, StatusCode.EIO)
+
+
+def encode_add_response_v3(request: Request, code: int) -> bytes:
+    """`Response` to an ADD_ENTRY: the V2 result `code` as the status of both the response and
+    its body, with the request's ids (upstream `WriteEntryProcessorV3`)."""
+    status = _status(code)
+    response = Response(header=response_header(request), status=status)  # type: ignore[arg-type]
+    body = response.addResponse
+    body.status = status  # type: ignore[assignment]
+    body.ledgerId = request.addRequest.ledgerId
+    body.entryId = request.addRequest.entryId
+    return _frame(response)
+
+
+def encode_read_response_v3(request: Request, code: int, entry: bytes) -> bytes:
+    """`Response` to a READ_ENTRY: the status in both, the request's ids, and the packaged
+    entry when it was read (upstream `ReadEntryProcessorV3`)."""
+    status = _status(code)
+    response = Response(header=response_header(request), status=status)  # type: ignore[arg-type]
+    body = response.readResponse
+    body.status = status  # type: ignore[assignment]
+    body.ledgerId = request.readRequest.ledgerId
+    body.entryId = request.readRequest.entryId
+    if status == StatusCode.EOK:
+        body.body = entry
     return _frame(response)
 
 

@@ -15,7 +15,8 @@ file system's total and free bytes (upstream's `GetBookieInfoProcessorV3`);
 GET_LIST_OF_ENTRIES_OF_LEDGER is answered
 as upstream's `GetListOfEntriesOfLedgerProcessorV3` (EBADVERSION unless the header says
 version 3, ENOLEDGER for a ledger the bookie does not know, else EOK with the entries in the
-`AvailabilityOfEntriesOfLedger` format); any other V3 operation gets EBADREQ.
+`AvailabilityOfEntriesOfLedger` format), V3 adds and reads (the V2 paths, answered in V3's
+frames); any other V3 operation gets EBADREQ.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from storage.bookie.protocol import (
     ADD_IDS,
     ADD_IDS_AT,
     ADD_MIN_BODY,
+    FLAG_DO_FENCING,
+    FLAG_RECOVERY_ADD,
     MAX_FRAME_SIZE,
     PLAIN_ADD_HEADER,
     AddRequest,
@@ -51,17 +54,23 @@ from storage.bookie.protocol import (
     encode_response,
 )
 from storage.bookie.protocol_v3 import (
+    ADD_ENTRY,
+    FENCE_LEDGER,
     GET_BOOKIE_INFO,
     GET_LIST_OF_ENTRIES_OF_LEDGER,
+    READ_ENTRY,
+    RECOVERY_ADD,
     V3_EBADVERSION,
     V3_EIO,
     V3_ENOLEDGER,
     V3_EOK,
     VERSION_THREE,
     V3Request,
+    encode_add_response_v3,
     encode_bad_request,
     encode_bookie_info_response,
     encode_list_entries_response,
+    encode_read_response_v3,
 )
 
 log = logging.getLogger(__name__)
@@ -165,6 +174,18 @@ class RequestHandler:
 
     def _v3(self, request: V3Request, send: Send) -> None:
         operation = request.header.operation
+        if operation == ADD_ENTRY and request.HasField("addRequest"):
+            self._add_v3(request, send)
+            return
+        if operation == READ_ENTRY and request.HasField("readRequest"):
+            read = request.readRequest
+            # proto2: an unset enum reads as its first value, so ask whether it was set
+            fencing = read.HasField("flag") and read.flag == FENCE_LEDGER
+            flags = FLAG_DO_FENCING if fencing else 0
+            key = read.masterKey if read.HasField("masterKey") else None
+            self._read(ReadRequest(read.ledgerId, read.entryId, key, flags), send,
+                       lambda code, entry: send(encode_read_response_v3(request, code, entry)))
+            return
         if operation == GET_BOOKIE_INFO:
             send(self._bookie_info(request))
             return
@@ -204,6 +225,15 @@ class RequestHandler:
         else:
             send(encode_list_entries_response(request, V3_EOK, encode_availability(entries)))
 
+    def _add_v3(self, request: V3Request, send: Send) -> None:
+        """A V3 add: the same checks and durability as a V2 add (write flags such as
+        DEFERRED_SYNC are accepted and every add is synced anyway)."""
+        add = request.addRequest
+        recovery = add.HasField("flag") and add.flag == RECOVERY_ADD  # unset reads as RECOVERY_ADD
+        flags = FLAG_RECOVERY_ADD if recovery else 0
+        self.bookie.add(AddRequest(add.ledgerId, add.entryId, add.masterKey, add.body, flags),
+                        lambda code: send(encode_add_response_v3(request, code)))
+
     def _add(self, request: AddRequest, send: Send) -> None:
         lid, eid = request.ledger_id, request.entry_id
         metrics = self.metrics
@@ -233,14 +263,22 @@ class RequestHandler:
 
         return read
 
-    def _read(self, request: ReadRequest, send: Send) -> None:
+    def _read(self, request: ReadRequest, send: Send,
+              answer: Callable[[int, bytes], None] | None = None) -> None:
+        """A read, answered with V2's frame through `send`, or through `answer(code, entry)`
+        (a V3 read)."""
         lid, eid = request.ledger_id, request.entry_id
         if not request.fencing:
             code, entry = self.bookie.read(lid, eid)
-            send(encode_response(OpCode.READ_ENTRY, code, lid, eid, entry))
+            if answer is None:
+                send(encode_response(OpCode.READ_ENTRY, code, lid, eid, entry))
+            else:
+                answer(code, entry)
             return
+        reply = answer or (lambda code, entry: send(
+            encode_response(OpCode.READ_ENTRY, code, lid, eid, entry)))
         if request.master_key is None:
-            send(encode_response(OpCode.READ_ENTRY, ResultCode.EUA, lid, eid))
+            reply(ResultCode.EUA, b"")
             return
 
         def fenced(code: int) -> None:
@@ -249,7 +287,7 @@ class RequestHandler:
             entry = b""
             if code == ResultCode.EOK:
                 code, entry = self.bookie.read(lid, eid)
-            send(encode_response(OpCode.READ_ENTRY, code, lid, eid, entry))
+            reply(code, entry)
 
         self.bookie.fence(lid, request.master_key, fenced)
 

@@ -24,35 +24,47 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.storage/bookie/proto/bookkeeper_protocol.proto\x12$pulsar_isolation.bookkeeper.protocol\"\xc4\x01\n\x0e\x42KPacketHeader\x12\x46\n\x07version\x18\x01 \x02(\x0e\x32\x35.pulsar_isolation.bookkeeper.protocol.ProtocolVersion\x12\x46\n\toperation\x18\x02 \x02(\x0e\x32\x33.pulsar_isolation.bookkeeper.protocol.OperationType\x12\r\n\x05txnId\x18\x03 \x02(\x04\x12\x13\n\x08priority\x18\x04 \x01(\r:\x01\x30\")\n\x0b\x43ontextPair\x12\x0b\n\x03key\x18\x01 \x02(\t\x12\r\n\x05value\x18\x02 \x02(\t\"\xe5\x02\n\x07Request\x12\x44\n\x06header\x18\x01 \x02(\x0b\x32\x34.pulsar_isolation.bookkeeper.protocol.BKPacketHeader\x12X\n\x14getBookieInfoRequest\x18i \x01(\x0b\x32:.pulsar_isolation.bookkeeper.protocol.GetBookieInfoRequest\x12n\n\x1fgetListOfEntriesOfLedgerRequest\x18l \x01(\x0b\x32\x45.pulsar_isolation.bookkeeper.protocol.GetListOfEntriesOfLedgerRequest\x12J\n\x0erequestContext\x18\xc8\x01 \x03(\x0b\x32\x31.pulsar_isolation.bookkeeper.protocol.ContextPair\"`\n\x14GetBookieInfoRequest\x12\x11\n\trequested\x18\x01 \x01(\x03\"5\n\x05\x46lags\x12\x17\n\x13TOTAL_DISK_CAPACITY\x10\x01\x12\x13\n\x0f\x46REE_DISK_SPACE\x10\x02\"3\n\x1fGetListOfEntriesOfLedgerRequest\x12\x10\n\x08ledgerId\x18\x01 \x02(\x03\"\xe0\x02\n\x08Response\x12\x44\n\x06header\x18\x01 \x02(\x0b\x32\x34.pulsar_isolation.bookkeeper.protocol.BKPacketHeader\x12@\n\x06status\x18\x02 \x02(\x0e\x32\x30.pulsar_isolation.bookkeeper.protocol.StatusCode\x12Z\n\x15getBookieInfoResponse\x18i \x01(\x0b\x32;.pulsar_isolation.bookkeeper.protocol.GetBookieInfoResponse\x12p\n getListOfEntriesOfLedgerResponse\x18l \x01(\x0b\x32\x46.pulsar_isolation.bookkeeper.protocol.GetListOfEntriesOfLedgerResponse\"\x8b\x01\n\x15GetBookieInfoResponse\x12@\n\x06status\x18\x01 \x02(\x0e\x32\x30.pulsar_isolation.bookkeeper.protocol.StatusCode\x12\x19\n\x11totalDiskCapacity\x18\x02 \x01(\x03\x12\x15\n\rfreeDiskSpace\x18\x03 \x01(\x03\"\x9d\x01\n GetListOfEntriesOfLedgerResponse\x12@\n\x06status\x18\x01 \x02(\x0e\x32\x30.pulsar_isolation.bookkeeper.protocol.StatusCode\x12\x10\n\x08ledgerId\x18\x02 \x02(\x03\x12%\n\x1d\x61vailabilityOfEntriesOfLedger\x18\x03 \x01(\x0c*F\n\x0fProtocolVersion\x12\x0f\n\x0bVERSION_ONE\x10\x01\x12\x0f\n\x0bVERSION_TWO\x10\x02\x12\x11\n\rVERSION_THREE\x10\x03*\xb7\x01\n\nStatusCode\x12\x07\n\x03\x45OK\x10\x00\x12\x0e\n\tENOLEDGER\x10\x92\x03\x12\r\n\x08\x45NOENTRY\x10\x93\x03\x12\x0c\n\x07\x45\x42\x41\x44REQ\x10\x94\x03\x12\x08\n\x03\x45IO\x10\xf5\x03\x12\x08\n\x03\x45UA\x10\xf6\x03\x12\x10\n\x0b\x45\x42\x41\x44VERSION\x10\xf7\x03\x12\x0c\n\x07\x45\x46\x45NCED\x10\xf8\x03\x12\x0e\n\tEREADONLY\x10\xf9\x03\x12\x15\n\x10\x45TOOMANYREQUESTS\x10\xfa\x03\x12\x18\n\x13\x45UNKNOWNLEDGERSTATE\x10\xfb\x03*\xef\x01\n\rOperationType\x12\x0e\n\nREAD_ENTRY\x10\x01\x12\r\n\tADD_ENTRY\x10\x02\x12\x14\n\x10RANGE_READ_ENTRY\x10\x03\x12\x13\n\x0fRANGE_ADD_ENTRY\x10\x04\x12\x08\n\x04\x41UTH\x10\x05\x12\r\n\tWRITE_LAC\x10\x06\x12\x0c\n\x08READ_LAC\x10\x07\x12\x13\n\x0fGET_BOOKIE_INFO\x10\x08\x12\r\n\tSTART_TLS\x10\t\x12\x10\n\x0c\x46ORCE_LEDGER\x10\n\x12!\n\x1dGET_LIST_OF_ENTRIES_OF_LEDGER\x10\x0b\x12\x14\n\x10\x42\x41TCH_READ_ENTRY\x10\x0c')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.storage/bookie/proto/bookkeeper_protocol.proto\x12$pulsar_isolation.bookkeeper.protocol\"\xc4\x01\n\x0e\x42KPacketHeader\x12\x46\n\x07version\x18\x01 \x02(\x0e\x32\x35.pulsar_isolation.bookkeeper.protocol.ProtocolVersion\x12\x46\n\toperation\x18\x02 \x02(\x0e\x32\x33.pulsar_isolation.bookkeeper.protocol.OperationType\x12\r\n\x05txnId\x18\x03 \x02(\x04\x12\x13\n\x08priority\x18\x04 \x01(\r:\x01\x30\")\n\x0b\x43ontextPair\x12\x0b\n\x03key\x18\x01 \x02(\t\x12\r\n\x05value\x18\x02 \x02(\t\"\xf3\x03\n\x07Request\x12\x44\n\x06header\x18\x01 \x02(\x0b\x32\x34.pulsar_isolation.bookkeeper.protocol.BKPacketHeader\x12\x46\n\x0breadRequest\x18\x64 \x01(\x0b\x32\x31.pulsar_isolation.bookkeeper.protocol.ReadRequest\x12\x44\n\naddRequest\x18\x65 \x01(\x0b\x32\x30.pulsar_isolation.bookkeeper.protocol.AddRequest\x12X\n\x14getBookieInfoRequest\x18i \x01(\x0b\x32:.pulsar_isolation.bookkeeper.protocol.GetBookieInfoRequest\x12n\n\x1fgetListOfEntriesOfLedgerRequest\x18l \x01(\x0b\x32\x45.pulsar_isolation.bookkeeper.protocol.GetListOfEntriesOfLedgerRequest\x12J\n\x0erequestContext\x18\xc8\x01 \x03(\x0b\x32\x31.pulsar_isolation.bookkeeper.protocol.ContextPair\"\xde\x01\n\x0bReadRequest\x12\x44\n\x04\x66lag\x18\x64 \x01(\x0e\x32\x36.pulsar_isolation.bookkeeper.protocol.ReadRequest.Flag\x12\x10\n\x08ledgerId\x18\x01 \x02(\x03\x12\x0f\n\x07\x65ntryId\x18\x02 \x02(\x03\x12\x11\n\tmasterKey\x18\x03 \x01(\x0c\x12\x13\n\x0bpreviousLAC\x18\x04 \x01(\x03\x12\x0f\n\x07timeOut\x18\x05 \x01(\x03\"-\n\x04\x46lag\x12\x10\n\x0c\x46\x45NCE_LEDGER\x10\x01\x12\x13\n\x0f\x45NTRY_PIGGYBACK\x10\x02\"\xc3\x01\n\nAddRequest\x12\x43\n\x04\x66lag\x18\x64 \x01(\x0e\x32\x35.pulsar_isolation.bookkeeper.protocol.AddRequest.Flag\x12\x10\n\x08ledgerId\x18\x01 \x02(\x03\x12\x0f\n\x07\x65ntryId\x18\x02 \x02(\x03\x12\x11\n\tmasterKey\x18\x03 \x02(\x0c\x12\x0c\n\x04\x62ody\x18\x04 \x02(\x0c\x12\x12\n\nwriteFlags\x18\x05 \x01(\x05\"\x18\n\x04\x46lag\x12\x10\n\x0cRECOVERY_ADD\x10\x01\"`\n\x14GetBookieInfoRequest\x12\x11\n\trequested\x18\x01 \x01(\x03\"5\n\x05\x46lags\x12\x17\n\x13TOTAL_DISK_CAPACITY\x10\x01\x12\x13\n\x0f\x46REE_DISK_SPACE\x10\x02\"3\n\x1fGetListOfEntriesOfLedgerRequest\x12\x10\n\x08ledgerId\x18\x01 \x02(\x03\"\xf2\x03\n\x08Response\x12\x44\n\x06header\x18\x01 \x02(\x0b\x32\x34.pulsar_isolation.bookkeeper.protocol.BKPacketHeader\x12@\n\x06status\x18\x02 \x02(\x0e\x32\x30.pulsar_isolation.bookkeeper.protocol.StatusCode\x12H\n\x0creadResponse\x18\x64 \x01(\x0b\x32\x32.pulsar_isolation.bookkeeper.protocol.ReadResponse\x12\x46\n\x0b\x61\x64\x64Response\x18\x65 \x01(\x0b\x32\x31.pulsar_isolation.bookkeeper.protocol.AddResponse\x12Z\n\x15getBookieInfoResponse\x18i \x01(\x0b\x32;.pulsar_isolation.bookkeeper.protocol.GetBookieInfoResponse\x12p\n getListOfEntriesOfLedgerResponse\x18l \x01(\x0b\x32\x46.pulsar_isolation.bookkeeper.protocol.GetListOfEntriesOfLedgerResponse\"\xad\x01\n\x0cReadResponse\x12@\n\x06status\x18\x01 \x02(\x0e\x32\x30.pulsar_isolation.bookkeeper.protocol.StatusCode\x12\x10\n\x08ledgerId\x18\x02 \x02(\x03\x12\x0f\n\x07\x65ntryId\x18\x03 \x02(\x03\x12\x0c\n\x04\x62ody\x18\x04 \x01(\x0c\x12\x0e\n\x06maxLAC\x18\x05 \x01(\x03\x12\x1a\n\x12lacUpdateTimestamp\x18\x06 \x01(\x03\"r\n\x0b\x41\x64\x64Response\x12@\n\x06status\x18\x01 \x02(\x0e\x32\x30.pulsar_isolation.bookkeeper.protocol.StatusCode\x12\x10\n\x08ledgerId\x18\x02 \x02(\x03\x12\x0f\n\x07\x65ntryId\x18\x03 \x02(\x03\"\x8b\x01\n\x15GetBookieInfoResponse\x12@\n\x06status\x18\x01 \x02(\x0e\x32\x30.pulsar_isolation.bookkeeper.protocol.StatusCode\x12\x19\n\x11totalDiskCapacity\x18\x02 \x01(\x03\x12\x15\n\rfreeDiskSpace\x18\x03 \x01(\x03\"\x9d\x01\n GetListOfEntriesOfLedgerResponse\x12@\n\x06status\x18\x01 \x02(\x0e\x32\x30.pulsar_isolation.bookkeeper.protocol.StatusCode\x12\x10\n\x08ledgerId\x18\x02 \x02(\x03\x12%\n\x1d\x61vailabilityOfEntriesOfLedger\x18\x03 \x01(\x0c*F\n\x0fProtocolVersion\x12\x0f\n\x0bVERSION_ONE\x10\x01\x12\x0f\n\x0bVERSION_TWO\x10\x02\x12\x11\n\rVERSION_THREE\x10\x03*\xb7\x01\n\nStatusCode\x12\x07\n\x03\x45OK\x10\x00\x12\x0e\n\tENOLEDGER\x10\x92\x03\x12\r\n\x08\x45NOENTRY\x10\x93\x03\x12\x0c\n\x07\x45\x42\x41\x44REQ\x10\x94\x03\x12\x08\n\x03\x45IO\x10\xf5\x03\x12\x08\n\x03\x45UA\x10\xf6\x03\x12\x10\n\x0b\x45\x42\x41\x44VERSION\x10\xf7\x03\x12\x0c\n\x07\x45\x46\x45NCED\x10\xf8\x03\x12\x0e\n\tEREADONLY\x10\xf9\x03\x12\x15\n\x10\x45TOOMANYREQUESTS\x10\xfa\x03\x12\x18\n\x13\x45UNKNOWNLEDGERSTATE\x10\xfb\x03*\xef\x01\n\rOperationType\x12\x0e\n\nREAD_ENTRY\x10\x01\x12\r\n\tADD_ENTRY\x10\x02\x12\x14\n\x10RANGE_READ_ENTRY\x10\x03\x12\x13\n\x0fRANGE_ADD_ENTRY\x10\x04\x12\x08\n\x04\x41UTH\x10\x05\x12\r\n\tWRITE_LAC\x10\x06\x12\x0c\n\x08READ_LAC\x10\x07\x12\x13\n\x0fGET_BOOKIE_INFO\x10\x08\x12\r\n\tSTART_TLS\x10\t\x12\x10\n\x0c\x46ORCE_LEDGER\x10\n\x12!\n\x1dGET_LIST_OF_ENTRIES_OF_LEDGER\x10\x0b\x12\x14\n\x10\x42\x41TCH_READ_ENTRY\x10\x0c')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'storage.bookie.proto.bookkeeper_protocol_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PROTOCOLVERSION']._serialized_start=1498
-  _globals['_PROTOCOLVERSION']._serialized_end=1568
-  _globals['_STATUSCODE']._serialized_start=1571
-  _globals['_STATUSCODE']._serialized_end=1754
-  _globals['_OPERATIONTYPE']._serialized_start=1757
-  _globals['_OPERATIONTYPE']._serialized_end=1996
+  _globals['_PROTOCOLVERSION']._serialized_start=2501
+  _globals['_PROTOCOLVERSION']._serialized_end=2571
+  _globals['_STATUSCODE']._serialized_start=2574
+  _globals['_STATUSCODE']._serialized_end=2757
+  _globals['_OPERATIONTYPE']._serialized_start=2760
+  _globals['_OPERATIONTYPE']._serialized_end=2999
   _globals['_BKPACKETHEADER']._serialized_start=89
   _globals['_BKPACKETHEADER']._serialized_end=285
   _globals['_CONTEXTPAIR']._serialized_start=287
   _globals['_CONTEXTPAIR']._serialized_end=328
   _globals['_REQUEST']._serialized_start=331
-  _globals['_REQUEST']._serialized_end=688
-  _globals['_GETBOOKIEINFOREQUEST']._serialized_start=690
-  _globals['_GETBOOKIEINFOREQUEST']._serialized_end=786
-  _globals['_GETBOOKIEINFOREQUEST_FLAGS']._serialized_start=733
-  _globals['_GETBOOKIEINFOREQUEST_FLAGS']._serialized_end=786
-  _globals['_GETLISTOFENTRIESOFLEDGERREQUEST']._serialized_start=788
-  _globals['_GETLISTOFENTRIESOFLEDGERREQUEST']._serialized_end=839
-  _globals['_RESPONSE']._serialized_start=842
-  _globals['_RESPONSE']._serialized_end=1194
-  _globals['_GETBOOKIEINFORESPONSE']._serialized_start=1197
-  _globals['_GETBOOKIEINFORESPONSE']._serialized_end=1336
-  _globals['_GETLISTOFENTRIESOFLEDGERRESPONSE']._serialized_start=1339
-  _globals['_GETLISTOFENTRIESOFLEDGERRESPONSE']._serialized_end=1496
+  _globals['_REQUEST']._serialized_end=830
+  _globals['_READREQUEST']._serialized_start=833
+  _globals['_READREQUEST']._serialized_end=1055
+  _globals['_READREQUEST_FLAG']._serialized_start=1010
+  _globals['_READREQUEST_FLAG']._serialized_end=1055
+  _globals['_ADDREQUEST']._serialized_start=1058
+  _globals['_ADDREQUEST']._serialized_end=1253
+  _globals['_ADDREQUEST_FLAG']._serialized_start=1229
+  _globals['_ADDREQUEST_FLAG']._serialized_end=1253
+  _globals['_GETBOOKIEINFOREQUEST']._serialized_start=1255
+  _globals['_GETBOOKIEINFOREQUEST']._serialized_end=1351
+  _globals['_GETBOOKIEINFOREQUEST_FLAGS']._serialized_start=1298
+  _globals['_GETBOOKIEINFOREQUEST_FLAGS']._serialized_end=1351
+  _globals['_GETLISTOFENTRIESOFLEDGERREQUEST']._serialized_start=1353
+  _globals['_GETLISTOFENTRIESOFLEDGERREQUEST']._serialized_end=1404
+  _globals['_RESPONSE']._serialized_start=1407
+  _globals['_RESPONSE']._serialized_end=1905
+  _globals['_READRESPONSE']._serialized_start=1908
+  _globals['_READRESPONSE']._serialized_end=2081
+  _globals['_ADDRESPONSE']._serialized_start=2083
+  _globals['_ADDRESPONSE']._serialized_end=2197
+  _globals['_GETBOOKIEINFORESPONSE']._serialized_start=2200
+  _globals['_GETBOOKIEINFORESPONSE']._serialized_end=2339
+  _globals['_GETLISTOFENTRIESOFLEDGERRESPONSE']._serialized_start=2342
+  _globals['_GETLISTOFENTRIESOFLEDGERRESPONSE']._serialized_end=2499
 # @@protoc_insertion_point(module_scope)

@@ -170,11 +170,17 @@ class Request(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     HEADER_FIELD_NUMBER: _builtins.int
+    READREQUEST_FIELD_NUMBER: _builtins.int
+    ADDREQUEST_FIELD_NUMBER: _builtins.int
     GETBOOKIEINFOREQUEST_FIELD_NUMBER: _builtins.int
     GETLISTOFENTRIESOFLEDGERREQUEST_FIELD_NUMBER: _builtins.int
     REQUESTCONTEXT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def header(self) -> Global___BKPacketHeader: ...
+    @_builtins.property
+    def readRequest(self) -> Global___ReadRequest: ...
+    @_builtins.property
+    def addRequest(self) -> Global___AddRequest: ...
     @_builtins.property
     def getBookieInfoRequest(self) -> Global___GetBookieInfoRequest: ...
     @_builtins.property
@@ -185,17 +191,111 @@ class Request(_message.Message):
         self,
         *,
         header: Global___BKPacketHeader | None = ...,
+        readRequest: Global___ReadRequest | None = ...,
+        addRequest: Global___AddRequest | None = ...,
         getBookieInfoRequest: Global___GetBookieInfoRequest | None = ...,
         getListOfEntriesOfLedgerRequest: Global___GetListOfEntriesOfLedgerRequest | None = ...,
         requestContext: _abc.Iterable[Global___ContextPair] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["getBookieInfoRequest", b"getBookieInfoRequest", "getListOfEntriesOfLedgerRequest", b"getListOfEntriesOfLedgerRequest", "header", b"header"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["addRequest", b"addRequest", "getBookieInfoRequest", b"getBookieInfoRequest", "getListOfEntriesOfLedgerRequest", b"getListOfEntriesOfLedgerRequest", "header", b"header", "readRequest", b"readRequest"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["getBookieInfoRequest", b"getBookieInfoRequest", "getListOfEntriesOfLedgerRequest", b"getListOfEntriesOfLedgerRequest", "header", b"header", "requestContext", b"requestContext"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["addRequest", b"addRequest", "getBookieInfoRequest", b"getBookieInfoRequest", "getListOfEntriesOfLedgerRequest", b"getListOfEntriesOfLedgerRequest", "header", b"header", "readRequest", b"readRequest", "requestContext", b"requestContext"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Request: _TypeAlias = Request  # noqa: Y015
+
+@_typing.final
+class ReadRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _Flag:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _FlagEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[ReadRequest._Flag.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        FENCE_LEDGER: ReadRequest._Flag.ValueType  # 1
+        ENTRY_PIGGYBACK: ReadRequest._Flag.ValueType  # 2
+
+    class Flag(_Flag, metaclass=_FlagEnumTypeWrapper): ...
+    FENCE_LEDGER: ReadRequest.Flag.ValueType  # 1
+    ENTRY_PIGGYBACK: ReadRequest.Flag.ValueType  # 2
+
+    FLAG_FIELD_NUMBER: _builtins.int
+    LEDGERID_FIELD_NUMBER: _builtins.int
+    ENTRYID_FIELD_NUMBER: _builtins.int
+    MASTERKEY_FIELD_NUMBER: _builtins.int
+    PREVIOUSLAC_FIELD_NUMBER: _builtins.int
+    TIMEOUT_FIELD_NUMBER: _builtins.int
+    flag: Global___ReadRequest.Flag.ValueType
+    ledgerId: _builtins.int
+    entryId: _builtins.int
+    masterKey: _builtins.bytes
+    previousLAC: _builtins.int
+    timeOut: _builtins.int
+    def __init__(
+        self,
+        *,
+        flag: Global___ReadRequest.Flag.ValueType | None = ...,
+        ledgerId: _builtins.int | None = ...,
+        entryId: _builtins.int | None = ...,
+        masterKey: _builtins.bytes | None = ...,
+        previousLAC: _builtins.int | None = ...,
+        timeOut: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["entryId", b"entryId", "flag", b"flag", "ledgerId", b"ledgerId", "masterKey", b"masterKey", "previousLAC", b"previousLAC", "timeOut", b"timeOut"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entryId", b"entryId", "flag", b"flag", "ledgerId", b"ledgerId", "masterKey", b"masterKey", "previousLAC", b"previousLAC", "timeOut", b"timeOut"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadRequest: _TypeAlias = ReadRequest  # noqa: Y015
+
+@_typing.final
+class AddRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _Flag:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _FlagEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[AddRequest._Flag.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        RECOVERY_ADD: AddRequest._Flag.ValueType  # 1
+
+    class Flag(_Flag, metaclass=_FlagEnumTypeWrapper): ...
+    RECOVERY_ADD: AddRequest.Flag.ValueType  # 1
+
+    FLAG_FIELD_NUMBER: _builtins.int
+    LEDGERID_FIELD_NUMBER: _builtins.int
+    ENTRYID_FIELD_NUMBER: _builtins.int
+    MASTERKEY_FIELD_NUMBER: _builtins.int
+    BODY_FIELD_NUMBER: _builtins.int
+    WRITEFLAGS_FIELD_NUMBER: _builtins.int
+    flag: Global___AddRequest.Flag.ValueType
+    ledgerId: _builtins.int
+    entryId: _builtins.int
+    masterKey: _builtins.bytes
+    body: _builtins.bytes
+    writeFlags: _builtins.int
+    def __init__(
+        self,
+        *,
+        flag: Global___AddRequest.Flag.ValueType | None = ...,
+        ledgerId: _builtins.int | None = ...,
+        entryId: _builtins.int | None = ...,
+        masterKey: _builtins.bytes | None = ...,
+        body: _builtins.bytes | None = ...,
+        writeFlags: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "entryId", b"entryId", "flag", b"flag", "ledgerId", b"ledgerId", "masterKey", b"masterKey", "writeFlags", b"writeFlags"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "entryId", b"entryId", "flag", b"flag", "ledgerId", b"ledgerId", "masterKey", b"masterKey", "writeFlags", b"writeFlags"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddRequest: _TypeAlias = AddRequest  # noqa: Y015
 
 @_typing.final
 class GetBookieInfoRequest(_message.Message):
@@ -255,11 +355,17 @@ class Response(_message.Message):
 
     HEADER_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
+    READRESPONSE_FIELD_NUMBER: _builtins.int
+    ADDRESPONSE_FIELD_NUMBER: _builtins.int
     GETBOOKIEINFORESPONSE_FIELD_NUMBER: _builtins.int
     GETLISTOFENTRIESOFLEDGERRESPONSE_FIELD_NUMBER: _builtins.int
     status: Global___StatusCode.ValueType
     @_builtins.property
     def header(self) -> Global___BKPacketHeader: ...
+    @_builtins.property
+    def readResponse(self) -> Global___ReadResponse: ...
+    @_builtins.property
+    def addResponse(self) -> Global___AddResponse: ...
     @_builtins.property
     def getBookieInfoResponse(self) -> Global___GetBookieInfoResponse: ...
     @_builtins.property
@@ -269,16 +375,77 @@ class Response(_message.Message):
         *,
         header: Global___BKPacketHeader | None = ...,
         status: Global___StatusCode.ValueType | None = ...,
+        readResponse: Global___ReadResponse | None = ...,
+        addResponse: Global___AddResponse | None = ...,
         getBookieInfoResponse: Global___GetBookieInfoResponse | None = ...,
         getListOfEntriesOfLedgerResponse: Global___GetListOfEntriesOfLedgerResponse | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["getBookieInfoResponse", b"getBookieInfoResponse", "getListOfEntriesOfLedgerResponse", b"getListOfEntriesOfLedgerResponse", "header", b"header", "status", b"status"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["addResponse", b"addResponse", "getBookieInfoResponse", b"getBookieInfoResponse", "getListOfEntriesOfLedgerResponse", b"getListOfEntriesOfLedgerResponse", "header", b"header", "readResponse", b"readResponse", "status", b"status"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["getBookieInfoResponse", b"getBookieInfoResponse", "getListOfEntriesOfLedgerResponse", b"getListOfEntriesOfLedgerResponse", "header", b"header", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["addResponse", b"addResponse", "getBookieInfoResponse", b"getBookieInfoResponse", "getListOfEntriesOfLedgerResponse", b"getListOfEntriesOfLedgerResponse", "header", b"header", "readResponse", b"readResponse", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Response: _TypeAlias = Response  # noqa: Y015
+
+@_typing.final
+class ReadResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    LEDGERID_FIELD_NUMBER: _builtins.int
+    ENTRYID_FIELD_NUMBER: _builtins.int
+    BODY_FIELD_NUMBER: _builtins.int
+    MAXLAC_FIELD_NUMBER: _builtins.int
+    LACUPDATETIMESTAMP_FIELD_NUMBER: _builtins.int
+    status: Global___StatusCode.ValueType
+    ledgerId: _builtins.int
+    entryId: _builtins.int
+    body: _builtins.bytes
+    maxLAC: _builtins.int
+    lacUpdateTimestamp: _builtins.int
+    def __init__(
+        self,
+        *,
+        status: Global___StatusCode.ValueType | None = ...,
+        ledgerId: _builtins.int | None = ...,
+        entryId: _builtins.int | None = ...,
+        body: _builtins.bytes | None = ...,
+        maxLAC: _builtins.int | None = ...,
+        lacUpdateTimestamp: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "entryId", b"entryId", "lacUpdateTimestamp", b"lacUpdateTimestamp", "ledgerId", b"ledgerId", "maxLAC", b"maxLAC", "status", b"status"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "entryId", b"entryId", "lacUpdateTimestamp", b"lacUpdateTimestamp", "ledgerId", b"ledgerId", "maxLAC", b"maxLAC", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadResponse: _TypeAlias = ReadResponse  # noqa: Y015
+
+@_typing.final
+class AddResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    LEDGERID_FIELD_NUMBER: _builtins.int
+    ENTRYID_FIELD_NUMBER: _builtins.int
+    status: Global___StatusCode.ValueType
+    ledgerId: _builtins.int
+    entryId: _builtins.int
+    def __init__(
+        self,
+        *,
+        status: Global___StatusCode.ValueType | None = ...,
+        ledgerId: _builtins.int | None = ...,
+        entryId: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["entryId", b"entryId", "ledgerId", b"ledgerId", "status", b"status"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entryId", b"entryId", "ledgerId", b"ledgerId", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddResponse: _TypeAlias = AddResponse  # noqa: Y015
 
 @_typing.final
 class GetBookieInfoResponse(_message.Message):

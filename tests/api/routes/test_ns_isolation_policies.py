@@ -47,8 +47,8 @@ def test_set_and_get_policy(admin: httpx.Client, clean_store: RawEtcd, cluster: 
     assert admin.get(BASE).json() == {"pol-1": POLICY}
     assert clean_store.get(RECORD) == (
         b'{"pol-1":{"namespaces":["my-tenant/isolated-.*"],"primary":["broker-[0-1]:8080"],'
-        b'"secondary":["broker-2:8080"],"auto_failover_policy":{"policy_type":"min_available",'
-        b'"parameters":{"min_limit":"1","usage_threshold":"80"}}}}'
+        b'"secondary":["broker-2:8080"],"auto_failover_policy":{"parameters":{"min_limit":"1",'
+        b'"usage_threshold":"80"},"policy_type":"min_available"}}}'
     )
 
 
@@ -169,11 +169,11 @@ def test_invalid_policy_reason_renders_data_as_jackson_does(
         '  "primary" : [ "b1" ],\n'
         '  "secondary" : null,\n'
         '  "auto_failover_policy" : {\n'
-        '    "policy_type" : null,\n'
         '    "parameters" : {\n'
         '      "min_limit" : "1",\n'
         '      "usage_threshold" : "80"\n'
-        "    }\n"
+        "    },\n"
+        '    "policy_type" : null\n'
         "  },\n"
         '  "unload_scope" : null\n'
         "}"

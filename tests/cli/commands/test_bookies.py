@@ -37,21 +37,22 @@ def test_two_letter_short_option_hn(cli: CliRunner, admin: httpx.Client) -> None
     }
 
 
-def test_racks_placement_prints_java_map_lines(cli: CliRunner) -> None:
+def test_racks_placement_prints_the_rack_map_as_json(cli: CliRunner) -> None:
     ok(cli("bookies", "set-bookie-rack", "-b", "127.0.0.1:3181", "-r", "/rack1",
            "-hn", "127.0.0.1"))  # fmt: skip
     ok(cli("bookies", "set-bookie-rack", "-b", "127.0.0.2:3181", "-r", "/rack1"))
     ok(cli("bookies", "set-bookie-rack", "-b", "10.0.0.7:3181", "-r", "/rack2", "-g",
            "group-ssd", "-hn", "bk-7.example"))  # fmt: skip
     assert ok(cli("bookies", "racks-placement")) == (
-        "default    {127.0.0.1:3181=BookieInfoImpl(rack=/rack1, hostname=127.0.0.1), "
-        "127.0.0.2:3181=BookieInfoImpl(rack=/rack1, hostname=null)}\n"
-        "group-ssd    {10.0.0.7:3181=BookieInfoImpl(rack=/rack2, hostname=bk-7.example)}\n"
+        '{\n  "default" : {\n    "127.0.0.1:3181" : {\n      "rack" : "/rack1",\n'
+        '      "hostname" : "127.0.0.1"\n    },\n    "127.0.0.2:3181" : {\n'
+        '      "rack" : "/rack1"\n    }\n  },\n  "group-ssd" : {\n    "10.0.0.7:3181" : {\n'
+        '      "rack" : "/rack2",\n      "hostname" : "bk-7.example"\n    }\n  }\n}\n'
     )
 
 
-def test_racks_placement_empty_prints_nothing(cli: CliRunner) -> None:
-    assert ok(cli("bookies", "racks-placement")) == ""
+def test_racks_placement_empty_prints_an_empty_object(cli: CliRunner) -> None:
+    assert ok(cli("bookies", "racks-placement")) == "{ }\n"
 
 
 def test_list_bookies_pretty_json(cli: CliRunner, clean_store: RawEtcd) -> None:

@@ -17,7 +17,8 @@ CREATED = (
     '  "tlsAllowInsecureConnection" : false,\n'
     '  "brokerClientTlsEnabledWithKeyStore" : false,\n'
     '  "brokerClientTlsTrustStoreType" : "JKS",\n'
-    '  "brokerClientTlsKeyStoreType" : "JKS"\n'
+    '  "brokerClientTlsKeyStoreType" : "JKS",\n'
+    '  "brokerClientSslFactoryPlugin" : "org.apache.pulsar.common.util.DefaultPulsarSslFactory"\n'
     "}\n"
 )
 

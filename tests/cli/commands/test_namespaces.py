@@ -56,7 +56,7 @@ def test_anti_affinity_group(cli: CliRunner) -> None:
     tenant(cli)
     ok(cli("namespaces", "create", "t1/ns1"))
     ok(cli("namespaces", "create", "t1/ns2"))
-    assert ok(cli("namespaces", "get-anti-affinity-group", "t1/ns1")) == "null\n"
+    assert ok(cli("namespaces", "get-anti-affinity-group", "t1/ns1")) == "\n"
     ok(cli("namespaces", "set-anti-affinity-group", "t1/ns1", "-g", "grp-a"))
     ok(cli("namespaces", "set-anti-affinity-group", "t1/ns2", "--group", "grp-a"))
     assert ok(cli("namespaces", "get-anti-affinity-group", "t1/ns1")) == "grp-a\n"
@@ -65,7 +65,7 @@ def test_anti_affinity_group(cli: CliRunner) -> None:
     assert ok(cli("namespaces", "get-anti-affinity-namespaces", "--cluster", "test",
                   "--group", "other", "--tenant", "t1")) == ""  # fmt: skip
     ok(cli("namespaces", "delete-anti-affinity-group", "t1/ns1"))
-    assert ok(cli("namespaces", "get-anti-affinity-group", "t1/ns1")) == "null\n"
+    assert ok(cli("namespaces", "get-anti-affinity-group", "t1/ns1")) == "\n"
     err = failed(cli("namespaces", "get-anti-affinity-namespaces", "-c", "nope", "-g", "grp-a",
                      "-p", "t1"))  # fmt: skip
     assert err == admin_error("Cluster nope does not exist.")

@@ -17,11 +17,11 @@ POLICY_JSON = (
     '  "primary" : [ "broker-[0-1]\\\\..*" ],\n'
     '  "secondary" : [ ],\n'
     '  "auto_failover_policy" : {\n'
-    '    "policy_type" : "min_available",\n'
     '    "parameters" : {\n'
     '      "min_limit" : "1",\n'
     '      "usage_threshold" : "80"\n'
-    "    }\n"
+    "    },\n"
+    '    "policy_type" : "min_available"\n'
     "  }\n"
     "}\n"
 )
