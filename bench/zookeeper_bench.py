@@ -33,9 +33,11 @@ from bench.api_bench import (
     RACKS,
     base_rack_map,
     bookie_id,
+    ratio_target,
     set_bookie_rack,
     summary,
     wait_until_served,
+    write_table,
 )
 from bench.harness import BenchServer, machine
 from metastore.embedded_zookeeper import EmbeddedZooKeeper
@@ -154,21 +156,9 @@ def report(results: dict[str, Any]) -> str:
         f"set-bookie-rack on ZooKeeper, rack map of {results['bookies']:,} bookies "
         f"({levels[-1]['document_bytes']:,} bytes):",
         "",
-        "| clients | raw setData/s | raw p50 ms | raw p99 ms | raw setData/s, document-sized "
-        "| set-bookie-rack req/s | ratio to raw | ratio to document-sized raw | p50 ms | p99 ms |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *write_table(levels, "raw setData/s", "raw setData/s, document-sized"),
     ]
-    for row in levels:
-        raw, api = row["raw"], row["api"]
-        lines.append(
-            f"| {row['clients']} | {raw['rps']:.0f} | {raw['p50_ms']:.1f} | {raw['p99_ms']:.1f} "
-            f"| {row['raw_document']['rps']:.0f} | {api['rps']:.0f} | {row['ratio']:.0%} "
-            f"| {row['ratio_document']:.0%} | {api['p50_ms']:.1f} | {api['p99_ms']:.1f} |"
-        )
-    lowest = min(levels, key=lambda row: row["ratio"])
-    lines += ["", f"target: ratio >= 50% at every level: "
-              f"{'met' if lowest['ratio'] >= 0.5 else 'NOT met'} "
-              f"(lowest {lowest['ratio']:.0%} at {lowest['clients']})"]
+    lines += ["", f"target: {ratio_target(levels)}"]
     return "\n".join(lines)
 
 
