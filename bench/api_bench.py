@@ -91,6 +91,11 @@ def base_rack_map(bookies: int) -> dict[str, Any]:
     }
 
 
+def rack_map_document(bookies: int) -> bytes:
+    """`base_rack_map` as the compact JSON a store holds."""
+    return json.dumps(base_rack_map(bookies), separators=(",", ":")).encode()
+
+
 @contextlib.asynccontextmanager
 async def etcd_client(etcd: EmbeddedEtcd, timeout: float = 5) -> AsyncIterator[aetcd.Client]:
     client = aetcd.Client(host="127.0.0.1", port=etcd.client_port, timeout=timeout)
@@ -306,11 +311,23 @@ def write_level(
     asyncio.run(compact_etcd(etcd))
     raw = asyncio.run(raw_transactions(etcd, clients, seconds))
     asyncio.run(compact_etcd(etcd))
-    document = json.dumps(base_rack_map(bookies), separators=(",", ":")).encode()
+    document = rack_map_document(bookies)
     raw_document = asyncio.run(raw_transactions(etcd, clients, seconds, document))
     reset_rack_map(url, etcd, bookies)
     asyncio.run(compact_etcd(etcd))
     api = set_bookie_rack(url, clients, seconds, bookies)
+    return level_row(clients, raw, raw_document, api, asyncio.run(put_rack_map(etcd, None)))
+
+
+def level_row(
+    clients: int,
+    raw: dict[str, float],
+    raw_document: dict[str, float],
+    api: dict[str, Any],
+    document_bytes: int,
+) -> dict[str, Any]:
+    """One row of `write_table`: the rates measured at `clients`, and set-bookie-rack's
+    rate as a share of the store's raw rates."""
     return {
         "clients": clients,
         "raw": raw,
@@ -318,7 +335,7 @@ def write_level(
         "api": api,
         "ratio": api["rps"] / raw["rps"],
         "ratio_document": api["rps"] / raw_document["rps"],
-        "document_bytes": asyncio.run(put_rack_map(etcd, None)),
+        "document_bytes": document_bytes,
     }
 
 

@@ -31,8 +31,9 @@ from kazoo.client import KazooClient
 from bench.api_bench import (
     CONCURRENCY,
     RACKS,
-    base_rack_map,
     bookie_id,
+    level_row,
+    rack_map_document,
     ratio_target,
     set_bookie_rack,
     summary,
@@ -91,7 +92,7 @@ async def raw_set_data(hosts: str, clients: int, seconds: float, value: bytes) -
 def reset_rack_map(url: str, hosts: str, bookies: int) -> int:
     """The same rack map before each level (under the service's chroot), once the server has
     seen it; the document's size in bytes."""
-    document = json.dumps(base_rack_map(bookies), separators=(",", ":")).encode()
+    document = rack_map_document(bookies)
     client = KazooClient(hosts=f"{hosts}/pulsar", timeout=30)
     client.start(30)
     try:
@@ -133,19 +134,11 @@ class _ZooKeeperUrl:
 
 def level(url: str, hosts: str, clients: int, seconds: float, bookies: int) -> dict[str, Any]:
     raw = asyncio.run(raw_set_data(hosts, clients, seconds, b"{}"))
-    document = json.dumps(base_rack_map(bookies), separators=(",", ":")).encode()
+    document = rack_map_document(bookies)
     raw_document = asyncio.run(raw_set_data(hosts, clients, seconds, document))
     size = reset_rack_map(url, hosts, bookies)
     api = set_bookie_rack(url, clients, seconds, bookies)
-    return {
-        "clients": clients,
-        "raw": raw,
-        "raw_document": raw_document,
-        "api": api,
-        "ratio": api["rps"] / raw["rps"],
-        "ratio_document": api["rps"] / raw_document["rps"],
-        "document_bytes": size,
-    }
+    return level_row(clients, raw, raw_document, api, size)
 
 
 def report(results: dict[str, Any]) -> str:
