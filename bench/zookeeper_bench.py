@@ -31,11 +31,14 @@ from kazoo.client import KazooClient
 from bench.api_bench import (
     CONCURRENCY,
     RACKS,
-    base_rack_map,
     bookie_id,
+    level_row,
+    rack_map_document,
+    ratio_target,
     set_bookie_rack,
     summary,
     wait_until_served,
+    write_table,
 )
 from bench.harness import BenchServer, machine
 from metastore.embedded_zookeeper import EmbeddedZooKeeper
@@ -89,7 +92,7 @@ async def raw_set_data(hosts: str, clients: int, seconds: float, value: bytes) -
 def reset_rack_map(url: str, hosts: str, bookies: int) -> int:
     """The same rack map before each level (under the service's chroot), once the server has
     seen it; the document's size in bytes."""
-    document = json.dumps(base_rack_map(bookies), separators=(",", ":")).encode()
+    document = rack_map_document(bookies)
     client = KazooClient(hosts=f"{hosts}/pulsar", timeout=30)
     client.start(30)
     try:
@@ -131,19 +134,11 @@ class _ZooKeeperUrl:
 
 def level(url: str, hosts: str, clients: int, seconds: float, bookies: int) -> dict[str, Any]:
     raw = asyncio.run(raw_set_data(hosts, clients, seconds, b"{}"))
-    document = json.dumps(base_rack_map(bookies), separators=(",", ":")).encode()
+    document = rack_map_document(bookies)
     raw_document = asyncio.run(raw_set_data(hosts, clients, seconds, document))
     size = reset_rack_map(url, hosts, bookies)
     api = set_bookie_rack(url, clients, seconds, bookies)
-    return {
-        "clients": clients,
-        "raw": raw,
-        "raw_document": raw_document,
-        "api": api,
-        "ratio": api["rps"] / raw["rps"],
-        "ratio_document": api["rps"] / raw_document["rps"],
-        "document_bytes": size,
-    }
+    return level_row(clients, raw, raw_document, api, size)
 
 
 def report(results: dict[str, Any]) -> str:
@@ -154,21 +149,9 @@ def report(results: dict[str, Any]) -> str:
         f"set-bookie-rack on ZooKeeper, rack map of {results['bookies']:,} bookies "
         f"({levels[-1]['document_bytes']:,} bytes):",
         "",
-        "| clients | raw setData/s | raw p50 ms | raw p99 ms | raw setData/s, document-sized "
-        "| set-bookie-rack req/s | ratio to raw | ratio to document-sized raw | p50 ms | p99 ms |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *write_table(levels, "raw setData/s", "raw setData/s, document-sized"),
     ]
-    for row in levels:
-        raw, api = row["raw"], row["api"]
-        lines.append(
-            f"| {row['clients']} | {raw['rps']:.0f} | {raw['p50_ms']:.1f} | {raw['p99_ms']:.1f} "
-            f"| {row['raw_document']['rps']:.0f} | {api['rps']:.0f} | {row['ratio']:.0%} "
-            f"| {row['ratio_document']:.0%} | {api['p50_ms']:.1f} | {api['p99_ms']:.1f} |"
-        )
-    lowest = min(levels, key=lambda row: row["ratio"])
-    lines += ["", f"target: ratio >= 50% at every level: "
-              f"{'met' if lowest['ratio'] >= 0.5 else 'NOT met'} "
-              f"(lowest {lowest['ratio']:.0%} at {lowest['clients']})"]
+    lines += ["", f"target: {ratio_target(levels)}"]
     return "\n".join(lines)
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "SessionListener",
     "Stat",
     "StoreBackend",
+    "Subscribers",
     "sequential_name",
 ]
 
@@ -156,6 +157,31 @@ class ChangeStream:
             self.closed = True
             self._queue.put_nowait(None)
             self._on_close(self)
+
+
+class Subscribers:
+    """A backend's session listeners and open change streams, fed on the event loop."""
+
+    def __init__(self) -> None:
+        self.listeners: list[SessionListener] = []
+        self.streams: list[ChangeStream] = []
+
+    def emit(self, event: SessionEvent) -> None:
+        for listener in list(self.listeners):
+            listener(event)
+
+    def publish(self, change: Change) -> None:
+        for stream in list(self.streams):
+            stream.publish(change)
+
+    def open_stream(self) -> ChangeStream:
+        stream = ChangeStream(self.streams.remove)
+        self.streams.append(stream)
+        return stream
+
+    def close_streams(self) -> None:
+        for stream in list(self.streams):
+            stream.close()
 
 
 class StoreBackend(Protocol):

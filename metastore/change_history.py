@@ -50,6 +50,7 @@ __all__ = [
     "current_change",
     "current_change_context",
     "recording",
+    "whole_transactions",
 ]
 
 
@@ -209,6 +210,20 @@ class ChangeRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {"revision": self.revision, **self.body}
+
+
+def whole_transactions(records: list[ChangeRecord], limit: int) -> list[ChangeRecord]:
+    """The first `limit` records (in revision order), less the last transaction's when the
+    cut would split it (kept when it is the only one): one transaction's records are never
+    split across pages."""
+    if len(records) <= limit:
+        return records
+    cut = records[:limit]
+    last = cut[-1].revision
+    if records[limit].revision == last:
+        whole = [r for r in cut if r.revision != last]
+        return whole or [r for r in records if r.revision == last]
+    return cut
 
 
 class ChangeLog:

@@ -38,6 +38,7 @@ from metastore.backend import (
     SessionEvent,
     SessionListener,
     Stat,
+    Subscribers,
     sequential_name,
 )
 from metastore.errors import (
@@ -109,8 +110,7 @@ class EtcdBackend:
         self._lease: int | None = None
         self._lease_lock = asyncio.Lock()
         self._keepalive: asyncio.Task[None] | None = None
-        self._listeners: list[SessionListener] = []
-        self._streams: list[ChangeStream] = []
+        self._subscribers = Subscribers()
         self._watcher: asyncio.Task[None] | None = None
         self._revision = 0
 
@@ -282,11 +282,11 @@ class EtcdBackend:
             except Unavailable:
                 if connected:
                     connected = False
-                    self._emit(SessionEvent.CONNECTION_LOST)
+                    self._subscribers.emit(SessionEvent.CONNECTION_LOST)
                 continue
             if not connected:
                 connected = True
-                self._emit(SessionEvent.RECONNECTED)
+                self._subscribers.emit(SessionEvent.RECONNECTED)
             if reply is None or int(reply.TTL) <= 0:
                 await self._lose_lease(lease)
 
@@ -295,15 +295,11 @@ class EtcdBackend:
             if self._lease != lease:
                 return
             self._lease = None
-        self._emit(SessionEvent.SESSION_LOST)
-        self._emit(SessionEvent.SESSION_REESTABLISHED)
-
-    def _emit(self, event: SessionEvent) -> None:
-        for listener in list(self._listeners):
-            listener(event)
+        self._subscribers.emit(SessionEvent.SESSION_LOST)
+        self._subscribers.emit(SessionEvent.SESSION_REESTABLISHED)
 
     def add_session_listener(self, listener: SessionListener) -> None:
-        self._listeners.append(listener)
+        self._subscribers.listeners.append(listener)
 
     async def session_id(self) -> int:
         return await self.session_lease()
@@ -322,8 +318,7 @@ class EtcdBackend:
     # -- change stream ------------------------------------------------------------------
 
     async def watch(self) -> ChangeStream:
-        stream = ChangeStream(self._streams.remove)
-        self._streams.append(stream)
+        stream = self._subscribers.open_stream()
         if self._watcher is None or self._watcher.done():
             ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._watcher = asyncio.create_task(self._watch_root(ready))
@@ -336,15 +331,11 @@ class EtcdBackend:
                     "metadata store unavailable: the watch was not created") from None
         return stream
 
-    def _publish(self, change: Change) -> None:
-        for stream in list(self._streams):
-            stream.publish(change)
-
     async def _watch_root(self, ready: asyncio.Future[None]) -> None:
         """Watch every key from the revision after the last event; re-establish on a break
         (with `RESYNC`), retrying until the backend closes."""
         start: int | None = None
-        while self._streams:
+        while self._subscribers.streams:
             try:
                 if start is None:
                     header = await self.call(lambda c: c.get_prefix(b"\0", keys_only=True))
@@ -356,7 +347,7 @@ class EtcdBackend:
             if not ready.done():
                 ready.set_result(None)
             else:
-                self._publish(Change(ChangeKind.RESYNC, "/"))
+                self._subscribers.publish(Change(ChangeKind.RESYNC, "/"))
             try:
                 async for event in watch:
                     kv = event.kv
@@ -367,7 +358,7 @@ class EtcdBackend:
                         kind = ChangeKind.CREATED
                     else:
                         kind = ChangeKind.MODIFIED
-                    self._publish(Change(kind, kv.key.decode()))
+                    self._subscribers.publish(Change(kind, kv.key.decode()))
             except aetcd.RevisionCompactedError:
                 start = None
             except aetcd.ClientError:
@@ -378,8 +369,7 @@ class EtcdBackend:
             await asyncio.sleep(0.1)
 
     async def close(self) -> None:
-        for stream in list(self._streams):
-            stream.close()
+        self._subscribers.close_streams()
         for task in (self._watcher, self._keepalive):
             if task is not None:
                 task.cancel()

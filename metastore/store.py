@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import aetcd
@@ -27,6 +26,7 @@ from metastore.change_history import (
     ChangeRecord,
     KeyChange,
     current_change,
+    whole_transactions,
 )
 from metastore.codec import load_json
 from metastore.errors import (
@@ -42,7 +42,7 @@ from metastore.group_commit import Draft, GroupCommit
 from metastore.guards import Guard, GuardKind
 from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff, retry_on_conflict
 from metastore.store_url import EtcdUrl, StoreUrl, parse_store_url
-from metastore.versioned import NOT_CACHED, NotCached, Versioned
+from metastore.versioned import NOT_CACHED, NotCached, RangeSnapshot, Versioned, WatchEvent
 from metastore.zookeeper_backend import ZooKeeperBackend
 from metastore.zookeeper_keys import ZooKeeperKeys, ZooKeeperWatch
 
@@ -103,18 +103,6 @@ def _unsupported(what: str) -> MetastoreError:
     return MetastoreError(f"{what} are not supported on ZooKeeper")
 
 
-def _whole_transactions(records: list[ChangeRecord], limit: int) -> list[ChangeRecord]:
-    """The first `limit` records, less the last transaction's when the cut would split it
-    (kept when it is the only one)."""
-    if len(records) <= limit:
-        return records
-    cut = records[:limit]
-    if records[limit].revision == cut[-1].revision:
-        whole = [r for r in cut if r.revision != cut[-1].revision]
-        return whole or [r for r in records if r.revision == cut[-1].revision]
-    return cut
-
-
 def to_key(path: str) -> bytes:
     return path.encode()
 
@@ -123,27 +111,6 @@ def child_range(path: str) -> tuple[bytes, bytes]:
     """The etcd key range of everything under `path + "/"`."""
     prefix = (path.rstrip("/") + "/").encode()
     return prefix, prefix[:-1] + bytes([prefix[-1] + 1])
-
-
-@dataclass(frozen=True)
-class RangeSnapshot:
-    """Every key of a range (by full path) and the store revision the read was made at."""
-
-    entries: dict[str, Versioned]
-    revision: int
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    """A change of one key: its new value (None: deleted) at `revision`."""
-
-    path: str
-    value: bytes | None
-    revision: int
-
-    @property
-    def deleted(self) -> bool:
-        return self.value is None
 
 
 class WatchStream:
@@ -179,9 +146,8 @@ class ZooKeeperWatchStream(WatchStream):
         super().__init__(watch)
         self._zookeeper = watch
 
-    async def __aiter__(self) -> AsyncIterator[WatchEvent]:
-        async for event in self._zookeeper:
-            yield WatchEvent(event.path, event.value, event.revision)
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self._zookeeper.__aiter__()
 
     async def cancel(self) -> None:
         await self._zookeeper.cancel()
@@ -358,8 +324,7 @@ class MetadataStore:
         """The key `path` (`prefix=False`) or every key under `path + "/"`, with the store
         revision of the read (a watch from `revision + 1` misses nothing)."""
         if self._zk is not None:
-            found = await self._zk.read_range(path, prefix=prefix)
-            return RangeSnapshot(found.entries, found.revision)
+            return await self._zk.read_range(path, prefix=prefix)
         if prefix:
             start, _ = child_range(path)
             result = await self._call(lambda c: c.get_prefix(start))
@@ -749,7 +714,7 @@ class MetadataStore:
             since = records[-1].revision
             if not response.more:
                 break
-        return _whole_transactions(found, limit)
+        return whole_transactions(found, limit)
 
     async def _changes_at(self, revision: int) -> list[ChangeRecord]:
         response = await self._range(self._history_request(

@@ -58,6 +58,7 @@ from metastore.backend import (
     SessionEvent,
     SessionListener,
     Stat,
+    Subscribers,
 )
 from metastore.errors import (
     AlreadyExists,
@@ -130,8 +131,7 @@ class ZooKeeperBackend:
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started: asyncio.Future[None] | None = None
-        self._listeners: list[SessionListener] = []
-        self._streams: list[ChangeStream] = []
+        self._subscribers = Subscribers()
         self._watching = False
         self._state = KazooState.LOST
         self._closed = False
@@ -366,14 +366,10 @@ class ZooKeeperBackend:
         loop = self._loop
         if events and loop is not None and not loop.is_closed():
             for event in events:
-                loop.call_soon_threadsafe(self._emit, event)
-
-    def _emit(self, event: SessionEvent) -> None:
-        for listener in list(self._listeners):
-            listener(event)
+                loop.call_soon_threadsafe(self._subscribers.emit, event)
 
     def add_session_listener(self, listener: SessionListener) -> None:
-        self._listeners.append(listener)
+        self._subscribers.listeners.append(listener)
 
     async def session_id(self) -> int:
         await self._connect()
@@ -420,7 +416,7 @@ class ZooKeeperBackend:
             loop = self._loop
             if kind is not None and self._watching and loop is not None and not loop.is_closed():
                 path = self._zk.unchroot(watch.path)
-                loop.call_soon_threadsafe(self._publish, Change(kind, path))
+                loop.call_soon_threadsafe(self._subscribers.publish, Change(kind, path))
             return read_event(buffer, offset)
 
         connection._read_watch_event = read_watch_event
@@ -434,18 +430,14 @@ class ZooKeeperBackend:
             def announce(result: Any) -> None:
                 loop = self._loop
                 if result.successful() and loop is not None and not loop.is_closed():
-                    loop.call_soon_threadsafe(self._publish, Change(ChangeKind.RESYNC, "/"))
+                    resync = Change(ChangeKind.RESYNC, "/")
+                    loop.call_soon_threadsafe(self._subscribers.publish, resync)
 
             outcome.rawlink(announce)
         return outcome
 
-    def _publish(self, change: Change) -> None:
-        for stream in list(self._streams):
-            stream.publish(change)
-
     async def watch(self) -> ChangeStream:
-        stream = ChangeStream(self._streams.remove)
-        self._streams.append(stream)
+        stream = self._subscribers.open_stream()
         if not self._watching:
             await self._connect()
             self._watching = True
@@ -460,8 +452,7 @@ class ZooKeeperBackend:
     async def close(self) -> None:
         self._closed = True
         self._watching = False
-        for stream in list(self._streams):
-            stream.close()
+        self._subscribers.close_streams()
         if self._started is not None:
             await asyncio.to_thread(self._zk.stop)
             self._zk.close()

@@ -20,36 +20,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from metastore import paths
 from metastore.backend import CREATE, ChangeKind, ChangeStream, Check, Delete, Op, Put, Stat
-from metastore.change_history import ChangeLog, ChangeRecord, KeyChange, current_change
+from metastore.change_history import (
+    ChangeLog,
+    ChangeRecord,
+    KeyChange,
+    current_change,
+    whole_transactions,
+)
 from metastore.errors import AlreadyExists, BadVersion, Compacted, NotFound, Unavailable
 from metastore.guards import Guard, GuardKind
-from metastore.versioned import Versioned
+from metastore.versioned import RangeSnapshot, Versioned, WatchEvent
 from metastore.zookeeper_backend import ZooKeeperBackend
 
-__all__ = ["RangeEntries", "ZooKeeperKeys", "ZooKeeperWatch"]
+__all__ = ["ZooKeeperKeys", "ZooKeeperWatch"]
 
 _MEMO_LIMIT = 100_000
-
-
-@dataclass(frozen=True)
-class RangeEntries:
-    entries: dict[str, Versioned]
-    revision: int
-
-
-@dataclass(frozen=True)
-class ZooKeeperEvent:
-    path: str
-    value: bytes | None
-    revision: int
-
-    @property
-    def deleted(self) -> bool:
-        return self.value is None
 
 
 class ZooKeeperWatch:
@@ -64,7 +52,7 @@ class ZooKeeperWatch:
         self._stream = stream
         self._covers = covers
 
-    async def __aiter__(self) -> AsyncIterator[ZooKeeperEvent]:
+    async def __aiter__(self) -> AsyncIterator[WatchEvent]:
         async for change in self._stream:
             if change.kind is ChangeKind.RESYNC:
                 raise Unavailable("watch broken: ZooKeeper reconnected")
@@ -72,10 +60,10 @@ class ZooKeeperWatch:
                 continue
             found = await self._keys.backend.get(change.path)
             if found is None:
-                yield ZooKeeperEvent(change.path, None, self._keys.backend.last_revision())
+                yield WatchEvent(change.path, None, self._keys.backend.last_revision())
             else:
                 self._keys.remember(change.path, found)
-                yield ZooKeeperEvent(change.path, found.value, found.revision)
+                yield WatchEvent(change.path, found.value, found.revision)
 
     async def cancel(self) -> None:
         self._stream.close()
@@ -149,7 +137,7 @@ class ZooKeeperKeys:
             found.update(below)
         return found
 
-    async def read_range(self, path: str, *, prefix: bool, watching: bool = True) -> RangeEntries:
+    async def read_range(self, path: str, *, prefix: bool, watching: bool = True) -> RangeSnapshot:
         """As `MetadataStore.read_range`; `watching`: a `watch` of the same range follows,
         so the change stream is opened first (see `watch`)."""
         if watching:
@@ -166,7 +154,7 @@ class ZooKeeperKeys:
         for key, stat in stats.items():
             self.remember(key, stat)
         entries = {key: Versioned(stat.value, stat.revision) for key, stat in stats.items()}
-        return RangeEntries(entries, self.backend.last_revision())
+        return RangeSnapshot(entries, self.backend.last_revision())
 
     async def watch(self, path: str, *, prefix: bool) -> ZooKeeperWatch:
         """Changes of the key or prefix: from the last `read_range` of it when there was
@@ -354,14 +342,7 @@ class ZooKeeperKeys:
             if not prefix or record.touches(prefix):
                 records.append(record)
         records.sort(key=lambda r: (r.revision, r.sequence))
-        if len(records) <= limit:
-            return records
-        cut = records[:limit]
-        last = cut[-1].revision
-        if records[limit].revision == last:  # never split one multi's records
-            whole = [r for r in cut if r.revision != last]
-            return whole or [r for r in records if r.revision == last]
-        return cut
+        return whole_transactions(records, limit)
 
     async def prune_changes(self, max_records: int, max_age_seconds: float) -> int:
         names = sorted(await self.backend.children(paths.CHANGE_HISTORY))

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import inspect
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -163,7 +166,28 @@ class ServerProcess:
         self.stop(signal.SIGKILL)
 
 
-class RawEtcd:
+RawValue = bytes | str | dict[str, Any] | list[Any]
+
+
+class RawStore:
+    """What `RawEtcd` and `tests.zookeeper.RawZooKeeper` share: JSON reads of `get`, and
+    the bytes a `put` value stands for (a dict or list as JSON, a str as UTF-8)."""
+
+    def get(self, path: str) -> bytes | None:
+        raise NotImplementedError
+
+    def get_json(self, path: str) -> Any:
+        raw = self.get(path)
+        return None if raw is None else json.loads(raw)
+
+    @staticmethod
+    def encode(value: RawValue) -> bytes:
+        if isinstance(value, dict | list):
+            value = json.dumps(value)
+        return value.encode() if isinstance(value, str) else value
+
+
+class RawEtcd(RawStore):
     """Direct etcd access for assertions, bypassing our store code: etcd's own v3 JSON
     gateway over plain HTTP, so it works from sync and async tests alike."""
 
@@ -181,16 +205,9 @@ class RawEtcd:
         kvs = self._post("kv/range", {"key": _b64(path)}).get("kvs", [])
         return base64.b64decode(kvs[0].get("value", "")) if kvs else None
 
-    def get_json(self, path: str) -> Any:
-        raw = self.get(path)
-        return None if raw is None else json.loads(raw)
-
-    def put(self, path: str, value: bytes | str | dict[str, Any] | list[Any]) -> None:
-        if isinstance(value, dict | list):
-            value = json.dumps(value)
-        if isinstance(value, str):
-            value = value.encode()
-        self._post("kv/put", {"key": _b64(path), "value": base64.b64encode(value).decode()})
+    def put(self, path: str, value: RawValue) -> None:
+        raw = self.encode(value)
+        self._post("kv/put", {"key": _b64(path), "value": base64.b64encode(raw).decode()})
 
     def delete(self, path: str) -> None:
         """Delete `path` and everything under `path + "/"`."""
@@ -264,6 +281,59 @@ class RawEtcd:
     def compact(self, revision: int) -> None:
         """etcd's compaction: the history before `revision` is gone."""
         self._post("kv/compaction", {"revision": revision, "physical": True})
+
+
+class CuttableProxy:
+    """A TCP relay to a local port, on a port of its own: `cut()` closes every connection
+    open through it (a network cut, or a restarted load balancer, nothing faked on either
+    side); new connections are relayed as before."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.connections: list[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            with self.lock:
+                self.connections += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        for sock in (source, sink):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> int:
+        """Close every open connection; returns how many there were."""
+        with self.lock:
+            connections, self.connections = self.connections, []
+        for sock in connections:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the pumps blocked reading it
+            sock.close()
+        return len(connections)
+
+    def close(self) -> None:
+        self.listener.close()
+        self.cut()
 
 
 def _b64(value: str | bytes) -> str:

@@ -3,14 +3,13 @@ to it: wipe, pause, resume) and direct access to it for assertions (`RawZooKeepe
 
 from __future__ import annotations
 
-import json
 import signal
-from typing import Any
 
 import pytest
 
 from metastore.embedded_zookeeper import EmbeddedZooKeeper as ZooKeeperServer
 from metastore.embedded_zookeeper import available
+from tests.support import RawStore, RawValue
 
 __all__ = ["ON_BOTH_STORES", "EmbeddedZooKeeper", "RawZooKeeper", "available"]
 
@@ -50,7 +49,7 @@ class EmbeddedZooKeeper(ZooKeeperServer):
         super().stop()
 
 
-class RawZooKeeper:
+class RawZooKeeper(RawStore):
     """Direct ZooKeeper access for assertions, bypassing our store code (kazoo, rooted at
     `chroot`), with `tests.support.RawEtcd`'s methods: a key is a znode that holds data or
     has no children (ZooKeeper's empty parents are not keys)."""
@@ -77,19 +76,12 @@ class RawZooKeeper:
             return None
         return value
 
-    def get_json(self, path: str) -> Any:
-        raw = self.get(path)
-        return None if raw is None else json.loads(raw)
-
-    def put(self, path: str, value: bytes | str | dict[str, Any] | list[Any]) -> None:
-        if isinstance(value, dict | list):
-            value = json.dumps(value)
-        if isinstance(value, str):
-            value = value.encode()
+    def put(self, path: str, value: RawValue) -> None:
+        raw = self.encode(value)
         if self.client.exists(path):
-            self.client.set(path, value)
+            self.client.set(path, raw)
         else:
-            self.client.create(path, value, makepath=True)
+            self.client.create(path, raw, makepath=True)
 
     def delete(self, path: str) -> None:
         """Delete `path` and everything under it."""

@@ -230,7 +230,7 @@ def encode_add_response(code: int, ledger_id: int, entry_id: int) -> bytes:
     return _ADD_RESPONSE.pack(_RESPONSE.size, _ADD_RESPONSE_HEAD, code, ledger_id, entry_id)
 
 
-# The batch path of the server (`RequestHandler.handle_frames`): an add request with no
+# The batch path of the server (`RequestHandler.handle_buffer`): an add request with no
 # flags is recognised by its whole header; its response is a fixed prefix (length, header,
 # result) followed by the 16 id bytes the request's entry starts with, sliced, not re-packed.
 PLAIN_ADD_HEADER = _ADD_REQUEST_HEAD  # version 2, ADD_ENTRY, flags 0

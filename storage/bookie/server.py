@@ -125,19 +125,6 @@ class RequestHandler:
         if count:
             self.bookie.when_durable(self._answer(acked, count, size, started, send))
 
-    def handle_frames(self, buf: bytes, spans: list[tuple[int, int]], send: Send) -> None:
-        """`handle_buffer` for the frame bodies at `spans` in `buf`, each by `_frame`."""
-        acked: list[bytes] = []
-        count = size = 0
-        started = time.perf_counter()
-        for start, end in spans:
-            added = self._frame(buf, start, end, acked, send)
-            if added >= 0:
-                count += 1
-                size += added
-        if count:
-            self.bookie.when_durable(self._answer(acked, count, size, started, send))
-
     def _frame(self, buf: bytes, start: int, end: int, acked: list[bytes], send: Send) -> int:
         """One request body at buf[start:end]. An add without flags takes the bookie's
         unacked path: checked, cached and journalled as `handle` would, its EOK response

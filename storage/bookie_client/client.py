@@ -106,6 +106,15 @@ class _AddCallback:
 Pending = asyncio.Future[Response] | _AddCallback
 
 
+def _add_request(
+    ledger_id: int, entry_id: int, master_key: bytes, packaged: bytes, recovery: bool
+) -> bytes:
+    """An add frame; a recovery add (re-replicating an entry) is flagged
+    `RECOVERY_ADD | HIGH_PRIORITY`."""
+    flags = FLAG_RECOVERY_ADD | FLAG_HIGH_PRIORITY if recovery else 0
+    return encode_add(ledger_id, entry_id, master_key, packaged, flags)
+
+
 def response_error(response: Response) -> ResponseError:
     """The typed error for a non-OK response."""
     return error_for(response.code, response.ledger_id, response.entry_id)
@@ -206,8 +215,7 @@ class BookieClient:
     ) -> None:
         """Store a packaged entry; returns once the bookie has it durably (its journal group
         was synced). Raises a ResponseError subclass (Fenced, ReadOnly, ...) otherwise."""
-        flags = FLAG_RECOVERY_ADD | FLAG_HIGH_PRIORITY if recovery else 0
-        frame = encode_add(ledger_id, entry_id, master_key, packaged, flags)
+        frame = _add_request(ledger_id, entry_id, master_key, packaged, recovery)
         response = await self._call((OpCode.ADD_ENTRY, ledger_id, entry_id), frame)
         if response.code != ResultCode.EOK:
             raise response_error(response)
@@ -229,8 +237,7 @@ class BookieClient:
         which passes the request already `encoded` (`encode_add` of these arguments) once
         for all the bookies of the set."""
         if encoded is None:
-            flags = FLAG_RECOVERY_ADD | FLAG_HIGH_PRIORITY if recovery else 0
-            encoded = encode_add(ledger_id, entry_id, master_key, packaged, flags)
+            encoded = _add_request(ledger_id, entry_id, master_key, packaged, recovery)
         if self._lost is not None or self._transport is None:
             done(self._lost or ConnectionLost("not connected"))
             return
@@ -310,7 +317,6 @@ class BookieClient:
         return await future
 
     def _queue(self, key: Key, frame: bytes, pending: Pending) -> None:
-        loop = asyncio.get_running_loop()
         waiting = self._pending.get(key)
         if waiting is None:
             self._pending[key] = pending
@@ -318,15 +324,11 @@ class BookieClient:
             waiting.append(pending)
         else:
             self._pending[key] = deque((waiting, pending))
-        if not self._out:
-            loop.call_soon(self._flush)  # requests of one loop iteration leave in one write
-        self._out.append(frame)
-        self._deadlines.append((loop.time() + self.timeout, pending))
-        if self._sweeper is None:
-            self._sweeper = loop.call_later(self._sweep_every, self._sweep)
+        self._queue_frame(frame, pending)
 
-    def _queue_frame(self, frame: bytes, pending: asyncio.Future[V3Response]) -> None:
-        """`_queue` for a V3 request (matched by its txnId, not by a pending queue)."""
+    def _queue_frame(self, frame: bytes, pending: Pending | asyncio.Future[V3Response]) -> None:
+        """Send `frame` with the next write, `pending` failing at its deadline; a V3
+        request goes straight here (matched by its txnId, not by a pending queue)."""
         loop = asyncio.get_running_loop()
         if not self._out:
             loop.call_soon(self._flush)  # requests of one loop iteration leave in one write

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import subprocess
 import threading
 import time
@@ -19,7 +18,7 @@ import httpx
 import pytest
 
 from tests.cli.conftest import PULSAR_ADMIN, clean_env, run_cli
-from tests.support import RawEtcd, ServerProcess, wait_until
+from tests.support import CuttableProxy, RawEtcd, ServerProcess, wait_until
 
 BOOKIE_RANGE = ("/bookies", "/ledgers/available0")
 END_MARK = "/ledgers/available/zz-end:3181"
@@ -194,54 +193,6 @@ def test_bad_parameters_answer_400(
     )
     assert response.status_code == 400
     assert response.json()["reason"].startswith(reason)
-
-
-class CuttableProxy:
-    """A TCP proxy to the server whose connections the test can cut at will (a network cut
-    between the CLI and the server, nothing faked on either side)."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.connections: list[socket.socket] = []
-        self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.target_port))
-            with self.lock:
-                self.connections += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := source.recv(65536):
-                sink.sendall(data)
-        for sock in (source, sink):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-    def cut(self) -> int:
-        """Close every open connection; returns how many there were."""
-        with self.lock:
-            connections, self.connections = self.connections, []
-        for sock in connections:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)  # wakes the pumps blocked reading it
-            sock.close()
-        return len(connections)
-
-    def close(self) -> None:
-        self.listener.close()
-        self.cut()
 
 
 class Lines:

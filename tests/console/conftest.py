@@ -6,10 +6,7 @@ such a request is refused and the test fails, so nothing leaves this machine."""
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,7 +18,7 @@ import playwright.sync_api as playwright_api
 import pytest
 
 from metastore.embedded import EmbeddedEtcd
-from tests.support import ServerProcess, wait_until
+from tests.support import CuttableProxy, ServerProcess, wait_until
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 GROUP, OTHER = "iso", "other"
@@ -135,60 +132,10 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleService
         etcd.stop()
 
 
-class Proxy:
-    """A TCP relay to the service on a port of its own: `drop()` cuts every connection open
-    through it (as a restarted load balancer would), new ones are relayed as before."""
-
-    def __init__(self, port: int) -> None:
-        self.target = port
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.open: list[socket.socket] = []
-        self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.target))
-            with self.lock:
-                self.open += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := source.recv(65536):
-                sink.sendall(data)
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_RDWR)
-
-    def drop(self) -> int:
-        with self.lock:
-            cut, self.open = self.open, []
-        for sock in cut:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-        return len(cut)
-
-    def close(self) -> None:
-        self.listener.close()
-        self.drop()
-
-
 @pytest.fixture
-def proxied(browser: Any, service: ConsoleService) -> Iterator[tuple[Page, Proxy]]:
-    """A page that reaches the service through a `Proxy`."""
-    proxy = Proxy(service.server.port)
+def proxied(browser: Any, service: ConsoleService) -> Iterator[tuple[Page, CuttableProxy]]:
+    """A page that reaches the service through a `CuttableProxy`."""
+    proxy = CuttableProxy(service.server.port)
     try:
         with open_page(browser, proxy.url) as watched:
             watched.connections_cut = True

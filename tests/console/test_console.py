@@ -14,8 +14,8 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from tests.console.conftest import GROUP, NAMESPACE, OTHER, ConsoleService, Page, Proxy
-from tests.support import wait_until
+from tests.console.conftest import GROUP, NAMESPACE, OTHER, ConsoleService, Page
+from tests.support import CuttableProxy, wait_until
 
 expect.set_options(timeout=10_000)
 PULSAR_ADMIN = str(Path(sys.executable).parent / "pulsar-admin")
@@ -87,13 +87,13 @@ def test_live_rack_write_through_the_cli_and_the_api(
 
 
 def test_live_updates_resume_after_a_dropped_connection(
-    proxied: tuple[Page, Proxy], service: ConsoleService
+    proxied: tuple[Page, CuttableProxy], service: ConsoleService
 ) -> None:
     console, proxy = proxied
     page = console.open()
     bookie = service.bookies[2]
     expect(page.locator("#live")).to_have_text("live")
-    assert proxy.drop() > 0  # the watch streams (and any idle connection) are cut
+    assert proxy.cut() > 0  # the watch streams (and any idle connection) are cut
     service.place(bookie, OTHER, "/rack7")
     expect(page.locator(".area.rack", has=tile(page, bookie))).to_contain_text("Rack /rack7")
     expect(page.locator("#live")).to_have_text("live")

@@ -140,13 +140,8 @@ async def test_a_journal_group_that_cannot_be_written_answers_eio_for_each_add(
             stat = os.statvfs(small_disk)
             os.posix_fallocate(f.fileno(), 0, stat.f_bavail * stat.f_frsize)
         payload = os.urandom(64 * 1024)
-        adds = [encode_add(5, i, MASTER_KEY, entry(5, i, payload)) for i in range(24)]
-        buf = b"".join(frame[4:] for frame in adds)  # frame bodies, as the reader cuts them
-        spans, start = [], 0
-        for frame in adds:
-            spans.append((start, start + len(frame) - 4))
-            start += len(frame) - 4
-        handler.handle_frames(buf, spans, send)
+        buf = b"".join(encode_add(5, i, MASTER_KEY, entry(5, i, payload)) for i in range(24))
+        handler.handle_buffer(buf, 0, len(buf), send)  # one read of 24 whole frames
         await asyncio.wait_for(answered.wait(), 10)
         found = responses(b"".join(sent))
         assert [(opcode, code, lid, eid) for opcode, code, lid, eid, _ in found] == [
