@@ -205,6 +205,38 @@ def message_headers(position: Position, md: MessageMetadata) -> list[tuple[str, 
     return [(name, header_value(value)) for name, value in headers]
 
 
+# Jetty's response header buffer (`HttpConfiguration.responseHeaderSize`, 8 KiB; the broker
+# sets only the request side, `httpMaxRequestHeaderSize`): a response whose status line and
+# headers take more is answered 500 "Response header too large" instead.
+RESPONSE_HEADER_SIZE = 8192
+# What precedes and follows the message's own headers in the block Jetty writes: the status
+# line, `Date`, `Content-Type`, `Content-Length` and the blank line.
+_FIXED_HEADER_BYTES = (len("HTTP/1.1 200 OK\r\n") + len("Date: Thu, 01 Jan 1970 00:00:00 GMT\r\n")
+                       + len("Content-Type: application/json\r\n")
+                       + len("Content-Length: \r\n") + len("\r\n"))
+
+
+def response_header_bytes(headers: list[tuple[str, str]], payload_size: int) -> int:
+    """The size of the header block a message read is sent with, as Jetty counts it."""
+    return (_FIXED_HEADER_BYTES + len(str(payload_size))
+            + sum(len(name) + len(value.encode("latin-1", "replace")) + 4
+                  for name, value in headers))
+
+
+def check_response_headers(message: ReadMessage) -> ReadMessage:
+    """A message whose key, properties or other metadata would not fit in the response
+    headers is answered 500 "Response header too large", as the broker's Jetty answers it,
+    with the sizes, rather than headers an HTTP client refuses (a producer may store a key or
+    properties up to `maxMessageSize`, as upstream's does)."""
+    size = response_header_bytes(message.headers, len(message.payload))
+    if size > RESPONSE_HEADER_SIZE:
+        raise ServiceError(
+            f"Response header too large: the message's headers (its key, properties and "
+            f"other metadata) take {size} bytes, more than the {RESPONSE_HEADER_SIZE} bytes "
+            f"of the response header buffer")
+    return message
+
+
 class TopicService:
     def __init__(
         self,
@@ -388,7 +420,8 @@ class TopicService:
         except MessageFormatError:
             return ReadMessage(entry, [
                 ("X-Pulsar-Message-ID", f"{position.ledger_id}:{position.entry_id}")])
-        return ReadMessage(message.payload, message_headers(position, message.metadata))
+        return check_response_headers(
+            ReadMessage(message.payload, message_headers(position, message.metadata)))
 
     async def message_by_id(self, tenant: str, namespace: str, topic: str, ledger_id: int,
                             entry_id: int) -> ReadMessage:
