@@ -84,8 +84,18 @@ YIELD_EVERY = 500  # messages of one produce request handled between two loop tu
 LOCAL_CLUSTER = "__local__"  # replicate_to of a message produced with disableReplication
 
 
-def namespace_being_deleted(tenant: str, namespace: str) -> Conflict:
-    return Conflict(f"Namespace {tenant}/{namespace} is being deleted")
+class NamespaceDeleted(NotFound):
+    """404 "Namespace is deleted": the namespace's policies carry Pulsar's `deleted` mark
+    (`PulsarWebResource.checkLocalOrGetPeerReplicationCluster`, reached from a topic create's
+    `validateGlobalNamespaceOwnershipAsync`)."""
+
+    def __init__(self) -> None:
+        super().__init__("Namespace is deleted")
+
+
+def publish_failed(exc: ServiceError) -> ServiceError:
+    """`TopicsBase.publishMessages`: a failure of the topic's lookup, as a 500 with its text."""
+    return ServiceError(f"Fail to publish message: {exc.reason}")
 
 
 def topic_not_found(tenant: str, namespace: str, topic: str) -> NotFound:
@@ -286,17 +296,17 @@ class TopicService:
             return await self.factory.open(name, config)
         except NamespaceNotWritable as exc:  # deleted, or being deleted, meanwhile
             if exc.deleted:
-                raise namespace_being_deleted(tenant, namespace) from exc
+                raise NamespaceDeleted() from exc
             raise NotFound(NAMESPACE_NOT_FOUND) from exc
         except ManagedLedgerFenced as exc:  # the topic was deleted while it opened
             raise topic_not_found(tenant, namespace, topic) from exc
 
     async def _writable_policies(self, tenant: str, namespace: str) -> dict[str, Any]:
-        """The namespace's policies; 409 while the namespace is being deleted (Pulsar's
-        `deleted` mark): no topic is created and nothing produced in it."""
+        """The namespace's policies; 404 "Namespace is deleted" while the namespace is being
+        deleted (Pulsar's `deleted` mark): no topic is created and nothing produced in it."""
         policies = (await self.namespaces.policies(tenant, namespace)).dump()
         if policies.get("deleted"):
-            raise namespace_being_deleted(tenant, namespace)
+            raise NamespaceDeleted()
         return policies
 
     def _auto_create_allowed(self, policies: dict[str, Any]) -> bool:
@@ -353,6 +363,15 @@ class TopicService:
 
     async def produce(self, tenant: str, namespace: str, topic: str,
                       request: dict[str, Any]) -> dict[str, Any]:
+        """`TopicsBase.publishMessages`; into a namespace being deleted, the broker's lookup
+        fails with "Namespace is deleted" and the producer answers it as a 500."""
+        try:
+            return await self._produce(tenant, namespace, topic, request)
+        except NamespaceDeleted as exc:
+            raise publish_failed(exc) from exc
+
+    async def _produce(self, tenant: str, namespace: str, topic: str,
+                       request: dict[str, Any]) -> dict[str, Any]:
         require_valid_topic_name(tenant, namespace, topic)
         policies = await self._writable_policies(tenant, namespace)
         messages = request.get("messages") or []
