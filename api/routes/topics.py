@@ -89,10 +89,11 @@ def _id(text: str, what: str) -> int:
     responses=errors(
         {
             404: "Namespace does not exist, or the topic does not and auto-creation is off",
-            409: "The namespace is being deleted",
             412: f"{INVALID_TOPIC_NAME}, or not enough bookies for the namespace's placement",
             413: "A message (metadata and payload) is larger than maxMessageSize, or the "
                  "request has more than maxMessagesPerProduceRequest messages",
+            500: "Fail to publish message: Namespace is deleted (the namespace is being "
+                 "deleted)",
         }
     ),
 )
@@ -154,8 +155,8 @@ async def list_non_persistent_topics(tenant: TenantName, namespace: NamespaceNam
     status_code=204,
     responses=errors(
         {
-            404: NAMESPACE_NOT_FOUND,
-            409: "This topic already exists, or the namespace is being deleted",
+            404: f"{NAMESPACE_NOT_FOUND}, or Namespace is deleted (being deleted)",
+            409: "This topic already exists",
             412: f"{INVALID_TOPIC_NAME}, or not enough bookies for the namespace's placement",
         }
     ),

@@ -84,8 +84,18 @@ YIELD_EVERY = 500  # messages of one produce request handled between two loop tu
 LOCAL_CLUSTER = "__local__"  # replicate_to of a message produced with disableReplication
 
 
-def namespace_being_deleted(tenant: str, namespace: str) -> Conflict:
-    return Conflict(f"Namespace {tenant}/{namespace} is being deleted")
+class NamespaceDeleted(NotFound):
+    """404 "Namespace is deleted": the namespace's policies carry Pulsar's `deleted` mark
+    (`PulsarWebResource.checkLocalOrGetPeerReplicationCluster`, reached from a topic create's
+    `validateGlobalNamespaceOwnershipAsync`)."""
+
+    def __init__(self) -> None:
+        super().__init__("Namespace is deleted")
+
+
+def publish_failed(exc: ServiceError) -> ServiceError:
+    """`TopicsBase.publishMessages`: a failure of the topic's lookup, as a 500 with its text."""
+    return ServiceError(f"Fail to publish message: {exc.reason}")
 
 
 def topic_not_found(tenant: str, namespace: str, topic: str) -> NotFound:
@@ -205,6 +215,38 @@ def message_headers(position: Position, md: MessageMetadata) -> list[tuple[str, 
     return [(name, header_value(value)) for name, value in headers]
 
 
+# Jetty's response header buffer (`HttpConfiguration.responseHeaderSize`, 8 KiB; the broker
+# sets only the request side, `httpMaxRequestHeaderSize`): a response whose status line and
+# headers take more is answered 500 "Response header too large" instead.
+RESPONSE_HEADER_SIZE = 8192
+# What precedes and follows the message's own headers in the block Jetty writes: the status
+# line, `Date`, `Content-Type`, `Content-Length` and the blank line.
+_FIXED_HEADER_BYTES = (len("HTTP/1.1 200 OK\r\n") + len("Date: Thu, 01 Jan 1970 00:00:00 GMT\r\n")
+                       + len("Content-Type: application/json\r\n")
+                       + len("Content-Length: \r\n") + len("\r\n"))
+
+
+def response_header_bytes(headers: list[tuple[str, str]], payload_size: int) -> int:
+    """The size of the header block a message read is sent with, as Jetty counts it."""
+    return (_FIXED_HEADER_BYTES + len(str(payload_size))
+            + sum(len(name) + len(value.encode("latin-1", "replace")) + 4
+                  for name, value in headers))
+
+
+def check_response_headers(message: ReadMessage) -> ReadMessage:
+    """A message whose key, properties or other metadata would not fit in the response
+    headers is answered 500 "Response header too large", as the broker's Jetty answers it,
+    with the sizes, rather than headers an HTTP client refuses (a producer may store a key or
+    properties up to `maxMessageSize`, as upstream's does)."""
+    size = response_header_bytes(message.headers, len(message.payload))
+    if size > RESPONSE_HEADER_SIZE:
+        raise ServiceError(
+            f"Response header too large: the message's headers (its key, properties and "
+            f"other metadata) take {size} bytes, more than the {RESPONSE_HEADER_SIZE} bytes "
+            f"of the response header buffer")
+    return message
+
+
 class TopicService:
     def __init__(
         self,
@@ -254,17 +296,17 @@ class TopicService:
             return await self.factory.open(name, config)
         except NamespaceNotWritable as exc:  # deleted, or being deleted, meanwhile
             if exc.deleted:
-                raise namespace_being_deleted(tenant, namespace) from exc
+                raise NamespaceDeleted() from exc
             raise NotFound(NAMESPACE_NOT_FOUND) from exc
         except ManagedLedgerFenced as exc:  # the topic was deleted while it opened
             raise topic_not_found(tenant, namespace, topic) from exc
 
     async def _writable_policies(self, tenant: str, namespace: str) -> dict[str, Any]:
-        """The namespace's policies; 409 while the namespace is being deleted (Pulsar's
-        `deleted` mark): no topic is created and nothing produced in it."""
+        """The namespace's policies; 404 "Namespace is deleted" while the namespace is being
+        deleted (Pulsar's `deleted` mark): no topic is created and nothing produced in it."""
         policies = (await self.namespaces.policies(tenant, namespace)).dump()
         if policies.get("deleted"):
-            raise namespace_being_deleted(tenant, namespace)
+            raise NamespaceDeleted()
         return policies
 
     def _auto_create_allowed(self, policies: dict[str, Any]) -> bool:
@@ -321,6 +363,15 @@ class TopicService:
 
     async def produce(self, tenant: str, namespace: str, topic: str,
                       request: dict[str, Any]) -> dict[str, Any]:
+        """`TopicsBase.publishMessages`; into a namespace being deleted, the broker's lookup
+        fails with "Namespace is deleted" and the producer answers it as a 500."""
+        try:
+            return await self._produce(tenant, namespace, topic, request)
+        except NamespaceDeleted as exc:
+            raise publish_failed(exc) from exc
+
+    async def _produce(self, tenant: str, namespace: str, topic: str,
+                       request: dict[str, Any]) -> dict[str, Any]:
         require_valid_topic_name(tenant, namespace, topic)
         policies = await self._writable_policies(tenant, namespace)
         messages = request.get("messages") or []
@@ -388,7 +439,8 @@ class TopicService:
         except MessageFormatError:
             return ReadMessage(entry, [
                 ("X-Pulsar-Message-ID", f"{position.ledger_id}:{position.entry_id}")])
-        return ReadMessage(message.payload, message_headers(position, message.metadata))
+        return check_response_headers(
+            ReadMessage(message.payload, message_headers(position, message.metadata)))
 
     async def message_by_id(self, tenant: str, namespace: str, topic: str, ledger_id: int,
                             entry_id: int) -> ReadMessage:

@@ -8,6 +8,7 @@ super-user.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -280,3 +281,87 @@ def test_metrics_need_no_token_unless_authenticate_metrics_endpoint(
     authentication on (tests/api/test_metrics.py covers it set to true)."""
     assert httpx.get(f"{auth_server.url}/metrics", timeout=10).status_code == 200
     assert httpx.get(f"{auth_server.url}/admin/v2/clusters", timeout=10).status_code == 401
+
+
+# The roles of the route x role matrix: (name, role of the token or None for no token)
+ROLES = (("super-user", SUPER), ("tenant admin", TENANT_ADMIN),
+         ("other tenant's admin", OTHER_ADMIN), ("no token", None))
+# Operations of ours the walk above cannot fully exercise (the watch needs its `prefix` to
+# stream) or that are easy to forget: the watch, the console's data and BookKeeper's HTTP
+# admin paths and aliases; and every path of `PATHS`.
+WATCH = "watchChanges"
+
+
+def edge_operations() -> list[tuple[str, str, str]]:
+    """The watch, the console's data and BookKeeper's HTTP admin paths with their aliases (the
+    routes without an operation id), from the app's routes."""
+    found = [(method, path, operation) for method, path, operation in app_operations()
+             if operation == WATCH or "Console" in operation or path.startswith("/api/v1/")]
+    assert {operation for _, _, operation in found} >= {
+        WATCH, "getConsoleOverview", "previewConsoleChange", "getConsoleNamespaceLedgers", ""}
+    return found
+
+
+def expected_refusal(need: Any, role: str | None) -> tuple[int, str] | bool | None:
+    """What the table says a role gets: None (allowed), (status, reason) for an exact
+    refusal, or True for a refusal in the tenant checks' words (`refused`)."""
+    if role is None:
+        return (401, NEED_AUTHENTICATION)
+    if role == SUPER or isinstance(need, AnyRole):
+        return None
+    if isinstance(need, SuperUser):
+        return (401, NEED_SUPER_USER)
+    tenant_scoped = not (isinstance(need, SuperUserOrTenant) and need.tenant_param is None)
+    if role == TENANT_ADMIN and tenant_scoped:
+        return None
+    return True
+
+
+def watch(client: httpx.Client, role_token: str | None) -> tuple[int, str, bytes]:
+    """Open the watch on `bookies` and read its first chunk (the stream's opening comment)
+    when it is one; the connection is closed after it."""
+    headers = bearer(role_token) if role_token is not None else {}
+    with client.stream("GET", "/admin/v2/watch", params={"prefix": "bookies"},
+                       headers=headers) as response:
+        first = next(response.iter_raw(), b"") if response.status_code == 200 else (
+            response.read())
+        return response.status_code, response.headers.get("content-type", ""), first
+
+
+@pytest.mark.parametrize(("role_name", "role"), ROLES, ids=[name for name, _ in ROLES])
+def test_edge_routes_for_every_role(auth_server: ServerProcess, tenants: RawEtcd,
+                                    role_name: str, role: str | None) -> None:
+    """The route x role matrix for the watch, the console's data, BookKeeper's admin aliases
+    and the paths outside the admin authorisation (/metrics, the console's page, the API's
+    description), each answer derived from its row."""
+    role_token = token(role) if role is not None else None
+    with httpx.Client(base_url=auth_server.url, timeout=10) as client:
+        for method, template, operation in edge_operations():
+            where = f"{role_name}: {method} {template} ({operation or 'alias'})"
+            need = TABLE[operation].need if operation else ALIASES.need
+            expected = expected_refusal(need, role)
+            if operation == WATCH:
+                status, kind, first = watch(client, role_token)
+                if expected is None:
+                    assert status == 200 and kind.startswith("text/event-stream"), where
+                    assert first.startswith(b": watching bookies"), (where, first)
+                else:
+                    assert isinstance(expected, tuple), where
+                    assert (status, json.loads(first)) == (
+                        expected[0], {"reason": expected[1]}), where
+                continue
+            response = ask(client, method, template, role_token)
+            if expected is None:
+                assert not refused(response), (where, response.text)
+            elif expected is True:
+                assert refused(response), (where, response.text)
+            else:
+                assert (response.status_code, response.json()) == (
+                    expected[0], {"reason": expected[1]}), where
+        headers = bearer(role_token) if role_token is not None else {}
+        for path in PATHS:
+            answer = client.get(path, headers=headers)
+            assert answer.status_code not in (401, 403), (role_name, path)
+        for path in ("/metrics", "/console/"):
+            assert client.get(path, headers=headers).status_code == 200, (role_name, path)
+        assert client.get("/console", headers=headers).status_code == 307, role_name

@@ -16,6 +16,7 @@ from metastore import paths
 from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import decode_ledger_metadata
 from metastore.managed_ledger_info import decode_managed_ledger_info
+from tests.cli.conftest import run_cli
 from tests.storage.bookie.support import BookieProcess
 from tests.support import RawEtcd, ServerProcess
 
@@ -54,6 +55,39 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPr
                          ).raise_for_status()
                 http.put(f"/admin/v2/namespaces/{tenant}/ns").raise_for_status()
         yield server, raw
+    finally:
+        if server is not None:
+            server.stop()
+        for bookie in bookies:
+            bookie.kill()
+        etcd.stop()
+
+
+@pytest.fixture(scope="module")
+def roomy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """The service at the default maxMessageSize (5 MiB), with bodies up to 16 MiB."""
+    work: Path = tmp_path_factory.mktemp("roomy")
+    etcd = EmbeddedEtcd(work / "etcd")
+    etcd.start()
+    raw = RawEtcd(etcd.endpoint)
+    frame = 5 * 1024 * 1024 + 10 * 1024
+    bookies = [BookieProcess(raw, etcd.url, work / f"bookie{i}",
+                             conf={"nettyMaxFrameSizeBytes": str(frame)}) for i in range(2)]
+    server = None
+    try:
+        for bookie in bookies:
+            bookie.start()
+        server = ServerProcess(etcd.url, work / "service", extra_conf={
+            "initializeClusterMetadata": "false",
+            "httpMaxRequestSize": str(16 * 1024 * 1024),
+        }).start()
+        with httpx.Client(base_url=server.url, timeout=10) as http:
+            http.put("/admin/v2/clusters/test", json={"serviceUrl": "http://x"}
+                     ).raise_for_status()
+            http.put("/admin/v2/tenants/big", json={"allowedClusters": ["test"]}
+                     ).raise_for_status()
+            http.put("/admin/v2/namespaces/big/ns").raise_for_status()
+        yield server
     finally:
         if server is not None:
             server.stop()
@@ -151,3 +185,50 @@ def test_messages_per_request_are_bounded(limited: tuple[ServerProcess, RawEtcd]
             f"{MOST_MESSAGES} (maxMessagesPerProduceRequest)")
         assert raw.get("/managed-ledgers/victim/ns/persistent/many") is None
         assert produce(http, "victim/ns/many", [{}] * MOST_MESSAGES).status_code == 200
+
+
+def test_a_message_whose_metadata_does_not_fit_in_headers_reads_as_a_clear_500(
+        roomy: ServerProcess) -> None:
+    """A 4 MB key or 200,000 properties fit in maxMessageSize, so the producer stores them as
+    upstream's does; reading such a message back answers Jetty's 500 "Response header too
+    large" with a reason in Pulsar's shape, through the REST API and pulsar-admin, and the
+    connection stays usable."""
+    topic = "persistent://big/ns/metadata"
+    with httpx.Client(base_url=roomy.url, timeout=60) as http:
+        key = produce(http, "big/ns/metadata", [{"payload": "a", "key": "k" * 4_000_000}])
+        assert key.status_code == 200, key.text
+        many = produce(http, "big/ns/metadata", [{"payload": "b", "properties": {
+            f"p{i}": "v" for i in range(200_000)}}])
+        assert many.status_code == 200, many.text
+        small = produce(http, "big/ns/metadata", [{"payload": "c", "key": "k" * 6000}])
+        assert small.status_code == 200, small.text
+        ids = [r.json()["messagePublishResults"][0]["messageId"].split(":")[:2]
+               for r in (key, many, small)]
+        base = "/admin/v2/persistent/big/ns/metadata"
+        for ledger, entry in ids[:2]:
+            got = http.get(f"{base}/ledger/{ledger}/entry/{entry}")
+            assert got.status_code == 500
+            reason = got.json()["reason"]
+            assert reason.startswith("Response header too large: the message's headers")
+            assert "8192 bytes" in reason
+        for position in (3, 2):  # 3 from the latest is the key, 2 the properties
+            got = http.get(f"{base}/examinemessage",
+                           params={"initialPosition": "latest", "messagePosition": position})
+            assert got.status_code == 500 and "Response header too large" in got.json()["reason"]
+        # a key of 6,000 bytes still fits, and the same connection reads it
+        ledger, entry = ids[2]
+        read = http.get(f"{base}/ledger/{ledger}/entry/{entry}")
+        assert read.status_code == 200 and read.content == b"c"
+        assert read.headers["X-Pulsar-partition-key"] == "k" * 6000
+
+    ledger, entry = ids[0]
+    by_id = run_cli("--admin-url", roomy.url, "topics", "get-message-by-id", topic,
+                    "-l", ledger, "-e", entry)
+    assert by_id.code == 1 and by_id.out == "", by_id
+    assert "Response header too large" in by_id.err and "Traceback" not in by_id.err
+    examined = run_cli("--admin-url", roomy.url, "topics", "examine-messages", topic,
+                       "-i", "earliest", "-m", "2")
+    assert examined.code == 1 and "Response header too large" in examined.err, examined
+    readable = run_cli("--admin-url", roomy.url, "topics", "examine-messages", topic)
+    assert readable.code == 0, readable
+    assert readable.out.splitlines()[0] == f"Message ID: {ids[2][0]}:{ids[2][1]}"
