@@ -88,12 +88,11 @@ def _id(text: str, what: str) -> int:
     response_model=ProducerAcks,
     responses=errors(
         {
-            404: "Namespace does not exist, or the topic does not and auto-creation is off",
+            404: "Namespace does not exist, Namespace is deleted (being deleted), or the topic "
+                 "does not exist and auto-creation is off",
             412: f"{INVALID_TOPIC_NAME}, or not enough bookies for the namespace's placement",
             413: "A message (metadata and payload) is larger than maxMessageSize, or the "
                  "request has more than maxMessagesPerProduceRequest messages",
-            500: "Fail to publish message: Namespace is deleted (the namespace is being "
-                 "deleted)",
         }
     ),
 )
