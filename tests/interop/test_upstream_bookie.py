@@ -14,7 +14,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from storage.bookie.client import BookieClient
 
 from metastore import paths
 from metastore.embedded import free_port
@@ -23,6 +22,7 @@ from metastore.store import parse_metadata_store_url
 from metastore.versioned_keys import VersionedKeys
 from placement import AffinityGroups
 from storage.autorecovery import AutoRecovery
+from storage.bookie_client import BookieClient
 from storage.ledger import LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.cli.conftest import clean_env, run_cli
