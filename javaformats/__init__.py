@@ -9,8 +9,10 @@ does no I/O.
     properties  java.util.Properties files and broker.conf
     strings     String.split
     dates       Pulsar's DateFormatter (ISO offset date-time in a time zone)
+    cookie      BookKeeper's bookie cookie (its text, its comparison and messages)
 """
 
+from javaformats.cookie import Cookie, InvalidCookie
 from javaformats.dates import format_date
 from javaformats.gson import gson_hash_map, gson_string
 from javaformats.hashing import hash_map_order, hash_set_order, java_string_hash, java_to_string
@@ -37,6 +39,8 @@ from javaformats.properties import (
 from javaformats.strings import java_split
 
 __all__ = [
+    "Cookie",
+    "InvalidCookie",
     "PropertyLine",
     "decode_java_long",
     "format_date",

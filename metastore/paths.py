@@ -58,6 +58,16 @@ def bookie_readonly(bookie_id: str) -> str:
     return join(BOOKIES_READONLY, bookie_id)
 
 
+# A bookie's cookie (`javaformats.cookie`), kept while the bookie is down: BookKeeper's
+# registration manager writes it at `{ledgersRoot}/cookies/{bookieId}`, and its registration
+# client's `getAllBookies` (BookieShell `listbookies -a`) lists these keys.
+BOOKIE_COOKIES = "/ledgers/cookies"
+
+
+def bookie_cookie(bookie_id: str) -> str:
+    return join(BOOKIE_COOKIES, bookie_id)
+
+
 # Namespace bundle ownership (Pulsar's OwnershipCache): `/namespace/{tenant}/{ns}/{range}`.
 NAMESPACE_OWNERSHIP = "/namespace"
 

@@ -18,10 +18,13 @@ import signal
 import sys
 from pathlib import Path
 
+from javaformats import InvalidCookie
 from metastore.store_url import parse_metadata_service_uri, parse_store_url
 from storage.bookie.bookie import BookieSettings
 from storage.bookie.service import ServiceSettings, apply_overrides, run
 from storage.runtime import GC_DEFAULT, GC_MODES, set_gc
+
+SERVER_EXCEPTION = 2  # org.apache.bookkeeper.bookie.ExitCode
 
 
 def parse(argv: list[str]) -> ServiceSettings:
@@ -97,9 +100,15 @@ def main(argv: list[str] | None = None) -> None:
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-        asyncio.run(start())
+        runner = asyncio.run
     else:
-        uvloop.run(start())
+        runner = uvloop.run
+    try:
+        runner(start())
+    except InvalidCookie as exc:  # as BookKeeper's Main: logged, exit code SERVER_EXCEPTION
+        logging.getLogger("storage.bookie").error(
+            "Failed to build bookie server: BookieException$InvalidCookieException: %s", exc)
+        sys.exit(SERVER_EXCEPTION)
 
 
 if __name__ == "__main__":

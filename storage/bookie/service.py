@@ -35,6 +35,7 @@ from metastore.underreplication_marks import encode_lock_data
 from metastore.versioned_keys import VersionedKeys
 from storage.bookie.bookie import Bookie, BookieSettings
 from storage.bookie.connections import ConnectionLimits
+from storage.bookie.cookie import check_cookies
 from storage.bookie.gc import (
     GarbageCollector,
     GcSettings,
@@ -202,6 +203,16 @@ def serve_metrics(settings: ServiceSettings, bookie: Bookie,
 
 
 async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
+    # on ZooKeeper the registration's session times out as its etcd lease would
+    store = open_metadata_store(settings.metadata_store_url, session_timeout=settings.lease_ttl)
+    keys = VersionedKeys.of(store)
+    try:
+        await check_cookies(keys, settings.bookie_id, [settings.storage.journal_dir.parent],
+                            [settings.storage.ledger_dir.parent])
+    except BaseException:
+        await keys.close()
+        await store.close()
+        raise
     bookie = Bookie(settings.storage)
     await bookie.open()
     log.info("journal replayed: %d entries", bookie.replayed)
@@ -211,8 +222,6 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
     server = await serve(bookie, settings.host, settings.port, metrics,
                          max_frame=settings.server.nettyMaxFrameSizeBytes,
                          limits=settings.server.limits)
-    # on ZooKeeper the registration's session times out as its etcd lease would
-    store = open_metadata_store(settings.metadata_store_url, session_timeout=settings.lease_ttl)
     registration = Registration(store, settings.bookie_id, settings.lease_ttl)
     data_dir = settings.storage.data_dir
     bookie.readonly = next_readonly(
@@ -226,7 +235,6 @@ async def run(settings: ServiceSettings, stop: asyncio.Event) -> None:
         bookie.readonly = readonly
         await registration.set_readonly(readonly)
 
-    keys = VersionedKeys.of(store)
     collector = GarbageCollector(
         bookie, settings.gc, MetadataLedgers(LedgerMetadataStore(keys), settings.bookie_id),
         settings.disk, data_dir, settings.bookie_id,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from metastore.paths import bookie_cookie
 from storage.ledger import LedgerSpec
 from tests.interop.upstream import UpstreamJvm
 from tests.storage.testbed import Cluster, ledger_client, start_cluster, stop_cluster
@@ -117,6 +118,14 @@ def test_bookie_shell_reads_our_cluster(upstream_bookkeeper: UpstreamJvm, bk_clu
     assert listed[0] == "ReadWrite Bookies :"
     assert sorted(line.split(",")[0] for line in listed[1:]) == sorted(
         f"BookieID:{bookie}" for bookie in bk_cluster.ids)
+    every = shell("listbookies", "-a").splitlines()  # the cookies under /ledgers/cookies
+    assert every[0] == "All Bookies :", every
+    assert sorted(line.split(",")[0] for line in every[1:]) == sorted(
+        f"BookieID:{bookie}" for bookie in bk_cluster.ids)
+    for bookie in bk_cluster.ids:  # upstream's Cookie parses ours and prints it back
+        printed = shell("cookie_get", bookie)
+        stored = bk_cluster.raw.get(bookie_cookie(bookie))
+        assert stored is not None and stored.decode() in printed, (printed, stored)
     assert f"ledgerID: {ledger}" in shell("listledgers").splitlines()
     metadata = shell("ledgermetadata", "-l", ledger)
     assert ("ensembleSize=3, writeQuorumSize=2, ackQuorumSize=2, state=CLOSED, length=21, "

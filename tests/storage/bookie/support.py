@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from metastore.embedded import free_port
-from metastore.paths import bookie_available, bookie_readonly
+from metastore.paths import bookie_available, bookie_cookie, bookie_readonly
 from storage.bookie.format import package_entry
 from tests.support import REPO, RawEtcd, wait_until
 
@@ -62,6 +62,13 @@ class BookieProcess:
         ]  # fmt: skip
 
     def start(self, *, readonly: bool = False) -> BookieProcess:
+        if not self.data_dir.exists():
+            # A new bookie: a cookie left at its id by an earlier bookie on the same port (one
+            # store serves many tests) would make it refuse to start, as upstream's does until
+            # `bookieformat -deleteCookie`.
+            cookie = bookie_cookie(self.bookie_id)
+            if self.etcd.get(cookie) is not None:
+                self.etcd.delete(cookie)
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.process = subprocess.Popen(
             self.command(), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
