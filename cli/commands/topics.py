@@ -17,6 +17,7 @@ from cli.context import admin
 from cli.errors import AdminError, ParameterError
 from cli.framework import Output, command, new_group, positional
 from cli.output import JsonResult, LinesResult, TextResult
+from javaformats import hash_set_order
 
 app = new_group("topics", "Operations about topics")
 
@@ -109,7 +110,12 @@ def list_topics(
     parts = namespace.split("/")
     if len(parts) != 2 or not all(parts):
         raise ParameterError(f"Invalid namespace name: {namespace}")
-    return LinesResult(admin(ctx).get_json(f"{V2}/persistent" + path(*parts)) or [])
+    # as 4.0's TopicsImpl.getListAsync without a domain: both domains' lists merged through a
+    # HashSet, printed in its order
+    client = admin(ctx)
+    topics = {*(client.get_json(f"{V2}/persistent" + path(*parts)) or []),
+              *(client.get_json(f"{V2}/non-persistent" + path(*parts)) or [])}
+    return LinesResult(hash_set_order(topics))
 
 
 @command(app, "stats-internal")

@@ -25,7 +25,9 @@ GROUP, OTHER = "iso", "other"
 NAMESPACE = "public/default"
 
 
-@pytest.fixture(scope="session")
+# Package scope: Playwright's sync API keeps its event loop set as the thread's running loop
+# while it is open, which would refuse asyncio.run() to every test after the console's.
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     assert Path(CHROMIUM).exists(), "Debian's chromium is not installed (make system-deps)"
     with playwright_api.sync_playwright() as driver:

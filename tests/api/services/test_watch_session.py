@@ -21,7 +21,7 @@ KEYS = {
     "/admin/clusters/c1/namespaceIsolationPolicies": "policies",
     "/admin/clusters/c1": "clusters",
     "/admin/clusters/c1/failureDomain/d1": "clusters",
-    "/ledgers/00/0000/L0001": None,
+    "/ledgers/00/0000/L0001": "ledgers",
     "/ledgers/underreplication/ledgers/0000/0000/0000/urL0000000001": None,
     "/ledgers/LAYOUT": None,
     "/bookiesX": None,
