@@ -3,8 +3,6 @@ and for the test fixtures. Ports are picked free on 127.0.0.1; data lives in `da
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -12,9 +10,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 from metastore.store import Endpoint
@@ -28,14 +28,36 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-_PR_SET_PDEATHSIG = 1
+# Run by `dying_with_parent` in a fresh interpreter, between `subprocess`'s fork and the
+# command's exec: argv is (parent pid, signal number, command...). The death signal is set
+# before the parent is checked, so a parent that dies in between is seen either way; it is
+# kept across execve (not for set-user-id programs). Without prctl (not Linux) it only execs.
+_LAUNCHER = """\
+import os, sys
+parent, sig, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
+except (ImportError, OSError, AttributeError):
+    pass
+if os.getppid() != parent:
+    os.kill(os.getpid(), sig)
+    os._exit(128 + sig)
+os.execvp(argv[0], argv)
+"""
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM if the process that started us dies, even by SIGKILL
-    (Linux only; elsewhere a crashed parent may leave etcd running)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+def dying_with_parent(argv: Sequence[str], sig: int = signal.SIGTERM) -> list[str]:
+    """`argv` wrapped so that the process it runs gets `sig` when the thread that started it
+    exits (its whole process dying too, even by SIGKILL; Linux's PR_SET_PDEATHSIG), and never
+    runs at all if that process is already gone. Pass the result to `subprocess.Popen`
+    instead of a `preexec_fn`: the death signal is set by a short launcher in a new
+    interpreter (`python -I -S`), which then execs `argv` under the same pid, so no Python
+    code runs in the forked child of a parent that has threads."""
+    if not argv:
+        raise ValueError("an empty command")
+    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), str(int(sig)),
+            *argv]  # fmt: skip
 
 
 class EmbeddedEtcd:
@@ -100,11 +122,10 @@ class EmbeddedEtcd:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log_file = open(self.data_dir / "etcd.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
-            self.command(),
+            dying_with_parent(self.command()),
             stdout=log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
         )
         log_file.close()
         self._wait_ready(timeout)

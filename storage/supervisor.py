@@ -22,8 +22,6 @@ sets `prometheusStatsHttpPort` itself (0 turns the servers off).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import logging
 import signal
 import socket
@@ -36,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metastore import paths
+from metastore.embedded import dying_with_parent
 from metastore.errors import MetastoreError
 from metastore.store import MetadataStore
 from storage.bookie.registration import FORCE_READONLY_FILE
@@ -44,7 +43,6 @@ log = logging.getLogger(__name__)
 
 FIRST_PORT = 3181
 METRICS_PORT_KEY = "prometheusStatsHttpPort"
-_PR_SET_PDEATHSIG = 1
 
 
 async def wait_registered(
@@ -115,12 +113,6 @@ def ports_for(data_dir: Path, count: int) -> list[int]:
             log.warning("bookie data %s/bookie-%d not used: its port is taken", data_dir, port)
     fresh = [port for port in free_ports(count) if port not in kept]
     return kept + fresh[: count - len(kept)]
-
-
-def _die_with_parent() -> None:
-    """In the child: be killed if the supervising process dies, even by SIGKILL (Linux)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
@@ -198,8 +190,7 @@ class LocalBookies:
         log_path = bookie.data_dir.parent / f"bookie-{bookie.port}.log"
         with open(log_path, "ab") as out:
             bookie.process = subprocess.Popen(
-                self.command(bookie), stdout=out, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                dying_with_parent(self.command(bookie)), stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
         bookie.started_at = time.monotonic()
         log.info("started bookie %s (pid %d)", bookie.bookie_id, bookie.process.pid)

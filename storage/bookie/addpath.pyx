@@ -81,15 +81,23 @@ cdef inline uint32_t _shift_for(uint64_t n) noexcept:
     return _shift
 
 
+cdef const unsigned char[::1] _view(object data):
+    """A contiguous byte view of `data`; None is refused (a typed view would take it as
+    empty)."""
+    if data is None:
+        raise TypeError("a bytes-like object is required, not 'NoneType'")
+    return data
+
+
 def crc32c(data, uint32_t value=0):
     """CRC32C of `data` (bytes-like) continuing `value`, as the `crc32c` wheel computes it."""
-    cdef const unsigned char[::1] view = data
+    cdef const unsigned char[::1] view = _view(data)
     return addpath_crc(value, &view[0] if view.shape[0] else NULL, view.shape[0])
 
 
 def entry_digest(packaged):
     """The CRC32C digest of a packaged entry: over its first 32 bytes, then its payload."""
-    cdef const unsigned char[::1] view = packaged
+    cdef const unsigned char[::1] view = _view(packaged)
     cdef Py_ssize_t n = view.shape[0]
     if n < ENTRY_OVERHEAD:
         raise CorruptEntry(f"entry of {n} bytes is shorter than its header")
@@ -99,7 +107,7 @@ def entry_digest(packaged):
 
 def record_header(body):
     """The record header of `body`: length and CRC32C, big-endian u32 each."""
-    cdef const unsigned char[::1] view = body
+    cdef const unsigned char[::1] view = _view(body)
     cdef Py_ssize_t n = view.shape[0]
     cdef bytes header = PyBytes_FromStringAndSize(NULL, RECORD_HEADER_LEN)
     cdef unsigned char *out = <unsigned char *>PyBytes_AS_STRING(header)
@@ -111,9 +119,15 @@ def record_header(body):
 cpdef tuple frames_end(bytes buf, Py_ssize_t pos, Py_ssize_t max_frame):
     """(end of the last whole frame from `pos`, bytes the frame after it needs in all, or 0);
     MalformedFrame on a length below 4 or above `max_frame`."""
+    if buf is None:
+        raise TypeError("a bytes buffer is required, not None")
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(buf)
     cdef Py_ssize_t total = PyBytes_GET_SIZE(buf)
     cdef uint32_t size
+    if pos < 0 or pos > total:
+        raise ValueError(f"position {pos} outside a buffer of {total} bytes")
+    if max_frame < 4:
+        raise ValueError(f"maximum frame length {max_frame} below 4")
     while total - pos >= 4:
         size = addpath_be32(p + pos)
         if size < 4 or size > <uint64_t>max_frame:
@@ -126,18 +140,26 @@ cpdef tuple frames_end(bytes buf, Py_ssize_t pos, Py_ssize_t max_frame):
 
 cpdef list frame_spans(bytes buf, Py_ssize_t pos, Py_ssize_t end):
     """The (start, end) of each frame body between `pos` and `end` (whole frames, as
-    `frames_end` found them)."""
+    `frames_end` found them; ValueError if they are not)."""
+    if buf is None:
+        raise TypeError("a bytes buffer is required, not None")
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(buf)
     cdef list spans = []
     cdef Py_ssize_t size
+    if pos < 0 or end > PyBytes_GET_SIZE(buf) or pos > end:
+        raise ValueError(f"span {pos}:{end} outside a buffer of {PyBytes_GET_SIZE(buf)} bytes")
     while pos < end:
+        if end - pos < 4:
+            raise ValueError(f"a frame length cut at {end}")
         size = addpath_be32(p + pos)
+        if size > end - pos - 4:
+            raise ValueError(f"a frame of {size} bytes at {pos} runs past {end}")
         spans.append((pos + 4, pos + 4 + size))
         pos += 4 + size
     return spans
 
 
-def with_result(bytes responses, int code):
+def with_result(bytes responses not None, int code):
     """A run of add responses (`take_adds`) with every result replaced by `code`."""
     cdef bytes out = PyBytes_FromStringAndSize(PyBytes_AS_STRING(responses),
                                                PyBytes_GET_SIZE(responses))
@@ -170,8 +192,8 @@ cdef class WriteCache:
         cdef PyObject *old = PyDict_GetItem(self.entries, key)
         cdef Py_ssize_t old_size = 0
         cdef PyObject *found
-        if old is not NULL:
-            old_size = PyBytes_GET_SIZE(<bytes>old)
+        if old is not NULL:  # (`entries` is public: what it holds is checked, not assumed)
+            old_size = len(<object>old)
         self.entries[key] = entry
         if old is NULL:
             found = PyDict_GetItem(self.ids, ledger_id)
@@ -184,7 +206,7 @@ cdef class WriteCache:
         if found is NULL or entry_c > <int64_t>(<object>found):
             self.last[ledger_id] = entry_id
 
-    def put(self, ledger_id: int, entry_id: int, bytes entry) -> None:
+    def put(self, ledger_id: int, entry_id: int, bytes entry not None) -> None:
         self._put(ledger_id, entry_id, entry_id, entry)
 
     def drop(self, ledger_ids: set) -> None:
@@ -220,8 +242,8 @@ cdef class WriteCache:
         return ordered
 
 
-def take_adds(bytes buf, Py_ssize_t pos, Py_ssize_t end, dict writable, WriteCache cache,
-              Py_ssize_t wait_at):
+def take_adds(bytes buf not None, Py_ssize_t pos, Py_ssize_t end, dict writable not None,
+              WriteCache cache not None, Py_ssize_t wait_at):
     """Take the admissible plain adds of the whole frames in buf[pos:end] (see the module's
     docstring), stopping at the first other frame or when the cache reaches `wait_at` bytes.
 
@@ -307,18 +329,19 @@ cdef inline void _put_be64(unsigned char *p, uint64_t v) noexcept:
     addpath_put_be32(p + 4, <uint32_t>v)
 
 
-def pack_keys(dict entries, ledger_id, list ids, Py_ssize_t first, Py_ssize_t stop,
-              list bodies, list keys):
+def pack_keys(dict entries not None, ledger_id, list ids not None, Py_ssize_t first,
+              Py_ssize_t stop, list bodies not None, list keys not None):
     """The checkpoint's packing of one ledger's entries ids[first:stop] (ascending): each entry
     (`entries[ledger_id, entry_id]`) appended to `bodies` and its index key (ledger and entry
-    id, big-endian u64 each: `Index.key`) to `keys`."""
-    cdef Py_ssize_t i
+    id, big-endian u64 each: `Index.key`) to `keys`. The ids are taken as a copy first: the
+    loop allocates, so other threads may run and change `ids` meanwhile."""
     cdef bytes key
     cdef uint64_t ledger_c = <uint64_t>(<int64_t>ledger_id)
     cdef unsigned char *out
-    stop = min(stop, len(ids))
-    for i in range(first, stop):
-        entry_id = ids[i]
+    if first < 0:
+        raise ValueError(f"first index {first} below 0")
+    cdef list chosen = ids[first:stop]
+    for entry_id in chosen:
         bodies.append(entries[ledger_id, entry_id])
         key = PyBytes_FromStringAndSize(NULL, 16)
         out = <unsigned char *>PyBytes_AS_STRING(key)
@@ -327,7 +350,7 @@ def pack_keys(dict entries, ledger_id, list ids, Py_ssize_t first, Py_ssize_t st
         keys.append(key)
 
 
-def frame_records(list bodies, Py_ssize_t first, Py_ssize_t stop, uint32_t log_id,
+def frame_records(list bodies not None, Py_ssize_t first, Py_ssize_t stop, uint32_t log_id,
                   Py_ssize_t offset, Py_ssize_t limit, Py_ssize_t chunk_end):
     """Entry-log records (`record_header` + body) of bodies[first:stop] from `offset` of log
     `log_id`, joined into one buffer; stops before a record when `offset` has reached `limit`
@@ -335,9 +358,17 @@ def frame_records(list bodies, Py_ssize_t first, Py_ssize_t stop, uint32_t log_i
     next body, offset after the run, the run, the records' locations as `Location.encode`
     packs them: log id u32, body offset u64, body size u32, big-endian)."""
     cdef Py_ssize_t i, total = 0, size
-    stop = min(stop, len(bodies))
-    for i in range(first, stop):
-        total += RECORD_HEADER_LEN + len(<bytes>bodies[i])
+    if first < 0:
+        raise ValueError(f"first index {first} below 0")
+    # A copy of the bodies, each checked to be bytes, sized here and framed below: the loop
+    # allocates, so other threads may run and change `bodies` meanwhile.
+    cdef tuple chosen = tuple(bodies[first:stop])
+    cdef object item
+    for item in chosen:
+        if type(item) is not bytes:
+            raise TypeError(f"an entry-log record body must be bytes, not {type(item).__name__}")
+        total += RECORD_HEADER_LEN + PyBytes_GET_SIZE(item)
+    stop = first + len(chosen)
     cdef bytes run = PyBytes_FromStringAndSize(NULL, total)
     cdef unsigned char *out = <unsigned char *>PyBytes_AS_STRING(run)
     cdef Py_ssize_t used = 0
@@ -346,7 +377,7 @@ def frame_records(list bodies, Py_ssize_t first, Py_ssize_t stop, uint32_t log_i
     cdef unsigned char *loc
     i = first
     while i < stop and offset < limit:
-        body = <bytes>bodies[i]
+        body = <bytes>chosen[i - first]
         size = PyBytes_GET_SIZE(body)
         addpath_put_be32(out + used, <uint32_t>size)
         addpath_put_be32(out + used + 4, addpath_crc(

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from metastore.embedded import free_port
+from metastore.embedded import dying_with_parent, free_port
 from metastore.paths import bookie_available, bookie_cookie, bookie_readonly
 from storage.bookie.format import package_entry
 from tests.support import REPO, RawEtcd, wait_until
 
 MASTER_KEY = bytes(range(20))
-
-
-def _die_with_parent() -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class BookieProcess:
@@ -71,8 +64,8 @@ class BookieProcess:
                 self.etcd.delete(cookie)
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.process = subprocess.Popen(
-            self.command(), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
+            dying_with_parent(self.command(), signal.SIGKILL), cwd=REPO, stdout=log,
+            stderr=subprocess.STDOUT,
         )  # fmt: skip
         log.close()
         path = bookie_readonly(self.bookie_id) if readonly else bookie_available(self.bookie_id)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import subprocess
+import sys
 from dataclasses import dataclass
 
 import crc32c as wheel
@@ -44,6 +46,7 @@ from storage.bookie.protocol import (
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, entry
 from tests.storage.bookie.test_batch_path import receive
+from tests.support import REPO
 
 OTHER_KEY = b"\xee" * 20
 NO_WAIT = 1 << 62
@@ -324,3 +327,55 @@ def test_pack_keys_agrees_with_the_index_key(ledger_id: int, ids: list[int], fir
     piece = ids[first : first + 7]
     assert bodies == [b"before"] + [entries[ledger_id, entry_id] for entry_id in piece]
     assert keys == [Index.key(ledger_id, entry_id) for entry_id in piece]
+
+
+def test_frame_records_from_a_later_body() -> None:
+    bodies = [b"a", b"bb", b"ccc", b"dddd"]
+    index, end, run, placed = frame_records(bodies, 1, 3, 7, 100, 1 << 30, 1 << 30)
+    assert (index, end) == (3, 100 + 2 * 8 + 5)
+    assert run == encode_record(b"bb") + encode_record(b"ccc")
+    assert placed == [Location(7, 108, 2).encode(), Location(7, 118, 3).encode()]
+
+
+# Each call in a child interpreter: a read or write out of bounds shows as its crash (or
+# a wrong answer) there, not as this test run's.
+MISUSES = {
+    "frames_end(None, 0, 100)": "TypeError",
+    "frames_end(b'\\x00\\x00\\x00\\x08abcdefgh', -1000000, 100)": "ValueError",
+    "frames_end(b'\\x00\\x00\\x00\\x08abcdefgh', 0, -1)": "ValueError",
+    "frame_spans(None, 0, 0)": "TypeError",
+    "frame_spans(b'', 0, 1 << 20)": "ValueError",
+    "frame_spans(b'\\x00\\x00', 0, 2)": "ValueError",
+    "frame_spans(b'\\x00\\xff\\xff\\xffab', 0, 6)": "ValueError",
+    "with_result(None, 1)": "TypeError",
+    "take_adds(None, 0, 0, {}, WriteCache(), 1)": "TypeError",
+    "take_adds(b'', 0, 0, None, WriteCache(), 1)": "TypeError",
+    "take_adds(b'', 0, 0, {}, None, 1)": "TypeError",
+    "WriteCache().put(1, 1, None)": "TypeError",
+    "pack_keys({(1, 1): b'x'}, 1, [1, 2], -100000, 2, [], [])": "ValueError",
+    "pack_keys(None, 1, [1], 0, 1, [], [])": "TypeError",
+    "frame_records([b'a'], -100000, 1, 0, 0, 1 << 30, 1 << 30)": "ValueError",
+    "frame_records([bytearray(100)], 0, 1, 0, 0, 1 << 30, 1 << 30)": "TypeError",
+    "frame_records([b'a', memoryview(b'b')], 0, 2, 0, 0, 1 << 30, 1 << 30)": "TypeError",
+    "frame_records(None, 0, 1, 0, 0, 1, 1)": "TypeError",
+    "crc32c(None)": "TypeError",
+    "record_header(None)": "TypeError",
+    "entry_digest(None)": "TypeError",
+}
+
+
+def _run_child(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("call", list(MISUSES))
+def test_misuse_is_refused_without_touching_memory(call: str) -> None:
+    """None for a typed argument, positions outside the buffer, spans that are not whole
+    frames, negative first indexes and bodies that are not bytes: each a clear error."""
+    done = _run_child(f"from storage.bookie.addpath import *\ntry:\n    {call}\n"
+                      f"except {MISUSES[call]} as exc:\n    print('refused', exc)\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused"), done.stdout
+
