@@ -30,6 +30,7 @@ EXAMPLE_OVERVIEW: dict[str, Any] = {
     "revision": 42,
     "superUser": True,
     "tenants": None,
+    "ledgerStatus": {"state": "ready", "read": 3, "total": 3},
     "bookies": [{
         "id": "10.0.0.7:3181", "hostname": "bk7", "group": "ssd", "rack": "/rack1",
         "region": None, "state": "writable", "diskUsed": 4259840,
@@ -55,6 +56,7 @@ EXAMPLE_PREVIEW: dict[str, Any] = {
 }
 EXAMPLE_LEDGERS: dict[str, Any] = {
     "namespace": "public/iso",
+    "ledgerStatus": {"state": "ready", "read": 3, "total": 3},
     "topics": [{"name": "public/iso/persistent/orders", "ledgers": [{
         "ledgerId": 7, "state": "CLOSED", "ensembleSize": 2, "writeQuorum": 2, "ackQuorum": 2,
         "ensembles": [{"firstEntry": 0, "bookies": ["10.0.0.7:3181", "10.0.0.8:3181"]}],
@@ -98,8 +100,11 @@ def role_of(request: Request) -> str | None:
         "ledger of it may use), every ledger whose ensemble breaks its namespace's current "
         "policy with the placement engine's reasons, the namespaces with fewer usable "
         "bookies than their ensemble size, and the newest Spark audit report. `revision`: "
-        "the etcd revision read (watch from `revision + 1`). Any authenticated role; a "
-        "tenant admin gets its tenants' namespaces and no bookies (`bookies`: null)."
+        "the etcd revision read (watch from `revision + 1`). `ledgerStatus`: whether every "
+        "ledger has been read (`ready`) or is being read (`reading`, `read` of `total`); "
+        "while reading, `violations` and the ledger and topic counts are null. Any "
+        "authenticated role; a tenant admin gets its tenants' namespaces and no bookies "
+        "(`bookies`: null)."
     ),
     responses={200: {"content": {"application/json": {"example": EXAMPLE_OVERVIEW}}}},
 )
@@ -114,7 +119,8 @@ async def get_console_overview(request: Request, console: ConsoleDep) -> Respons
     description=(
         "Every topic of the namespace that has ledgers (a ledger belongs to the managed ledger "
         "named in its `pulsar/managed-ledger` custom metadata), each ledger with its state, "
-        "E/Qw/Qa and every ensemble from its first entry, bookie by bookie."
+        "E/Qw/Qa and every ensemble from its first entry, bookie by bookie; no topics while "
+        "the ledgers are being read (`ledgerStatus.state` `reading`, `read` of `total`)."
     ),
     responses={
         200: {"content": {"application/json": {"example": EXAMPLE_LEDGERS}}},
@@ -145,6 +151,7 @@ async def get_console_namespace_ledgers(
         200: {"content": {"application/json": {"example": EXAMPLE_PREVIEW}}},
         400: {"description": "Neither a bookie nor a namespace change, or malformed"},
         404: {"description": "Namespace does not exist"},
+        503: {"description": "The ledgers are still being read"},
     },
 )
 async def preview_console_change(
