@@ -101,8 +101,9 @@ def role_of(request: Request) -> str | None:
         "policy with the placement engine's reasons, the namespaces with fewer usable "
         "bookies than their ensemble size, and the newest Spark audit report. `revision`: "
         "the etcd revision read (watch from `revision + 1`). `ledgerStatus`: whether every "
-        "ledger has been read (`ready`) or is being read (`reading`, `read` of `total`); "
-        "while reading, `violations` and the ledger and topic counts are null. Any "
+        "ledger has been read and judged (`ready`), is being read (`reading`, `read` of "
+        "`total`; `violations` and the ledger and topic counts null) or, read, is being "
+        "judged for the first time (`judging`; `violations` null). Any "
         "authenticated role; a tenant admin gets its tenants' namespaces and no bookies "
         "(`bookies`: null)."
     ),

@@ -26,7 +26,9 @@ The ledgers are read in the background from the service's start. Until that read
 overview answers at once with everything that needs no ledgers (bookies, namespaces, their
 usable bookies) and `ledgerStatus` `{"state": "reading", "read": n, "total": N}`, with
 `violations` and every ledger and topic count null; `namespace_ledgers` answers the same status
-and no topics. Either fills in once the read is done (`ledgerStatus.state` `ready`).
+and no topics. Either fills in once the read is done; then, while the first judgement of every
+ledger lasts, `ledgerStatus.state` is `judging` (counts given, `violations` null), and `ready`
+after it.
 
 A caller who is not a super-user (authorization on) sees only the namespaces of the tenants it
 administers, their ledgers and violations, and no bookies.
@@ -104,6 +106,8 @@ class NamespaceChange:
 
 # how long a request waits for a read of the ledgers under way before answering without them
 LEDGER_WAIT = 0.5
+# and for the first judgement of every ledger before answering without the violations
+JUDGEMENT_WAIT = 2.0
 
 
 @dataclass
@@ -248,9 +252,15 @@ class ConsoleService:
         counts: Mapping[str, int] | None = None
         topics: Mapping[str, int] | None = None
         ledger_counts: Mapping[str, int] | None = None
+        status = self.ledgers.progress()
         if ready:
-            verdicts = await self.ledgers.verdicts(topology, inputs.namespaces, self.config)
-            violations = visible(verdicts, scope)
+            status = {"state": "ready", "read": len(inputs.ledgers), "total": len(inputs.ledgers)}
+            verdicts = await self.ledgers.verdicts(topology, inputs.namespaces, self.config,
+                                                   wait=JUDGEMENT_WAIT)
+            if verdicts is None:
+                status["state"] = "judging"
+            else:
+                violations = visible(verdicts, scope)
             counts, topics, ledger_counts = self.ledgers.counts()
         return {
             "cluster": self.cluster,
@@ -258,8 +268,7 @@ class ConsoleService:
             "revision": inputs.revision,
             "superUser": scope.sees_bookies,
             "tenants": None if scope.tenants is None else sorted(scope.tenants),
-            "ledgerStatus": self.ledgers.progress() if not ready else {
-                "state": "ready", "read": len(inputs.ledgers), "total": len(inputs.ledgers)},
+            "ledgerStatus": status,
             "bookies": await self._bookies(inputs, counts) if scope.sees_bookies else None,
             "namespaces": [
                 self._namespace(policy, topology,
@@ -390,7 +399,9 @@ class ConsoleService:
                 raise NotFound("Namespace does not exist")
             namespaces[change.namespace] = NamespacePolicy(
                 policy.name, policy.request, change.affinity, policy.anti_affinity_group)
-        was = visible(await self.ledgers.verdicts(before, inputs.namespaces, self.config), scope)
+        kept = await self.ledgers.verdicts(before, inputs.namespaces, self.config)
+        assert kept is not None  # no `wait`: judged to the end
+        was = visible(kept, scope)
         will = visible(await self.ledgers.what_if(after, namespaces, self.config), scope)
         was_ids = {v["ledgerId"] for v in was}
         will_ids = {v["ledgerId"] for v in will}

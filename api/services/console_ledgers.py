@@ -62,7 +62,7 @@ Verdict = dict[str, Any]
 INLINE_JUDGEMENTS = 2000
 # from this many ledgers, the batch check finds the violating ones first
 BATCH_JUDGEMENTS = 200
-READ_PAGE = 1000
+READ_PAGE = 250  # ledgers decoded between two turns of the event loop
 
 
 @dataclass(frozen=True)
@@ -393,9 +393,12 @@ class ConsoleLedgers:
 
     async def verdicts(
         self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
-        config: PlacementConfig,
-    ) -> dict[int, Verdict]:
-        """Every violating ledger's verdict under this topology and these policies (kept)."""
+        config: PlacementConfig, wait: float | None = None,
+    ) -> dict[int, Verdict] | None:
+        """Every violating ledger's verdict under this topology and these policies (kept);
+        None when judging them takes longer than `wait` seconds (it goes on: a later call
+        finds it done)."""
+        deadline = None if wait is None else asyncio.get_running_loop().time() + wait
         while True:
             places = {b: place_of(topology, b) for b in self._by_bookie}
             todo = self._affected(places, namespaces)
@@ -406,7 +409,14 @@ class ConsoleLedgers:
                 self._judging = asyncio.create_task(
                     self._keep(topology, namespaces, config, places, todo),
                     name="console judgement")
-            await asyncio.shield(self._judging)
+            if deadline is None:
+                await asyncio.shield(self._judging)
+                continue
+            left = deadline - asyncio.get_running_loop().time()
+            done, _ = await asyncio.wait({self._judging}, timeout=max(left, 0))
+            if not done:
+                return None
+            self._judging.result()  # a failed judgement raises here
 
     async def what_if(
         self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],

@@ -450,8 +450,11 @@ function renderViolations() {
   summary.classList.toggle("reading", o.violations === null);
   if (o.violations === null) {
     violationList.set([]);
-    summary.textContent = `The ledgers are still being read (${readProgress(o.ledgerStatus)}); ` +
-      "the violations are listed when the read is done." + (short.length ? ` ${short.join("; ")}.` : "");
+    summary.textContent = (o.ledgerStatus.state === "judging"
+      ? `Every ledger is read (${readProgress(o.ledgerStatus)}) and being judged against its ` +
+        "namespace's current policy; the violations are listed when that is done."
+      : `The ledgers are still being read (${readProgress(o.ledgerStatus)}); ` +
+        "the violations are listed when the read is done.") + (short.length ? ` ${short.join("; ")}.` : "");
   } else {
     violationList.set(o.violations);
     summary.textContent = (o.violations.length

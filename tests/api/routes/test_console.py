@@ -5,7 +5,6 @@ its errors in Pulsar's shape; and the console's static assets."""
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from metastore import paths
 from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import LedgerMetadata, LedgerState, encode_ledger_metadata
 from storage.ledger.metadata import managed_ledger_custom_metadata
-from tests.factories import assert_reason, make_namespace, register, set_rack
+from tests.factories import assert_reason, make_namespace, put_ledgers, register, set_rack
 from tests.support import RawEtcd, ServerProcess, wait_until
 
 NS = "acme/ns1"
@@ -164,22 +163,6 @@ def test_region_aware_bookies_carry_their_region(
                 A: ("eu", "/eu/r1"), B: ("us", "/us/r2")}
     finally:
         server.stop()
-
-
-def put_ledgers(raw: RawEtcd, count: int, topic: str, ensemble: list[str]) -> None:
-    """`count` ledgers (ids 1..count) on `ensemble`, 100 puts per etcd transaction."""
-    for start in range(1, count + 1, 100):
-        ops = []
-        for ledger_id in range(start, min(start + 100, count + 1)):
-            metadata = LedgerMetadata(
-                ledger_id=ledger_id, ensemble_size=len(ensemble),
-                write_quorum_size=len(ensemble), ack_quorum_size=len(ensemble),
-                ensembles={0: tuple(ensemble)}, state=LedgerState.CLOSED,
-                custom_metadata=managed_ledger_custom_metadata(topic, None))
-            ops.append({"requestPut": {
-                "key": base64.b64encode(paths.ledger(ledger_id).encode()).decode(),
-                "value": base64.b64encode(encode_ledger_metadata(metadata)).decode()}})
-        httpx.post(f"{raw.base}/kv/txn", json={"success": ops}, timeout=30).raise_for_status()
 
 
 def test_the_console_answers_while_the_ledgers_are_read_and_fills_in_after(
