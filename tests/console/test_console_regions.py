@@ -30,7 +30,8 @@ SEGMENTS = 40  # ensembles per ledger: a read that lasts long enough to be seen
 def seed(raw: RawEtcd, racks: dict[str, tuple[str, str]], ledgers: int, segments: int
          ) -> None:
     """A, B and C registered, D only in the rack map; namespace NS with strict affinity to
-    `iso`, E=Qw=Qa=2; `ledgers` ledgers of `segments` ensembles on A and C (C is in `other`: each one a violation)."""
+    `iso`, E=Qw=Qa=2; `ledgers` ledgers of `segments` ensembles on A and C (C is in
+    `other`: each one a violation)."""
     register(raw, A, B, C)
     rack_map: dict[str, dict[str, Any]] = {}
     for bookie, (rack, group) in racks.items():
@@ -72,7 +73,8 @@ def test_regions_nest_racks_and_the_ledgers_fill_in_after_the_read(
     racks = {A: ("/eu/r1", "iso"), B: ("/us/r2", "iso"), C: ("/eu/r3", "other"),
              D: ("/us/r4", "iso")}
     conf = {"bookkeeperClientRegionawarePolicyEnabled": "true"}
-    with service(tmp_path, conf, racks, LEDGERS, SEGMENTS) as url, open_page(browser, url) as watched:
+    with service(tmp_path, conf, racks, LEDGERS, SEGMENTS) as url, \
+            open_page(browser, url) as watched:
         page = watched.open()
         # at once: the topology and the namespaces, and the read's progress in words
         summary = page.locator("#violation-summary")
