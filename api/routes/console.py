@@ -105,12 +105,24 @@ def role_of(request: Request) -> str | None:
         "`total`; `violations` and the ledger and topic counts null) or, read, is being "
         "judged for the first time (`judging`; `violations` null). Any "
         "authenticated role; a tenant admin gets its tenants' namespaces and no bookies "
-        "(`bookies`: null)."
+        "(`bookies`: null), with an `ETag`: sent back in `If-None-Match`, it answers 304 "
+        "when nothing the document is made of changed (the watch is for super-users only)."
     ),
-    responses={200: {"content": {"application/json": {"example": EXAMPLE_OVERVIEW}}}},
+    responses={
+        200: {"content": {"application/json": {"example": EXAMPLE_OVERVIEW}}},
+        304: {"description": "Not modified (a tenant admin's `If-None-Match` matched)"},
+    },
 )
 async def get_console_overview(request: Request, console: ConsoleDep) -> Response:
-    return json_response(await console.overview(role_of(request)))
+    role = role_of(request)
+    tag = await console.validator(role)
+    if tag is not None and tag in request.headers.get("if-none-match", "").split(", "):
+        return Response(status_code=304, headers={"ETag": tag, "Cache-Control": "no-cache"})
+    response = json_response(await console.overview(role))
+    if tag is not None:
+        response.headers["ETag"] = tag
+        response.headers["Cache-Control"] = "no-cache"
+    return response
 
 
 @router.get(
@@ -152,7 +164,8 @@ async def get_console_namespace_ledgers(
         200: {"content": {"application/json": {"example": EXAMPLE_PREVIEW}}},
         400: {"description": "Neither a bookie nor a namespace change, or malformed"},
         404: {"description": "Namespace does not exist"},
-        503: {"description": "The ledgers are still being read"},
+        503: {"description": "The ledgers are still being read, or the metadata store did "
+                            "not answer in time"},
     },
 )
 async def preview_console_change(

@@ -31,12 +31,15 @@ ledger lasts, `ledgerStatus.state` is `judging` (counts given, `violations` null
 after it.
 
 A caller who is not a super-user (authorization on) sees only the namespaces of the tenants it
-administers, their ledgers and violations, and no bookies.
+administers, their ledgers and violations, and no bookies. The watch being super-user only, such
+a caller follows the overview by conditional GET: `validator` is the document's entity tag,
+computed from one revision read, and an unchanged one answers 304 without building anything.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,6 +240,22 @@ class ConsoleService:
                     own.anti_affinity_group if own else None,
                 )
         return out
+
+    async def validator(self, role: str | None) -> str | None:
+        """The overview's entity tag for a caller who sees no bookies (a tenant admin): the
+        same tag, the same document, so its conditional GET answers 304 after one revision
+        read. It covers everything the document is made of: the role, the store's revision
+        (namespaces, tenants and their admins are read at it), the topology and ledgers its
+        watches delivered, and how far the ledgers are read and judged. None for a caller
+        who sees bookies (their disk use and the audit report change without a write)."""
+        guard = self.guard
+        if not guard.enabled or not guard.authorization_enabled or role in guard.super_users:
+            return None
+        progress = self.ledgers.progress()
+        token = (f"{role}\0{await self.store.revision()}\0{self.snapshot.generation}\0"
+                 f"{self.ledgers.generation}\0{self.ledgers.judgements}\0"
+                 f"{progress['state']}\0{progress['read']}")
+        return '"' + hashlib.sha256(token.encode()).hexdigest()[:32] + '"'
 
     async def overview(self, role: str | None) -> dict[str, Any]:
         scope = await self.scope(role)

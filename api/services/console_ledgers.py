@@ -220,6 +220,7 @@ class ConsoleLedgers:
         self.ledger_store = LedgerMetadataStore(keys)
         self.records: dict[int, LedgerRecord] = {}
         self.generation = 0  # counts changes of `records`
+        self.judgements = 0  # counts the judgements kept that judged a ledger
         self.read = 0  # ledgers read by the running read
         self.total: int | None = None  # ledgers to read, once counted
         self._loaded = False
@@ -390,6 +391,8 @@ class ConsoleLedgers:
                 self._violations[ledger_id] = verdict
         self._places = places
         self._policies = dict(namespaces)
+        if judged:
+            self.judgements += 1
 
     async def verdicts(
         self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
