@@ -223,6 +223,8 @@ TABLE: Final[Mapping[str, Rule]] = {
         "unloadNamespace", "validateNamespaceOperation(UNLOAD)")),
     "getList": Rule(NamespaceOperation("GET_TOPICS"), "PersistentTopics.getList: "
                     "validateNamespaceOperation(GET_TOPICS)"),
+    "getNonPersistentList": Rule(NamespaceOperation("GET_TOPICS"), "NonPersistentTopics.getList: "
+                                 "validateNamespaceOperation(GET_TOPICS)"),
     "getPlacementPreview": Rule(_read("ALL"), "ours (placement preview): as getPolicies, "
                                 "since it shows what the namespace's own policies decide"),
     # topics
