@@ -131,10 +131,12 @@ def judge(
 def judge_many(
     records: Mapping[int, LedgerRecord], topology: Topology,
     namespaces: Mapping[str, NamespacePolicy], config: PlacementConfig,
+    batch_from: int = BATCH_JUDGEMENTS,
 ) -> dict[int, Verdict | None]:
-    """`judge` of every record: the batch check over every segment, then `judge` again of the
-    ledgers with a segment it finds breaking the policy (for the reasons)."""
-    if len(records) < BATCH_JUDGEMENTS or config.mode is PlacementMode.ZONE:
+    """`judge` of every record: from `batch_from` records on, the batch check over every
+    segment, then `judge` again of the ledgers with a segment it finds breaking the policy
+    (for the reasons)."""
+    if len(records) < batch_from or config.mode is PlacementMode.ZONE:
         return {i: judge(r, topology, namespaces.get(r.namespace), config)
                 for i, r in records.items()}  # fmt: skip
     bookie_index: dict[str, int] = {}
