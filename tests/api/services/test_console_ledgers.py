@@ -28,7 +28,7 @@ affinities = st.one_of(st.none(), st.builds(AffinityGroups, group_lists, group_l
 def cases(draw: st.DrawFn) -> tuple[object, ...]:
     mode = draw(st.sampled_from((PlacementMode.RACK, PlacementMode.REGION)))
     known = [f"b{i}:3181" for i in range(draw(st.integers(1, 10)))]
-    pool = known + ["unknown-1:3181", "unknown-2:3181"]
+    pool = [*known, "unknown-1:3181", "unknown-2:3181"]
     rack_map: dict[str, dict[str, dict[str, str]]] = {}
     writable, read_only = [], []
     for b in known:
