@@ -184,6 +184,7 @@ class AppState:
         for watch in self.watches():
             await watch.start()
         self.history_pruner.start()
+        self.console_ledgers.start()
         if self.autorecovery is not None:
             self.autorecovery.start()
         await self.services.storage_bookies.resume_decommissions()

@@ -89,6 +89,11 @@ class TopologySnapshot:
     def _changed(self) -> None:
         self._generation += 1
 
+    @property
+    def generation(self) -> int:
+        """Counts the changes its watches delivered (equal: the same view)."""
+        return self._generation
+
     async def current(self) -> ClusterView:
         held = self._view
         live = self.racks.synced and self.bookies.synced

@@ -5,6 +5,7 @@ Test files import builders from here, never from each other.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 import random
@@ -20,6 +21,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from metastore import paths
+from metastore.ledger_metadata import LedgerMetadata, LedgerState, encode_ledger_metadata
 from metastore.store import MetadataStore, parse_metadata_store_url
 from metastore.topology import read_cluster_view
 from placement import AffinityGroups, PlacementConfig, PlacementMode, Topology
@@ -292,3 +295,25 @@ async def read_all(url: str, ledgers: dict[int, list[bytes]]) -> dict[int, list[
             reader = await client.open(ledger_id)
             out[ledger_id] = [(await reader.read(i)).payload for i in range(len(data))]
         return out
+
+
+def put_ledgers(raw: Any, count: int, topic: str, ensemble: list[str], segments: int = 1
+                ) -> None:
+    """`count` ledger metadata records (ids 1..count) of `topic`'s managed ledger, each with
+    `segments` ensembles (every 100 entries) all on `ensemble`, written through etcd's JSON
+    gateway of `raw` (a `RawEtcd`), 100 puts per transaction."""
+    for start in range(1, count + 1, 100):
+        ops = []
+        for ledger_id in range(start, min(start + 100, count + 1)):
+            metadata = LedgerMetadata(
+                ledger_id=ledger_id, ensemble_size=len(ensemble),
+                write_quorum_size=len(ensemble), ack_quorum_size=len(ensemble),
+                ensembles={100 * s: tuple(ensemble) for s in range(segments)},
+                state=LedgerState.CLOSED, last_entry_id=100 * segments - 1,
+                length=100 * segments,
+                custom_metadata=managed_ledger_custom_metadata(topic, None))
+            ops.append({"requestPut": {
+                "key": base64.b64encode(paths.ledger(ledger_id).encode()).decode(),
+                "value": base64.b64encode(encode_ledger_metadata(metadata)).decode()}})
+        httpx.post(f"{raw.base}/kv/txn", json={"success": ops}, timeout=30).raise_for_status()
+

@@ -245,7 +245,9 @@ TABLE: Final[Mapping[str, Rule]] = {
         "internalExamineMessage", "validateTopicOperation(PEEK_MESSAGES)")),
     # the placement console's data (ours, api/routes/console.py)
     "getConsoleOverview": Rule(ANY_ROLE, "ours (console overview): any authenticated role; the "
-                               "service shows a tenant admin its own tenants' namespaces only"),
+                               "service shows a tenant admin its own tenants' namespaces only, "
+                               "and, the watch being super-user only, lets it follow them by "
+                               "conditional GET (ETag, 304 when nothing it is made of changed)"),
     "previewConsoleChange": Rule(ANY_ROLE, "ours (console preview): as the overview; it changes "
                                  "nothing, and applying goes through the routes above"),
     "getConsoleNamespaceLedgers": Rule(_read("ALL"), "ours (a namespace's ledgers in the "

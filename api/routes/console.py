@@ -30,6 +30,7 @@ EXAMPLE_OVERVIEW: dict[str, Any] = {
     "revision": 42,
     "superUser": True,
     "tenants": None,
+    "ledgerStatus": {"state": "ready", "read": 3, "total": 3},
     "bookies": [{
         "id": "10.0.0.7:3181", "hostname": "bk7", "group": "ssd", "rack": "/rack1",
         "region": None, "state": "writable", "diskUsed": 4259840,
@@ -55,6 +56,7 @@ EXAMPLE_PREVIEW: dict[str, Any] = {
 }
 EXAMPLE_LEDGERS: dict[str, Any] = {
     "namespace": "public/iso",
+    "ledgerStatus": {"state": "ready", "read": 3, "total": 3},
     "topics": [{"name": "public/iso/persistent/orders", "ledgers": [{
         "ledgerId": 7, "state": "CLOSED", "ensembleSize": 2, "writeQuorum": 2, "ackQuorum": 2,
         "ensembles": [{"firstEntry": 0, "bookies": ["10.0.0.7:3181", "10.0.0.8:3181"]}],
@@ -98,13 +100,29 @@ def role_of(request: Request) -> str | None:
         "ledger of it may use), every ledger whose ensemble breaks its namespace's current "
         "policy with the placement engine's reasons, the namespaces with fewer usable "
         "bookies than their ensemble size, and the newest Spark audit report. `revision`: "
-        "the etcd revision read (watch from `revision + 1`). Any authenticated role; a "
-        "tenant admin gets its tenants' namespaces and no bookies (`bookies`: null)."
+        "the etcd revision read (watch from `revision + 1`). `ledgerStatus`: whether every "
+        "ledger has been read and judged (`ready`), is being read (`reading`, `read` of "
+        "`total`; `violations` and the ledger and topic counts null) or, read, is being "
+        "judged for the first time (`judging`; `violations` null). Any "
+        "authenticated role; a tenant admin gets its tenants' namespaces and no bookies "
+        "(`bookies`: null), with an `ETag`: sent back in `If-None-Match`, it answers 304 "
+        "when nothing the document is made of changed (the watch is for super-users only)."
     ),
-    responses={200: {"content": {"application/json": {"example": EXAMPLE_OVERVIEW}}}},
+    responses={
+        200: {"content": {"application/json": {"example": EXAMPLE_OVERVIEW}}},
+        304: {"description": "Not modified (a tenant admin's `If-None-Match` matched)"},
+    },
 )
 async def get_console_overview(request: Request, console: ConsoleDep) -> Response:
-    return json_response(await console.overview(role_of(request)))
+    role = role_of(request)
+    tag = await console.validator(role)
+    if tag is not None and tag in request.headers.get("if-none-match", "").split(", "):
+        return Response(status_code=304, headers={"ETag": tag, "Cache-Control": "no-cache"})
+    response = json_response(await console.overview(role))
+    if tag is not None:
+        response.headers["ETag"] = tag
+        response.headers["Cache-Control"] = "no-cache"
+    return response
 
 
 @router.get(
@@ -114,7 +132,8 @@ async def get_console_overview(request: Request, console: ConsoleDep) -> Respons
     description=(
         "Every topic of the namespace that has ledgers (a ledger belongs to the managed ledger "
         "named in its `pulsar/managed-ledger` custom metadata), each ledger with its state, "
-        "E/Qw/Qa and every ensemble from its first entry, bookie by bookie."
+        "E/Qw/Qa and every ensemble from its first entry, bookie by bookie; no topics while "
+        "the ledgers are being read (`ledgerStatus.state` `reading`, `read` of `total`)."
     ),
     responses={
         200: {"content": {"application/json": {"example": EXAMPLE_LEDGERS}}},
@@ -145,6 +164,8 @@ async def get_console_namespace_ledgers(
         200: {"content": {"application/json": {"example": EXAMPLE_PREVIEW}}},
         400: {"description": "Neither a bookie nor a namespace change, or malformed"},
         404: {"description": "Namespace does not exist"},
+        503: {"description": "The ledgers are still being read, or the metadata store did "
+                            "not answer in time"},
     },
 )
 async def preview_console_change(

@@ -22,20 +22,31 @@ The topology is the watch-fed `TopologySnapshot` every placement reads; the ledg
 verdicts and each namespace's usable bookies are kept between requests by
 `api.services.console_ledgers.ConsoleLedgers`.
 
+The ledgers are read in the background from the service's start. Until that read is done the
+overview answers at once with everything that needs no ledgers (bookies, namespaces, their
+usable bookies) and `ledgerStatus` `{"state": "reading", "read": n, "total": N}`, with
+`violations` and every ledger and topic count null; `namespace_ledgers` answers the same status
+and no topics. Either fills in once the read is done; then, while the first judgement of every
+ledger lasts, `ledgerStatus.state` is `judging` (counts given, `violations` null), and `ready`
+after it.
+
 A caller who is not a super-user (authorization on) sees only the namespaces of the tenants it
-administers, their ledgers and violations, and no bookies.
+administers, their ledgers and violations, and no bookies. The watch being super-user only, such
+a caller follows the overview by conditional GET: `validator` is the document's entity tag,
+computed from one revision read, and an unchanged one answers 304 without building anything.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from api.auth.authorization import NEED_SUPER_USER, Guard
-from api.errors import InvalidInput, NotAuthorized, NotFound
+from api.errors import InvalidInput, NotAuthorized, NotFound, ServiceUnavailable
 from api.services.console_ledgers import (
     ConsoleLedgers,
     LedgerRecord,
@@ -94,6 +105,12 @@ class BookieChange:
 class NamespaceChange:
     namespace: str
     affinity: AffinityGroups | None  # None: the namespace's own groups removed
+
+
+# how long a request waits for a read of the ledgers under way before answering without them
+LEDGER_WAIT = 0.5
+# and for the first judgement of every ledger before answering without the violations
+JUDGEMENT_WAIT = 2.0
 
 
 @dataclass
@@ -224,33 +241,69 @@ class ConsoleService:
                 )
         return out
 
+    async def validator(self, role: str | None) -> str | None:
+        """The overview's entity tag for a caller who sees no bookies (a tenant admin): the
+        same tag, the same document, so its conditional GET answers 304 after one revision
+        read. It covers everything the document is made of: the role, the store's revision
+        (namespaces, tenants and their admins are read at it), the topology and ledgers its
+        watches delivered, and how far the ledgers are read and judged. None for a caller
+        who sees bookies (their disk use and the audit report change without a write)."""
+        guard = self.guard
+        if not guard.enabled or not guard.authorization_enabled or role in guard.super_users:
+            return None
+        progress = self.ledgers.progress()
+        token = (f"{role}\0{await self.store.revision()}\0{self.snapshot.generation}\0"
+                 f"{self.ledgers.generation}\0{self.ledgers.judgements}\0"
+                 f"{progress['state']}\0{progress['read']}")
+        return '"' + hashlib.sha256(token.encode()).hexdigest()[:32] + '"'
+
     async def overview(self, role: str | None) -> dict[str, Any]:
         scope = await self.scope(role)
-        inputs = await self.read()
+        if await self.ledgers.wait_loaded(LEDGER_WAIT):
+            inputs = await self.read()
+        else:
+            inputs = Inputs(await self.snapshot.current(), await self._namespace_policies(), {},
+                            await self.store.revision())
+        ready = self.ledgers.loaded
         topology = inputs.view.topology
         namespaces = {n: p for n, p in inputs.namespaces.items() if scope.sees(n)}
-        verdicts = await self.ledgers.verdicts(topology, inputs.namespaces, self.config)
-        counts, topics, ledger_counts = self.ledgers.counts()
+        violations: list[Verdict] | None = None
+        counts: Mapping[str, int] | None = None
+        topics: Mapping[str, int] | None = None
+        ledger_counts: Mapping[str, int] | None = None
+        status = self.ledgers.progress()
+        if ready:
+            status = {"state": "ready", "read": len(inputs.ledgers), "total": len(inputs.ledgers)}
+            verdicts = await self.ledgers.verdicts(topology, inputs.namespaces, self.config,
+                                                   wait=JUDGEMENT_WAIT)
+            if verdicts is None:
+                status["state"] = "judging"
+            else:
+                violations = visible(verdicts, scope)
+            counts, topics, ledger_counts = self.ledgers.counts()
         return {
             "cluster": self.cluster,
             "mode": self.config.mode.value,
             "revision": inputs.revision,
             "superUser": scope.sees_bookies,
             "tenants": None if scope.tenants is None else sorted(scope.tenants),
+            "ledgerStatus": status,
             "bookies": await self._bookies(inputs, counts) if scope.sees_bookies else None,
             "namespaces": [
-                self._namespace(policy, topology, topics.get(name, 0),
-                                ledger_counts.get(name, 0))
+                self._namespace(policy, topology,
+                                None if topics is None else topics.get(name, 0),
+                                None if ledger_counts is None else ledger_counts.get(name, 0))
                 for name, policy in sorted(namespaces.items())
             ],
-            "violations": visible(verdicts, scope),
+            "violations": violations,
             "shortNamespaces": short_namespaces(topology, namespaces, self.config, scope,
                                                 self.usable),
             "auditReport": self.latest_audit_report() if scope.sees_bookies else None,
         }
 
     def _namespace(
-        self, policy: NamespacePolicy, topology: Topology, topics: int, ledgers: int
+        self, policy: NamespacePolicy, topology: Topology, topics: int | None,
+        ledgers: int | None,
     ) -> dict[str, Any]:
         own = policy.affinity
         groups = effective_groups(own, self.config)
@@ -269,7 +322,9 @@ class ConsoleService:
             "ledgers": ledgers,
         }
 
-    async def _bookies(self, inputs: Inputs, counts: Mapping[str, int]) -> list[dict[str, Any]]:
+    async def _bookies(
+        self, inputs: Inputs, counts: Mapping[str, int] | None
+    ) -> list[dict[str, Any]]:
         view = inputs.view
         placed: dict[str, tuple[str | None, dict[str, Any]]] = {}
         for group, members in sorted(view.rack_map.items()):
@@ -294,7 +349,7 @@ class ConsoleService:
                 "state": bookie_state(bookie, view.registrations, bookie in placed),
                 "diskUsed": used,
                 "diskCapacity": capacity,
-                "ledgers": counts.get(bookie, 0),
+                "ledgers": None if counts is None else counts.get(bookie, 0),
             })  # fmt: skip
         return out
 
@@ -309,11 +364,15 @@ class ConsoleService:
         return f"/admin/v2/storage/audit/{max(reports)[1]}/report"
 
     async def namespace_ledgers(self, tenant: str, namespace: str) -> dict[str, Any]:
-        """The namespace's topics, each with its ledgers and their ensembles."""
+        """The namespace's topics, each with its ledgers and their ensembles (none while the
+        ledgers are being read: `ledgerStatus` says how far)."""
         name = f"{tenant}/{namespace}"
         await self.namespaces.policies(tenant, namespace)  # 404 in Pulsar's words
+        if not await self.ledgers.wait_loaded(LEDGER_WAIT):
+            return {"namespace": name, "ledgerStatus": self.ledgers.progress(), "topics": []}
+        records = await self.ledgers.current()
         by_topic: dict[str, list[dict[str, Any]]] = {}
-        for record in (await self.ledgers.current()).values():
+        for record in records.values():
             if record.namespace != name:
                 continue
             md = record.metadata
@@ -328,6 +387,7 @@ class ConsoleService:
             })  # fmt: skip
         return {
             "namespace": name,
+            "ledgerStatus": {"state": "ready", "read": len(records), "total": len(records)},
             "topics": [{"name": t, "ledgers": sorted(ls, key=lambda x: x["ledgerId"])}
                        for t, ls in sorted(by_topic.items())],
         }
@@ -335,8 +395,14 @@ class ConsoleService:
     async def preview(
         self, role: str | None, change: BookieChange | NamespaceChange
     ) -> dict[str, Any]:
-        """What would follow from `change`, judged by the placement engine."""
+        """What would follow from `change`, judged by the placement engine (503 while the
+        ledgers are being read)."""
         scope = await self.scope(role)
+        if not await self.ledgers.wait_loaded(LEDGER_WAIT):
+            p = self.ledgers.progress()
+            raise ServiceUnavailable(
+                f"The ledgers are still being read ({p['read']} of "
+                f"{'?' if p['total'] is None else p['total']}); try again shortly")
         inputs = await self.read()
         before = inputs.view.topology
         after = before
@@ -352,7 +418,9 @@ class ConsoleService:
                 raise NotFound("Namespace does not exist")
             namespaces[change.namespace] = NamespacePolicy(
                 policy.name, policy.request, change.affinity, policy.anti_affinity_group)
-        was = visible(await self.ledgers.verdicts(before, inputs.namespaces, self.config), scope)
+        kept = await self.ledgers.verdicts(before, inputs.namespaces, self.config)
+        assert kept is not None  # no `wait`: judged to the end
+        was = visible(kept, scope)
         will = visible(await self.ledgers.what_if(after, namespaces, self.config), scope)
         was_ids = {v["ledgerId"] for v in was}
         will_ids = {v["ledgerId"] for v in will}

@@ -2,10 +2,11 @@
 verdict under its namespace's current policy, and each namespace's usable bookies, kept up to
 date at the cost of what changed.
 
-The ledgers are read once (on the console's first request), then followed by an etcd watch of
-the ledger metadata keys (from the revision before that read, so nothing is missed): a created
-or changed ledger is decoded again, a deleted one dropped. When the watch breaks, the next
-request reads everything again.
+The ledgers are read once (from the service's start, in the background), then followed by an
+etcd watch of the ledger metadata keys (from the revision before that read, so nothing is
+missed): a created or changed ledger is decoded again, a deleted one dropped. When the watch
+breaks, everything is read again. Until a read is done, `progress` tells how far it is (n of N
+ledgers), so the console shows what needs no ledgers at once and the rest when it is there.
 
 A fragment's verdict (`placement.check_fragment`) depends only on its members' places in the
 topology (location, group, registration, read-only, unplaceable) and on its namespace's
@@ -13,6 +14,11 @@ policy. So each judgement remembers every member's place and every namespace's p
 made under; the next one judges again only the ledgers that changed, those with a member whose
 place changed and those of a namespace whose policy changed. A preview (`what_if`) judges the
 same subset under the proposed topology or policy, without keeping the result.
+
+Many ledgers at once (the first judgement of every ledger) are judged by the batch check of
+`placement.batch` (numpy, the Spark audit's), which the property tests hold to
+`check_fragment`'s answer; only the ledgers it finds breaking their policy are judged again one
+by one, for the engine's reasons.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from metastore import paths
 from metastore.errors import MetastoreError
@@ -38,6 +46,8 @@ from placement import (
     check_fragment,
     effective_groups,
 )
+from placement.batch import BatchTopology, PolicyTable, check_batch
+from placement.config import PlacementMode
 from placement.isolation import allowed_view
 from placement.topology import MemoKey
 from placement.violations import kind_names
@@ -50,6 +60,9 @@ Verdict = dict[str, Any]
 # above this many ledgers to judge, judging runs in a worker thread (the event loop stays free)
 # as a task of its own that a request's deadline does not cancel: the next request finds it done
 INLINE_JUDGEMENTS = 2000
+# from this many ledgers, the batch check finds the violating ones first
+BATCH_JUDGEMENTS = 200
+READ_PAGE = 250  # ledgers decoded between two turns of the event loop
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,54 @@ def judge(
     return None
 
 
+def judge_many(
+    records: Mapping[int, LedgerRecord], topology: Topology,
+    namespaces: Mapping[str, NamespacePolicy], config: PlacementConfig,
+    batch_from: int = BATCH_JUDGEMENTS,
+) -> dict[int, Verdict | None]:
+    """`judge` of every record: from `batch_from` records on, the batch check over every
+    segment, then `judge` again of the ledgers with a segment it finds breaking the policy
+    (for the reasons)."""
+    if len(records) < batch_from or config.mode is PlacementMode.ZONE:
+        return {i: judge(r, topology, namespaces.get(r.namespace), config)
+                for i, r in records.items()}  # fmt: skip
+    bookie_index: dict[str, int] = {}
+    policy_index: dict[AffinityGroups | None, int] = {None: 0}
+    owners: list[int] = []
+    rows: list[list[int]] = []
+    write_quorum: list[int] = []
+    ack_quorum: list[int] = []
+    policy: list[int] = []
+    for ledger_id, record in records.items():
+        md = record.metadata
+        ns = namespaces.get(record.namespace)
+        affinity = ns.affinity if ns else None
+        p = policy_index.setdefault(affinity, len(policy_index))
+        for ensemble in md.ensembles.values():
+            owners.append(ledger_id)
+            rows.append([bookie_index.setdefault(b, len(bookie_index)) for b in ensemble])
+            write_quorum.append(md.write_quorum_size)
+            ack_quorum.append(md.ack_quorum_size)
+            policy.append(p)
+    out: dict[int, Verdict | None] = dict.fromkeys(records)
+    width = max((len(r) for r in rows), default=0)
+    if not rows or width == 0:
+        return {i: judge(r, topology, namespaces.get(r.namespace), config)
+                for i, r in records.items()}  # fmt: skip
+    ensembles = np.full((len(rows), width), -1, np.int32)
+    for n, row in enumerate(rows):
+        ensembles[n, :len(row)] = row
+    batch = BatchTopology.from_topology(topology, list(bookie_index))
+    table = PolicyTable.build(list(policy_index), config, batch.groups)
+    _, violations = check_batch(batch, table, config, ensembles, write_quorum, ack_quorum,
+                                policy)
+    owner = np.asarray(owners, np.int64)
+    for ledger_id in np.unique(owner[violations != 0]).tolist():
+        record = records[ledger_id]
+        out[ledger_id] = judge(record, topology, namespaces.get(record.namespace), config)
+    return out
+
+
 @dataclass(frozen=True)
 class GroupViewKey(MemoKey[tuple[frozenset[str], ...]]):
     """What the bookies a namespace may use depend on: placeable bookies, groups, known."""
@@ -161,6 +222,9 @@ class ConsoleLedgers:
         self.ledger_store = LedgerMetadataStore(keys)
         self.records: dict[int, LedgerRecord] = {}
         self.generation = 0  # counts changes of `records`
+        self.judgements = 0  # counts the judgements kept that judged a ledger
+        self.read = 0  # ledgers read by the running read
+        self.total: int | None = None  # ledgers to read, once counted
         self._loaded = False
         self._loading: asyncio.Task[None] | None = None
         self._judging: asyncio.Task[None] | None = None
@@ -175,6 +239,32 @@ class ConsoleLedgers:
         self.usable = UsableBookies()
         self._counted: tuple[int, tuple[dict[str, int], dict[str, int], dict[str, int]]] = (
             -1, ({}, {}, {}))
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    def start(self) -> None:
+        """Read every ledger in the background (once; again after a failed or broken read)."""
+        if self._loaded or (self._loading is not None and not self._loading.done()):
+            return
+        self._loading = asyncio.create_task(self._load(), name="console ledgers load")
+        self._loading.add_done_callback(_log_failure)
+
+    def progress(self) -> dict[str, Any]:
+        """How far the read of every ledger is: `state` `ready` (read, followed by the watch)
+        or `reading`, `read` ledgers of `total` (null until counted)."""
+        if self._loaded:
+            return {"state": "ready", "read": len(self.records), "total": len(self.records)}
+        return {"state": "reading", "read": self.read, "total": self.total}
+
+    async def wait_loaded(self, seconds: float) -> bool:
+        """Start the read if need be and wait up to `seconds` for it; whether it is done."""
+        self.start()
+        if not self._loaded and self._loading is not None:
+            with contextlib.suppress(Exception):  # a timeout, or a failed read (logged)
+                await asyncio.wait_for(asyncio.shield(self._loading), seconds)
+        return self._loaded
 
     async def current(self) -> Mapping[int, LedgerRecord]:
         """Every ledger, read now (in a task a request's deadline does not cancel) or kept up
@@ -198,11 +288,19 @@ class ConsoleLedgers:
             self._follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._follower
+        self.read, self.total = 0, None
         revision = await self.store.revision()
+        total = 0
+        async for _ in self.ledger_store.ledger_ids(page_size=10 * READ_PAGE):
+            total += 1
+        self.total = total
         for ledger_id in list(self.records):
             self._drop(ledger_id)
-        async for stored in self.ledger_store.ledgers(page_size=1000):
+        async for stored in self.ledger_store.ledgers(page_size=READ_PAGE):
             self._put(LedgerRecord.of(stored.metadata))
+            self.read += 1
+            if self.read > total:  # created since the count
+                self.total = self.read
         self._loaded = True
         self._follower = asyncio.create_task(self._follow(revision + 1), name="console ledgers")
 
@@ -222,9 +320,10 @@ class ConsoleLedgers:
                         log.warning("ledger %d: unreadable metadata: %s", ledger_id, exc)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # the watch broke: read everything again on the next request
-            log.info("console ledger watch ended (%s); reading again on the next request", exc)
+        except Exception as exc:  # the watch broke: read everything again
+            log.info("console ledger watch ended (%s); reading the ledgers again", exc)
         self._loaded = False
+        self.start()
 
     def _put(self, record: LedgerRecord) -> None:
         ledger_id = record.metadata.ledger_id
@@ -266,8 +365,7 @@ class ConsoleLedgers:
         self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
         config: PlacementConfig, records: Mapping[int, LedgerRecord],
     ) -> dict[int, Verdict | None]:
-        return {i: judge(r, topology, namespaces.get(r.namespace), config)
-                for i, r in records.items()}  # fmt: skip
+        return judge_many(records, topology, namespaces, config)
 
     async def _judge(
         self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
@@ -295,12 +393,17 @@ class ConsoleLedgers:
                 self._violations[ledger_id] = verdict
         self._places = places
         self._policies = dict(namespaces)
+        if judged:
+            self.judgements += 1
 
     async def verdicts(
         self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
-        config: PlacementConfig,
-    ) -> dict[int, Verdict]:
-        """Every violating ledger's verdict under this topology and these policies (kept)."""
+        config: PlacementConfig, wait: float | None = None,
+    ) -> dict[int, Verdict] | None:
+        """Every violating ledger's verdict under this topology and these policies (kept);
+        None when judging them takes longer than `wait` seconds (it goes on: a later call
+        finds it done)."""
+        deadline = None if wait is None else asyncio.get_running_loop().time() + wait
         while True:
             places = {b: place_of(topology, b) for b in self._by_bookie}
             todo = self._affected(places, namespaces)
@@ -311,7 +414,14 @@ class ConsoleLedgers:
                 self._judging = asyncio.create_task(
                     self._keep(topology, namespaces, config, places, todo),
                     name="console judgement")
-            await asyncio.shield(self._judging)
+            if deadline is None:
+                await asyncio.shield(self._judging)
+                continue
+            left = deadline - asyncio.get_running_loop().time()
+            done, _ = await asyncio.wait({self._judging}, timeout=max(left, 0))
+            if not done:
+                return None
+            self._judging.result()  # a failed judgement raises here
 
     async def what_if(
         self, topology: Topology, namespaces: Mapping[str, NamespacePolicy],
@@ -342,3 +452,9 @@ class ConsoleLedgers:
             self._counted = (self.generation, (
                 per_bookie, {n: len(t) for n, t in topics.items()}, per_namespace))
         return self._counted[1]
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("console ledgers: the read failed (%s); reading again on the next request",
+                    task.exception())

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 from api.settings import TOKEN_PROVIDER
 from metastore.embedded import EmbeddedEtcd
 from tests.console.conftest import Page, open_page
-from tests.support import ServerProcess
+from tests.support import ServerProcess, wait_until
 
 expect.set_options(timeout=10_000)
 
@@ -130,3 +130,66 @@ def test_a_tenant_admin_sees_its_own_namespaces_and_a_refusal_in_words(console: 
     page.get_by_role("button", name="Apply").click()
     expect(page.locator("#change-error")).to_have_text(
         "401 Unauthorized: This operation requires super-user access")
+
+
+def test_a_tenant_admin_follows_its_namespaces_by_conditional_get(
+    console: Page, secured: AuthServer
+) -> None:
+    """The watch is for super-users; a tenant admin's page asks for the overview each second
+    with the entity tag it was given: 304 while nothing changed, the change within 2 s after."""
+    page = console.open()
+    statuses: list[int] = []
+    page.on("response", lambda r: statuses.append(r.status)
+            if r.url.endswith("/admin/v2/console/overview") else None)
+    sign_in(page, token(TENANT_ADMIN))
+    row = page.locator('tr[data-namespace="acme/ns1"]')
+    expect(row).to_contain_text("not strict")
+    expect(page.locator("#live")).to_have_text("live (polling)")
+    page.wait_for_function("() => Number(document.body.dataset.unchanged || 0) >= 2",
+                           timeout=10_000)
+    assert statuses.count(304) >= 2
+    auth = {"Authorization": f"Bearer {token(SUPER)}"}
+    httpx.post(f"{secured.url}/admin/v2/namespaces/acme/ns1/persistence/bookieAffinity",
+               headers=auth, json={"bookkeeperAffinityGroupPrimary": "iso",
+                                   "bookkeeperAffinityGroupStrict": True}).raise_for_status()
+    try:
+        expect(row.locator("td").nth(3)).to_have_text("strict", timeout=2_000)
+        expect(row.locator("td").nth(1)).to_have_text("iso")
+        assert 200 in statuses[statuses.index(304):]
+    finally:
+        httpx.delete(f"{secured.url}/admin/v2/namespaces/acme/ns1/persistence/bookieAffinity",
+                     headers=auth).raise_for_status()
+
+
+def test_the_overview_tag_answers_304_until_a_change_and_differs_by_role(
+    secured: AuthServer,
+) -> None:
+    url = f"{secured.url}/admin/v2/console/overview"
+    acme = {"Authorization": f"Bearer {token(TENANT_ADMIN)}"}
+    first = httpx.get(url, headers=acme)
+    tag = first.headers["ETag"]
+    assert first.json()["tenants"] == ["acme"]
+
+    def unchanged() -> bool:  # the first answer may still see a judgement being kept
+        nonlocal tag
+        again = httpx.get(url, headers={**acme, "If-None-Match": tag})
+        tag = again.headers["ETag"]
+        return again.status_code == 304 and again.content == b""
+
+    wait_until(unchanged, timeout=10)
+    zeta = httpx.get(url, headers={"Authorization": f"Bearer {token('zeta-admin')}",
+                                   "If-None-Match": tag})
+    assert zeta.status_code == 200 and zeta.json()["tenants"] == ["zeta"]
+    assert zeta.headers["ETag"] != tag
+    super_user = httpx.get(url, headers={"Authorization": f"Bearer {token(SUPER)}",
+                                         "If-None-Match": tag})
+    assert super_user.status_code == 200 and "ETag" not in super_user.headers
+    httpx.put(f"{secured.url}/admin/v2/namespaces/acme/ns2",
+              headers={"Authorization": f"Bearer {token(SUPER)}"}).raise_for_status()
+    try:
+        changed = wait_until(lambda: (r := httpx.get(url, headers={**acme, "If-None-Match": tag}))
+                             .status_code == 200 and r)
+        assert [n["name"] for n in changed.json()["namespaces"]] == ["acme/ns1", "acme/ns2"]
+    finally:
+        httpx.delete(f"{secured.url}/admin/v2/namespaces/acme/ns2",
+                     headers={"Authorization": f"Bearer {token(SUPER)}"}).raise_for_status()

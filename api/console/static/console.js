@@ -17,6 +17,7 @@ const state = {
   revision: 0,
   refreshTimer: null,
   settleTimer: null,
+  readingTimer: null, // asks again while the ledgers are being read
   tilesShown: new Map(), // rack key -> tiles rendered
 };
 
@@ -156,10 +157,33 @@ function signedIn() {
 
 // -- overview -----------------------------------------------------------------------------------
 
+// the overview's entity tag (given to tenant admins): sent back, an unchanged view answers 304
+let overviewTag = null;
+
+async function fetchOverview() {
+  const init = { method: "GET", headers: headers(), cache: "no-store" };
+  if (overviewTag && state.overview) init.headers["If-None-Match"] = overviewTag;
+  const response = await fetch(API + "/console/overview", init);
+  if (response.status === 304) return null;
+  const text = await response.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = text; }
+  if (!response.ok) {
+    const reason = data && typeof data === "object" && "reason" in data ? data.reason : text;
+    throw new ApiError(response.status, reason || response.statusText);
+  }
+  overviewTag = response.headers.get("ETag");
+  return data;
+}
+
 async function refresh() {
   let overview;
   try {
-    overview = await call("GET", "/console/overview");
+    overview = await fetchOverview();
+    if (overview === null) { // not modified: the page shows it already
+      document.body.dataset.unchanged = String(Number(document.body.dataset.unchanged || 0) + 1);
+      return true;
+    }
   } catch (error) {
     if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
       stopLive();
@@ -176,6 +200,9 @@ async function refresh() {
   state.revision = Math.max(state.revision, overview.revision);
   signedIn();
   render();
+  // while the service reads the ledgers, ask again each second until they are all there
+  clearTimeout(state.readingTimer);
+  if (!ledgersReady()) state.readingTimer = setTimeout(scheduleRefresh, 1000);
   return true;
 }
 
@@ -225,12 +252,27 @@ function stateClass(s) {
     "registered but unplaced": "unplaced" }[s] || "";
 }
 
+// "3 ledgers", or words saying the ledgers are still being read
+function ledgerCount(n) {
+  return n === null ? "ledgers being read" : `${n} ledger${n === 1 ? "" : "s"}`;
+}
+
+// "12,000 of 100,000": how far the service's read of every ledger is
+function readProgress(status) {
+  const total = status.total === null ? "an unknown number" : status.total.toLocaleString("en");
+  return `${status.read.toLocaleString("en")} of ${total}`;
+}
+
+function ledgersReady() {
+  return !state.overview.ledgerStatus || state.overview.ledgerStatus.state === "ready";
+}
+
 function tile(bookie, usable) {
   const disk = bookie.diskUsed === null ? "disk use unknown"
     : `disk ${bytes(bookie.diskUsed)}` +
       (bookie.diskCapacity ? ` of ${bytes(bookie.diskCapacity)}` : "");
   const label = `${bookie.id}, ${bookie.group ? `group ${bookie.group}` : "no group"}, ` +
-    `${bookie.state}, ${bookie.ledgers} ledgers`;
+    `${bookie.state}, ${ledgerCount(bookie.ledgers)}`;
   return el("li", {
     class: `tile ${stateClass(bookie.state)}${usable && usable.has(bookie.id) ? " usable" : ""}`,
     style: `border-left-color:${groupColour(bookie.group)}`,
@@ -243,7 +285,7 @@ function tile(bookie, usable) {
   el("div", {}, el("span", { class: "swatch", style: `background:${groupColour(bookie.group)}` }),
     bookie.group ? `group ${bookie.group}` : "no group"),
   el("div", { class: "state" }, bookie.state),
-  el("div", {}, `${disk} · ${bookie.ledgers} ledger${bookie.ledgers === 1 ? "" : "s"}`));
+  el("div", {}, `${disk} · ${ledgerCount(bookie.ledgers)}`));
 }
 
 function renderTopology() {
@@ -341,8 +383,8 @@ function renderNamespaces() {
     el("td", {}, n.antiAffinityGroup || "none"),
     el("td", {}, String(n.usableBookies.length),
       n.usableBookies.length < n.ensembleSize ? el("span", { class: "kinds" }, " (fewer than E)") : ""),
-    el("td", {}, String(n.topics)),
-    el("td", {}, String(n.ledgers))));
+    el("td", {}, n.topics === null ? "being read" : String(n.topics)),
+    el("td", {}, n.ledgers === null ? "being read" : String(n.ledgers))));
   $("namespace-rows").replaceChildren(...rows);
   if (state.selected && !o.namespaces.some((n) => n.name === state.selected)) {
     state.selected = null;
@@ -381,7 +423,9 @@ async function loadLedgers(name) {
   const [tenant, namespace] = name.split("/");
   $("namespace-detail-title").textContent = `Topics and ledgers of ${name}`;
   if (!ledgerList) {
-    ledgerList = new VirtualList($("namespace-ledgers"), (row) => row.topic
+    ledgerList = new VirtualList($("namespace-ledgers"), (row) => row.words
+      ? el("div", { class: "topic reading" }, row.topic)
+      : row.topic
       ? el("div", { class: "topic" }, `Topic ${row.topic} · ${row.count} ledger${row.count === 1 ? "" : "s"}`)
       : el("div", {}, `Ledger ${row.ledger.ledgerId} (${row.ledger.state}, ` +
           `E/Qw/Qa ${row.ledger.ensembleSize}/${row.ledger.writeQuorum}/${row.ledger.ackQuorum}) ` +
@@ -389,6 +433,13 @@ async function loadLedgers(name) {
   }
   try {
     const data = await call("GET", `/console/namespaces/${encodeURIComponent(tenant)}/${encodeURIComponent(namespace)}/ledgers`);
+    if (data.ledgerStatus && data.ledgerStatus.state !== "ready") {
+      if (state.selected === name) {
+        ledgerList.set([{ topic: `The ledgers are still being read (${readProgress(data.ledgerStatus)}); ` +
+          "they are listed here when the read is done", count: 0, words: true }]);
+      }
+      return;
+    }
     const rows = [];
     for (const topic of data.topics) {
       rows.push({ topic: topic.name, count: topic.ledgers.length });
@@ -415,13 +466,24 @@ function renderViolations() {
         el("span", { class: "kinds" }, v.kinds.join(", "))),
       el("div", {}, v.reasons.join("; "))));
   }
-  violationList.set(o.violations);
   const short = o.shortNamespaces.map((s) =>
     `${s.namespace} has ${s.usableBookies} usable bookie${s.usableBookies === 1 ? "" : "s"} ` +
     `for an ensemble of ${s.ensembleSize}`);
-  $("violation-summary").textContent = (o.violations.length
-    ? `${o.violations.length} ledger${o.violations.length === 1 ? "" : "s"} break their namespace's current policy.`
-    : "No ledger breaks its namespace's current policy.") + (short.length ? ` ${short.join("; ")}.` : "");
+  const summary = $("violation-summary");
+  summary.classList.toggle("reading", o.violations === null);
+  if (o.violations === null) {
+    violationList.set([]);
+    summary.textContent = (o.ledgerStatus.state === "judging"
+      ? `Every ledger is read (${readProgress(o.ledgerStatus)}) and being judged against its ` +
+        "namespace's current policy; the violations are listed when that is done."
+      : `The ledgers are still being read (${readProgress(o.ledgerStatus)}); ` +
+        "the violations are listed when the read is done.") + (short.length ? ` ${short.join("; ")}.` : "");
+  } else {
+    violationList.set(o.violations);
+    summary.textContent = (o.violations.length
+      ? `${o.violations.length} ledger${o.violations.length === 1 ? "" : "s"} break their namespace's current policy.`
+      : "No ledger breaks its namespace's current policy.") + (short.length ? ` ${short.join("; ")}.` : "");
+  }
   $("audit-link").hidden = !o.auditReport;
   if (o.auditReport) $("audit-report").href = o.auditReport;
 }
@@ -588,7 +650,8 @@ function stopLive() {
 function startLive() {
   stopLive();
   if (!state.overview.superUser) {
-    // the watch is for super-users; a tenant admin's view is re-read every second
+    // the watch is for super-users; a tenant admin's view is asked for every second, by a
+    // conditional GET that costs a revision read when nothing changed
     polling = setInterval(scheduleRefresh, 1000);
     setLive(true, "live (polling)");
     return;
@@ -684,6 +747,7 @@ function wire() {
     sessionStorage.removeItem(TOKEN_KEY);
     stopLive();
     state.overview = null;
+    overviewTag = null;
     showLogin(null);
   });
   $("bookie-search").addEventListener("input", () => renderTopology());

@@ -6,6 +6,7 @@ its errors in Pulsar's shape; and the console's static assets."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -13,7 +14,7 @@ from metastore import paths
 from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import LedgerMetadata, LedgerState, encode_ledger_metadata
 from storage.ledger.metadata import managed_ledger_custom_metadata
-from tests.factories import assert_reason, make_namespace, register, set_rack
+from tests.factories import assert_reason, make_namespace, put_ledgers, register, set_rack
 from tests.support import RawEtcd, ServerProcess, wait_until
 
 NS = "acme/ns1"
@@ -160,5 +161,66 @@ def test_region_aware_bookies_carry_their_region(
 
             assert wait_until(lambda: len(regions()) == 2 and regions()) == {
                 A: ("eu", "/eu/r1"), B: ("us", "/us/r2")}
+    finally:
+        server.stop()
+
+
+def test_the_console_answers_while_the_ledgers_are_read_and_fills_in_after(
+    clean_store: RawEtcd, etcd: EmbeddedEtcd, tmp_path: Path
+) -> None:
+    """A service started on 30,000 ledgers answers the overview at once with the topology and
+    the namespaces, says how far the read of the ledgers is, and fills in the violations,
+    ledger counts and a namespace's ledgers once it is done."""
+    register(clean_store, A, B, C)
+    count = 30_000
+    server = ServerProcess(etcd.url, tmp_path, extra_conf={
+        "initializeClusterMetadata": "false"}).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            set_rack(http, A, "/r1", "iso")
+            set_rack(http, B, "/r2", "iso")
+            set_rack(http, C, "/r3", "other")
+            make_namespace(http, clean_store, NS)
+            http.post(f"/admin/v2/namespaces/{NS}/persistence/bookieAffinity", json={
+                "bookkeeperAffinityGroupPrimary": "iso",
+                "bookkeeperAffinityGroupStrict": True}).raise_for_status()
+        server.stop()
+        put_ledgers(clean_store, count, f"{NS}/persistent/t", [A, C])  # each outside `iso`
+        server.start()
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            first = http.get("/admin/v2/console/overview")
+            assert first.status_code == 200
+            body = first.json()
+            status = body["ledgerStatus"]
+            assert status["state"] == "reading", status
+            assert status["total"] in (None, count) and 0 <= status["read"] <= count
+            assert body["violations"] is None
+            assert {b["id"]: (b["state"], b["ledgers"]) for b in body["bookies"]} == {
+                A: ("writable", None), B: ("writable", None), C: ("writable", None)}
+            [ns] = body["namespaces"]
+            assert (ns["name"], ns["primary"], ns["strict"], ns["ledgers"], ns["topics"]) == (
+                NS, ["iso"], True, None, None)
+            assert sorted(ns["usableBookies"]) == [A, B]
+            listed = http.get(f"/admin/v2/console/namespaces/{NS}/ledgers").json()
+            if listed["ledgerStatus"]["state"] == "reading":
+                assert listed["topics"] == []
+            refused = http.post("/admin/v2/console/preview", json={
+                "bookie": {"id": C, "group": "iso", "rack": "/r3"}})
+            if refused.status_code == 503:
+                assert "still being read" in refused.json()["reason"]
+
+            def ready() -> dict[str, Any] | None:
+                found: dict[str, Any] = http.get("/admin/v2/console/overview").json()
+                return found if found["ledgerStatus"]["state"] == "ready" else None
+
+            done = wait_until(ready, timeout=180, interval=0.5)
+            assert done["ledgerStatus"] == {"state": "ready", "read": count, "total": count}
+            assert len(done["violations"]) == count
+            assert done["violations"][0]["kinds"] == ["FOREIGN_GROUP"]
+            assert done["namespaces"][0]["ledgers"] == count
+            assert {b["id"]: b["ledgers"] for b in done["bookies"]} == {A: count, B: 0, C: count}
+            listed = http.get(f"/admin/v2/console/namespaces/{NS}/ledgers").json()
+            assert listed["ledgerStatus"]["state"] == "ready"
+            assert len(listed["topics"][0]["ledgers"]) == count
     finally:
         server.stop()
