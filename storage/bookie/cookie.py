@@ -21,7 +21,7 @@ import logging
 import os
 from pathlib import Path
 
-from javaformats import Cookie, InvalidCookie
+from javaformats import Cookie, InvalidCookie, java_to_string
 from metastore.errors import AlreadyExists
 from metastore.ledger_layout import read_instance_id
 from metastore.paths import bookie_cookie
@@ -31,10 +31,6 @@ log = logging.getLogger(__name__)
 
 VERSION_FILE = "VERSION"
 INVALID_COOKIE = "Invalid environment cookie found"  # BookieException's text for the code
-
-
-def _java_list(paths: list[Path]) -> str:
-    return "[" + ", ".join(map(str, paths)) + "]"
 
 
 def _parse(text: str) -> Cookie:
@@ -83,14 +79,14 @@ async def check_cookies(keys: VersionedKeys, bookie_id: str, journal_dirs: list[
     if stored is not None:
         log.error("There are directories without a cookie, and this is neither a new "
                   "environment, nor is storage expansion enabled. Empty directories are %s",
-                  _java_list(missing))
+                  java_to_string([str(p) for p in missing]))
         raise InvalidCookie(INVALID_COOKIE)
     non_empty = [directory for directory in directories if any(directory.iterdir())]
     if non_empty:
         log.error("Not all the new directories are empty. New directories that are not empty "
-                  "are: %s", _java_list(non_empty))
+                  "are: %s", java_to_string([str(p) for p in non_empty]))
         raise InvalidCookie(INVALID_COOKIE)
-    log.info("Stamping new cookies on all dirs %s", _java_list(directories))
+    log.info("Stamping new cookies on all dirs %s", java_to_string([str(p) for p in directories]))
     text = master.encode()
     for directory in directories:
         _write_file(directory / VERSION_FILE, text)
