@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from metastore.embedded import free_port
+from metastore.embedded import dying_with_parent, free_port
 
 __all__ = ["ZOOKEEPER_JAR", "EmbeddedZooKeeper", "available"]
 
@@ -44,8 +44,8 @@ class EmbeddedZooKeeper:
                        "4lw.commands.whitelist=ruok\n")
         log = (self.workdir / "zookeeper.log").open("wb")
         self.process = subprocess.Popen(
-            ["java", "-Xmx128m", "-cp", str(ZOOKEEPER_JAR),
-             "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
+            dying_with_parent(["java", "-Xmx128m", "-cp", str(ZOOKEEPER_JAR),
+                               "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)]),
             stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
