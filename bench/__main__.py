@@ -9,6 +9,7 @@ from bench import (
     bookie_tail_bench,
     cli_bench,
     console_bench,
+    edges_bench,
     gc_bench,
     ledger_bench,
     ledger_tail_bench,
@@ -57,6 +58,10 @@ def main() -> None:
     print()
     print("## Placement console (headless Chromium; 1,000 and 10,000 bookies, 100k ledgers)")
     console_bench.main([])
+    print()
+    print("## Request and connection bounds (on vs off; normal clients beside stalled ones)")
+    edges_bench.main(["--seconds", "4", "--rounds", "2"])
+    edges_bench.main(["--stalled", "--seconds", "10", "--rounds", "1"])
 
 
 if __name__ == "__main__":

@@ -396,14 +396,14 @@ def stalled_report(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     parser.add_argument("--stalled", action="store_true",
                         help="normal clients unloaded and beside stalled connections instead")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.stalled:
         stalled_results = stalled_run(args.seconds, args.rounds)
         print(stalled_report(stalled_results))
