@@ -84,13 +84,11 @@ YIELD_EVERY = 500  # messages of one produce request handled between two loop tu
 LOCAL_CLUSTER = "__local__"  # replicate_to of a message produced with disableReplication
 
 
-class NamespaceDeleted(NotFound):
+def namespace_deleted() -> NotFound:
     """404 "Namespace is deleted": the namespace's policies carry Pulsar's `deleted` mark
     (`PulsarWebResource.checkLocalOrGetPeerReplicationCluster`, reached from a topic create's
     `validateGlobalNamespaceOwnershipAsync`)."""
-
-    def __init__(self) -> None:
-        super().__init__("Namespace is deleted")
+    return NotFound("Namespace is deleted")
 
 
 def topic_not_found(tenant: str, namespace: str, topic: str) -> NotFound:
@@ -291,7 +289,7 @@ class TopicService:
             return await self.factory.open(name, config)
         except NamespaceNotWritable as exc:  # deleted, or being deleted, meanwhile
             if exc.deleted:
-                raise NamespaceDeleted() from exc
+                raise namespace_deleted() from exc
             raise NotFound(NAMESPACE_NOT_FOUND) from exc
         except ManagedLedgerFenced as exc:  # the topic was deleted while it opened
             raise topic_not_found(tenant, namespace, topic) from exc
@@ -301,7 +299,7 @@ class TopicService:
         deleted (Pulsar's `deleted` mark): no topic is created and nothing produced in it."""
         policies = (await self.namespaces.policies(tenant, namespace)).dump()
         if policies.get("deleted"):
-            raise NamespaceDeleted()
+            raise namespace_deleted()
         return policies
 
     def _auto_create_allowed(self, policies: dict[str, Any]) -> bool:
