@@ -11,8 +11,11 @@ at `/ledgers/cookies/{bookieId}` and in `current/VERSION` of each directory:
 - a copy missing beside a stored cookie, or the stored cookie missing beside the copies, or any
   copy not matching: the bookie refuses to start (`InvalidCookie`, upstream's message).
 
-A cluster whose ledgers root has no INSTANCEID gives cookies without an instance id (upstream's
-bookie refuses to start there: "BookKeeper cluster not initialized").
+A bookie that finds the ledgers root not yet set up sets it up first (create-if-absent, as the
+service's first start does: `metastore.ledger_layout.set_up_ledgers_root`), so every cookie
+carries the cluster's instance id. Upstream's bookie refuses to start there ("BookKeeper cluster
+not initialized"); here bookies may start before the service formats the store, and a cookie
+stamped without an instance id would refuse the bookie's next start once the store is formatted.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 
 from javaformats import Cookie, InvalidCookie, java_to_string
 from metastore.errors import AlreadyExists
-from metastore.ledger_layout import read_instance_id
+from metastore.ledger_layout import set_up_ledgers_root
 from metastore.paths import bookie_cookie
 from metastore.versioned_keys import VersionedKeys
 
@@ -58,7 +61,7 @@ async def check_cookies(keys: VersionedKeys, bookie_id: str, journal_dirs: list[
     for directory in directories:
         directory.mkdir(parents=True, exist_ok=True)
     master = Cookie.generate(bookie_id, [str(d) for d in journal_dirs],
-                             [str(d) for d in ledger_dirs], await read_instance_id(keys))
+                             [str(d) for d in ledger_dirs], await set_up_ledgers_root(keys))
     stored = await keys.read(bookie_cookie(bookie_id))
     if stored is not None:
         master.verify(_parse(stored.value.decode("utf-8", errors="replace")))
