@@ -44,11 +44,10 @@ def cases(draw: st.DrawFn) -> tuple[object, ...]:
         strict_bookie_affinity_enabled=draw(st.booleans()),
         minimum_regions_for_durability=2,
     )
-    topology = Topology.build(rack_map, writable, read_only, mode=mode)
     namespaces = {
         name: NamespacePolicy(name, EnsembleRequest(2, 2, 2), draw(affinities), None)
         for name in NAMESPACES if draw(st.booleans())}
-    records = {}
+    ledgers = []
     for ledger_id in range(1, draw(st.integers(1, 25)) + 1):
         size = draw(st.integers(1, min(4, len(pool))))
         qw = draw(st.integers(1, size))
@@ -56,21 +55,25 @@ def cases(draw: st.DrawFn) -> tuple[object, ...]:
         segments = draw(st.lists(st.lists(st.sampled_from(pool), min_size=size, max_size=size,
                                           unique=True), min_size=1, max_size=3))
         topic = draw(st.sampled_from((*(f"{n}/persistent/x" for n in NAMESPACES), "")))
+        ledgers.append((ledger_id, size, qw, qa, segments, topic))
+    # built in the test, not here: what they call may use `random`, which a strategy must not
+    return (rack_map, writable, read_only, mode), config, namespaces, ledgers
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_many_at_once_agree_with_one_by_one(case: tuple[object, ...]) -> None:
+    (rack_map, writable, read_only, mode), config, namespaces, ledgers = case
+    topology = Topology.build(rack_map, writable, read_only, mode=mode)
+    records = {}
+    for ledger_id, size, qw, qa, segments, topic in ledgers:
         metadata = LedgerMetadata(
             ledger_id=ledger_id, ensemble_size=size, write_quorum_size=qw, ack_quorum_size=qa,
             ensembles={10 * i: tuple(s) for i, s in enumerate(segments)},
             state=LedgerState.OPEN,
             custom_metadata=managed_ledger_custom_metadata(topic, None) if topic else {})
         records[ledger_id] = LedgerRecord.of(metadata)
-    return topology, config, namespaces, records
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cases())
-def test_many_at_once_agree_with_one_by_one(case: tuple[object, ...]) -> None:
-    topology, config, namespaces, records = case
-    assert isinstance(topology, Topology) and isinstance(config, PlacementConfig)
-    assert isinstance(namespaces, dict) and isinstance(records, dict)
+    assert isinstance(config, PlacementConfig) and isinstance(namespaces, dict)
     alone = {i: judge(r, topology, namespaces.get(r.namespace), config)
              for i, r in records.items()}
     assert judge_many(records, topology, namespaces, config, batch_from=1) == alone
