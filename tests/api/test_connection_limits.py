@@ -16,9 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from metastore.embedded import EmbeddedEtcd
-from tests.storage.bookie.support import BookieProcess
-from tests.support import RawEtcd, ServerProcess, wait_until
+from tests.storage.bookie.support import BookieProcess, service_on_bookies
+from tests.support import ServerProcess, wait_until
 
 IDLE = 1.0
 HEADER = 2.0
@@ -30,35 +29,19 @@ MARGIN = 15.0  # seconds on top of a timeout before a connection counts as not c
 def bounded(tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[tuple[ServerProcess, BookieProcess, Path]]:
     work: Path = tmp_path_factory.mktemp("conns")
-    etcd = EmbeddedEtcd(work / "etcd")
-    etcd.start()
-    raw = RawEtcd(etcd.endpoint)
-    conf = {"serverIdleTimeoutSeconds": str(IDLE * 2), "serverFrameTimeoutSeconds": str(FRAME)}
-    bookies = [BookieProcess(raw, etcd.url, work / f"bookie{i}", conf=conf) for i in range(2)]
-    server = None
-    try:
-        for bookie in bookies:
-            bookie.start()
-        server = ServerProcess(etcd.url, work / "service", extra_conf={
-            "initializeClusterMetadata": "false",
+    with service_on_bookies(
+        work, 2,
+        bookie_conf={"serverIdleTimeoutSeconds": str(IDLE * 2),
+                     "serverFrameTimeoutSeconds": str(FRAME)},
+        service_conf={
             "maxHttpServerConnections": "5000",
             "httpServerIdleTimeoutSeconds": str(IDLE),
             "httpServerHeaderTimeoutSeconds": str(HEADER),
             "httpServerBodyTimeoutSeconds": str(HEADER),
-        }).start()
-        with httpx.Client(base_url=server.url, timeout=10) as http:
-            http.put("/admin/v2/clusters/test", json={"serviceUrl": "http://x"}
-                     ).raise_for_status()
-            http.put("/admin/v2/tenants/conn", json={"allowedClusters": ["test"]}
-                     ).raise_for_status()
-            http.put("/admin/v2/namespaces/conn/ns").raise_for_status()
+        },
+        namespaces=["conn/ns"],
+    ) as (server, _, bookies):
         yield server, bookies[0], work
-    finally:
-        if server is not None:
-            server.stop()
-        for bookie in bookies:
-            bookie.kill()
-        etcd.stop()
 
 
 def connect(port: int) -> socket.socket:

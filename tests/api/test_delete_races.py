@@ -11,16 +11,14 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from metastore import paths
-from metastore.embedded import EmbeddedEtcd
 from metastore.managed_ledger_info import decode_managed_ledger_info
-from tests.storage.bookie.support import BookieProcess
+from tests.storage.bookie.support import service_on_bookies
 from tests.support import RawEtcd, ServerProcess, wait_until
 
 ROUNDS = 100
@@ -32,32 +30,11 @@ LEDGER_KEY = re.compile(r"^/ledgers/(\d+/)+L\d+$")
 
 @pytest.fixture(scope="module")
 def racing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, RawEtcd]]:
-    work: Path = tmp_path_factory.mktemp("races")
-    etcd = EmbeddedEtcd(work / "etcd")
-    etcd.start()
-    raw = RawEtcd(etcd.endpoint)
-    bookies = [BookieProcess(raw, etcd.url, work / f"bookie{i}") for i in range(2)]
-    server = None
-    try:
-        for bookie in bookies:
-            bookie.start()
-        server = ServerProcess(etcd.url, work / "service", extra_conf={
-            "initializeClusterMetadata": "false",
-            "forceDeleteNamespaceAllowed": "true",
-            "forceDeleteTenantAllowed": "true",
-        }).start()
-        with httpx.Client(base_url=server.url, timeout=10) as http:
-            http.put("/admin/v2/clusters/test", json={"serviceUrl": "http://x"}
-                     ).raise_for_status()
-            http.put("/admin/v2/tenants/race", json={"allowedClusters": ["test"]}
-                     ).raise_for_status()
+    with service_on_bookies(tmp_path_factory.mktemp("races"), 2, service_conf={
+        "forceDeleteNamespaceAllowed": "true",
+        "forceDeleteTenantAllowed": "true",
+    }, namespaces=["race"]) as (server, raw, _):
         yield server, raw
-    finally:
-        if server is not None:
-            server.stop()
-        for bookie in bookies:
-            bookie.kill()
-        etcd.stop()
 
 
 def at_once(*calls: Callable[[], httpx.Response]) -> list[httpx.Response]:

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from metastore import paths
-from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import decode_ledger_metadata
 from metastore.managed_ledger_info import decode_managed_ledger_info
 from tests.cli.conftest import run_cli
-from tests.storage.bookie.support import BookieProcess
+from tests.storage.bookie.support import service_on_bookies
 from tests.support import RawEtcd, ServerProcess
 
 MAX_MESSAGE = 64 * 1024
@@ -29,71 +27,31 @@ PRODUCERS = 8
 
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, RawEtcd]]:
-    work: Path = tmp_path_factory.mktemp("limits")
-    etcd = EmbeddedEtcd(work / "etcd")
-    etcd.start()
-    raw = RawEtcd(etcd.endpoint)
-    bookies = [BookieProcess(raw, etcd.url, work / f"bookie{i}",
-                             conf={"nettyMaxFrameSizeBytes": str(FRAME_LIMIT)})
-               for i in range(3)]
-    server = None
-    try:
-        for bookie in bookies:
-            bookie.start()
-        server = ServerProcess(etcd.url, work / "service", extra_conf={
-            "initializeClusterMetadata": "false",
+    with service_on_bookies(
+        tmp_path_factory.mktemp("limits"), 3,
+        bookie_conf={"nettyMaxFrameSizeBytes": str(FRAME_LIMIT)},
+        service_conf={
             "maxMessageSize": str(MAX_MESSAGE),
             "maxMessagesPerProduceRequest": str(MOST_MESSAGES),
             "managedLedgerMaxEntriesPerLedger": "200",
             "managedLedgerMinLedgerRolloverTimeMinutes": "0",
-        }).start()
-        with httpx.Client(base_url=server.url, timeout=10) as http:
-            http.put("/admin/v2/clusters/test", json={"serviceUrl": "http://x"}
-                     ).raise_for_status()
-            for tenant in ("victim", "poison"):
-                http.put(f"/admin/v2/tenants/{tenant}", json={"allowedClusters": ["test"]}
-                         ).raise_for_status()
-                http.put(f"/admin/v2/namespaces/{tenant}/ns").raise_for_status()
+        },
+        namespaces=["victim/ns", "poison/ns"],
+    ) as (server, raw, _):
         yield server, raw
-    finally:
-        if server is not None:
-            server.stop()
-        for bookie in bookies:
-            bookie.kill()
-        etcd.stop()
 
 
 @pytest.fixture(scope="module")
 def roomy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """The service at the default maxMessageSize (5 MiB), with bodies up to 16 MiB."""
-    work: Path = tmp_path_factory.mktemp("roomy")
-    etcd = EmbeddedEtcd(work / "etcd")
-    etcd.start()
-    raw = RawEtcd(etcd.endpoint)
     frame = 5 * 1024 * 1024 + 10 * 1024
-    bookies = [BookieProcess(raw, etcd.url, work / f"bookie{i}",
-                             conf={"nettyMaxFrameSizeBytes": str(frame)}) for i in range(2)]
-    server = None
-    try:
-        for bookie in bookies:
-            bookie.start()
-        server = ServerProcess(etcd.url, work / "service", extra_conf={
-            "initializeClusterMetadata": "false",
-            "httpMaxRequestSize": str(16 * 1024 * 1024),
-        }).start()
-        with httpx.Client(base_url=server.url, timeout=10) as http:
-            http.put("/admin/v2/clusters/test", json={"serviceUrl": "http://x"}
-                     ).raise_for_status()
-            http.put("/admin/v2/tenants/big", json={"allowedClusters": ["test"]}
-                     ).raise_for_status()
-            http.put("/admin/v2/namespaces/big/ns").raise_for_status()
+    with service_on_bookies(
+        tmp_path_factory.mktemp("roomy"), 2,
+        bookie_conf={"nettyMaxFrameSizeBytes": str(frame)},
+        service_conf={"httpMaxRequestSize": str(16 * 1024 * 1024)},
+        namespaces=["big/ns"],
+    ) as (server, _, _):
         yield server
-    finally:
-        if server is not None:
-            server.stop()
-        for bookie in bookies:
-            bookie.kill()
-        etcd.stop()
 
 
 def produce(http: httpx.Client, path: str, messages: list[dict[str, Any]]) -> httpx.Response:

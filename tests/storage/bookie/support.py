@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from metastore.embedded import dying_with_parent, free_port
+import httpx
+
+from metastore.embedded import EmbeddedEtcd, dying_with_parent, free_port
 from metastore.paths import bookie_available, bookie_cookie, bookie_readonly
 from storage.bookie.format import package_entry
-from tests.support import REPO, RawEtcd, wait_until
+from tests.support import REPO, RawEtcd, ServerProcess, wait_until
 
 MASTER_KEY = bytes(range(20))
 
@@ -93,6 +97,46 @@ class BookieProcess:
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def service_on_bookies(
+    work: Path, count: int, *, bookie_conf: dict[str, str] | None = None,
+    service_conf: dict[str, str] | None = None, namespaces: Sequence[str] = (),
+) -> Iterator[tuple[ServerProcess, RawEtcd, list[BookieProcess]]]:
+    """A fresh etcd, `count` bookie processes and the service on them (cluster metadata not
+    initialised), with cluster `test` and each of `namespaces` ("tenant" or "tenant/ns",
+    tenants allowed on `test`) created; everything stopped on exit."""
+    etcd = EmbeddedEtcd(work / "etcd")
+    etcd.start()
+    raw = RawEtcd(etcd.endpoint)
+    bookies = [BookieProcess(raw, etcd.url, work / f"bookie{i}", conf=bookie_conf)
+               for i in range(count)]
+    server = None
+    try:
+        for bookie in bookies:
+            bookie.start()
+        server = ServerProcess(etcd.url, work / "service", extra_conf={
+            "initializeClusterMetadata": "false", **(service_conf or {})}).start()
+        with httpx.Client(base_url=server.url, timeout=10) as http:
+            http.put("/admin/v2/clusters/test", json={"serviceUrl": "http://x"}
+                     ).raise_for_status()
+            tenants: set[str] = set()
+            for name in namespaces:
+                tenant, _, namespace = name.partition("/")
+                if tenant not in tenants:
+                    http.put(f"/admin/v2/tenants/{tenant}", json={"allowedClusters": ["test"]}
+                             ).raise_for_status()
+                    tenants.add(tenant)
+                if namespace:
+                    http.put(f"/admin/v2/namespaces/{tenant}/{namespace}").raise_for_status()
+        yield server, raw, bookies
+    finally:
+        if server is not None:
+            server.stop()
+        for bookie in bookies:
+            bookie.kill()
+        etcd.stop()
 
 
 def entry(ledger_id: int, entry_id: int, payload: bytes | None = None) -> bytes:
