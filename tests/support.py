@@ -56,6 +56,16 @@ def token_conf(super_users: str, **extra: str) -> dict[str, str]:
     }
 
 
+def reap(process: subprocess.Popen[Any], timeout: float) -> None:
+    """Wait up to `timeout` seconds for `process`, already asked to stop, to exit; then kill it
+    and wait for that."""
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def wait_until(condition: Callable[[], T], timeout: float = 10.0, interval: float = 0.02) -> T:
     """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -156,11 +166,7 @@ class ServerProcess:
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(sig)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            reap(self.process, 15)
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from tests.support import reap
+
 HERE = Path(__file__).resolve().parent
 TARGET = HERE / "target"
 CLASSPATH_FILE = TARGET / "classpath.txt"
@@ -110,11 +112,7 @@ class UpstreamJvm:
     def stop(self) -> None:
         if self.process.poll() is None:
             self._pipes()[0].close()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            reap(self.process, 15)
 
 
 class UpstreamBookie:
@@ -152,11 +150,7 @@ class UpstreamBookie:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            reap(self.process, 20)
 
 
 BROKER_POM = HERE / "broker" / "pom.xml"
@@ -224,8 +218,4 @@ class UpstreamBroker:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            reap(self.process, 30)

@@ -15,7 +15,7 @@ import httpx
 from metastore.embedded import EmbeddedEtcd, dying_with_parent, free_port
 from metastore.paths import bookie_available, bookie_cookie, bookie_readonly
 from storage.bookie.format import package_entry
-from tests.support import REPO, RawEtcd, ServerProcess, wait_until
+from tests.support import REPO, RawEtcd, ServerProcess, reap, wait_until
 
 MASTER_KEY = bytes(range(20))
 
@@ -89,11 +89,7 @@ class BookieProcess:
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(sig)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            reap(self.process, 20)
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
