@@ -2,16 +2,19 @@
 imports this module as it is).
 
 Each decoder takes the bytes stored at a Pulsar path and returns a small typed value with the
-fields placement, lookup and the audit use. The API's pydantic models (api/shapes/models.py) remain
-the full shapes that are written; these readers are the tolerant, read-only side:
+fields placement, lookup and the audit use. Policies and local policies have one model each
+(`metastore.models`, which the API also accepts and returns); their decoders here are that
+model's tolerant reading side. The others are read-only views:
 
 - `/bookies` (BookiesRackConfiguration): `decode_rack_config` -> `{group: {bookieId: info}}`;
   anything that is not a map of groups reads as empty, so a document another tool wrote
   never takes placement down.
 - `/ledgers/available/...` keys: `registrations_of` -> `Registrations` (writable, read-only).
-- `/admin/policies/{t}/{ns}` (Policies): `decode_policies` -> `NamespacePolicies`.
+- `/admin/policies/{t}/{ns}` (Policies): `decode_policies` -> `Policies` (placement reads
+  `persistence_request`).
 - `/admin/local-policies/{t}/{ns}` (LocalPolicies): `decode_local_policies` -> `LocalPolicies`
-  (bookie affinity groups with the strict extension, anti-affinity group, bundle boundaries).
+  (placement reads `bookie_affinity` with the strict extension, `anti_affinity_group`,
+  `bundle_boundaries`).
 - `/admin/clusters/{c}/failureDomain/{d}`: `decode_failure_domain` -> broker ids.
 - `/loadbalance/brokers/{id}` (LocalBrokerData): `decode_broker` -> `BrokerRegistration`.
 
@@ -27,8 +30,7 @@ from typing import Any
 
 from metastore import paths
 from metastore.codec import load_json
-from metastore.errors import ContentDeserializationError
-from placement import AffinityGroups, EnsembleRequest
+from metastore.models import LocalPolicies, Policies
 
 RackConfig = dict[str, dict[str, dict[str, Any]]]
 
@@ -87,85 +89,19 @@ def registrations_of(keys: Iterable[str]) -> Registrations:
     return Registrations(frozenset(writable), frozenset(read_only - writable))
 
 
-# -- namespace policies -----------------------------------------------------------------------
+# -- namespace policies: one model each (metastore.models), read tolerantly --------------------
 
 
-def _object(path: str, raw: bytes) -> dict[str, Any]:
-    try:
-        document = load_json(raw)
-    except ValueError as exc:
-        raise ContentDeserializationError(path) from exc
-    if not isinstance(document, dict):
-        raise ContentDeserializationError(path)
-    return document
-
-
-def _count(path: str, data: Mapping[str, Any], key: str, default: int) -> int:
-    value = data.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ContentDeserializationError(path)
-    return value
-
-
-@dataclass(frozen=True)
-class NamespacePolicies:
-    """What placement needs of a namespace's `Policies`: its persistence sizes, if set."""
-
-    persistence: EnsembleRequest | None = None
-
-
-def decode_policies(path: str, raw: bytes) -> NamespacePolicies:
-    """Policies at `path`; persistence fields Pulsar omits take its defaults (2/2/2)."""
-    data = _object(path, raw).get("persistence")
-    if not isinstance(data, Mapping):
-        return NamespacePolicies()
-    return NamespacePolicies(
-        EnsembleRequest(
-            _count(path, data, "bookkeeperEnsemble", 2),
-            _count(path, data, "bookkeeperWriteQuorum", 2),
-            _count(path, data, "bookkeeperAckQuorum", 2),
-        )
-    )
-
-
-@dataclass(frozen=True)
-class LocalPolicies:
-    """What placement and lookup need of a namespace's `LocalPolicies`."""
-
-    bookie_affinity: AffinityGroups | None = None  # None: no groups of its own
-    anti_affinity_group: str | None = None
-    bundle_boundaries: tuple[str, ...] | None = None  # after a split; None: from Policies
-
-
-def affinity_from(data: object) -> AffinityGroups | None:
-    """The groups of a BookieAffinityGroupData document; None when it names no group (the
-    broker-wide groups apply then)."""
-    if not isinstance(data, Mapping):
-        return None
-    groups = AffinityGroups.from_json(
-        {k: v if isinstance(v, str) or k.endswith("Strict") else None for k, v in data.items()}
-    )
-    if not groups.primary and not groups.secondary:
-        return None
-    return groups
+def decode_policies(path: str, raw: bytes) -> Policies:
+    """Policies at `path` (`Policies.read`): persistence fields Pulsar omits take its
+    defaults (2/2/2); an unreadable document raises."""
+    return Policies.read(path, raw)
 
 
 def decode_local_policies(path: str, raw: bytes) -> LocalPolicies:
-    data = _object(path, raw)
-    group = data.get("namespaceAntiAffinityGroup")
-    bundles = data.get("bundles")
-    boundaries = bundles.get("boundaries") if isinstance(bundles, Mapping) else None
-    return LocalPolicies(
-        bookie_affinity=affinity_from(data.get("bookieAffinityGroup")),
-        anti_affinity_group=group if isinstance(group, str) else None,
-        bundle_boundaries=(
-            tuple(b for b in boundaries if isinstance(b, str))
-            if isinstance(boundaries, list) and boundaries
-            else None
-        ),
-    )
+    """LocalPolicies at `path` (`LocalPolicies.read`): tolerant of malformed fields; a
+    document that is not a JSON object raises."""
+    return LocalPolicies.read(path, raw)
 
 
 def namespace_of_local_policies(path: str) -> str | None:

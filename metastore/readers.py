@@ -1,4 +1,5 @@
-"""One typed reader per stored document, over `MetadataStore` (decoding in `documents`).
+"""The reads the API, the storage engine and the audit share, over the repositories
+(`metastore.repositories`).
 
 These are the reads the API, the storage engine and the audit share: a namespace's placement
 inputs, every namespace's local policies, a cluster's failure domains, the registered bookies
@@ -10,81 +11,57 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from metastore import paths
-from metastore.documents import (
-    BrokerRegistration,
-    LocalPolicies,
-    NamespacePolicies,
-    Registrations,
-    decode_broker,
-    decode_failure_domain,
-    decode_local_policies,
-    decode_policies,
-    direct_children,
-    namespace_of_local_policies,
-    registrations_of,
-)
-from metastore.errors import MetastoreError, NotFound
-from metastore.store import MetadataStore, Versioned
+from metastore.documents import BrokerRegistration, Registrations, decode_failure_domain
+from metastore.errors import NotFound
+from metastore.models import FailureDomain, LocalPolicies, Policies
+from metastore.repositories import Repositories, Stored
+from metastore.store import MetadataStore
 from placement import AffinityGroups, EnsembleRequest, PlacementConfig, default_request
 
 
-async def read_policies(store: MetadataStore, tenant: str, namespace: str) -> NamespacePolicies:
-    """The namespace's policies; `NotFound` when the namespace does not exist."""
-    path = paths.namespace(tenant, namespace)
-    found = await store.get(path)
+async def read_policies(store: MetadataStore, tenant: str, namespace: str) -> Policies:
+    """The namespace's policies as placement reads them; `NotFound` when the namespace does
+    not exist."""
+    found = await Repositories(store).policies.read_placement(tenant, namespace)
     if found is None:
-        raise NotFound(path)
-    return decode_policies(path, found.value)
+        raise NotFound(Repositories(store).policies.path(tenant, namespace))
+    return found
 
 
 async def read_local_policies(
     store: MetadataStore, tenant: str, namespace: str
 ) -> LocalPolicies | None:
     """The namespace's local policies; None when it has none."""
-    path = paths.local_policies(tenant, namespace)
-    found = await store.get(path)
-    return None if found is None else decode_local_policies(path, found.value)
+    return await Repositories(store).local_policies.read_placement(tenant, namespace)
 
 
 async def read_all_local_policies(store: MetadataStore) -> dict[str, LocalPolicies]:
     """Every namespace's local policies by `tenant/namespace`; unreadable ones are skipped."""
-    out: dict[str, LocalPolicies] = {}
-    for key, held in (await store.get_children_values(paths.LOCAL_POLICIES)).items():
-        name = namespace_of_local_policies(key)
-        if name is None:
-            continue
-        try:
-            out[name] = decode_local_policies(key, held.value)
-        except MetastoreError:
-            continue
-    return out
+    return await Repositories(store).local_policies.all_for_placement()
 
 
-async def read_failure_domain_entries(store: MetadataStore, cluster: str) -> dict[str, Versioned]:
-    """The stored failure domains of a cluster, by domain name, sorted, undecoded (with their
-    revisions, for writers that guard on them)."""
-    root = paths.failure_domains(cluster)
-    values = direct_children(await store.get_children_values(root), root)
-    return {name: values[name] for name in sorted(values)}
+async def read_failure_domain_entries(
+    store: MetadataStore, cluster: str
+) -> dict[str, Stored[FailureDomain]]:
+    """The stored failure domains of a cluster, by domain name, sorted (with their versions,
+    for writers that guard on them)."""
+    return await Repositories(store).failure_domains.entries(cluster)
 
 
 async def read_failure_domains(store: MetadataStore, cluster: str) -> dict[str, list[str]]:
-    """{domain: broker ids} of a cluster."""
+    """{domain: broker ids} of a cluster (unreadable domains have none)."""
     entries = await read_failure_domain_entries(store, cluster)
-    return {name: decode_failure_domain(held.value) for name, held in entries.items()}
+    return {name: decode_failure_domain(held.raw) for name, held in entries.items()}
 
 
 async def read_registered_bookies(store: MetadataStore) -> Registrations:
     """The bookies registered under `/ledgers/available/`, writable and read-only."""
-    return registrations_of(await store.get_children_values(paths.BOOKIES_AVAILABLE))
+    return await Repositories(store).bookies.all()
 
 
 async def read_brokers(store: MetadataStore) -> dict[str, BrokerRegistration]:
     """The brokers registered under `/loadbalance/brokers/`, by id."""
-    values = await store.get_children_values(paths.BROKERS)
-    return {broker: decode_broker(broker, held.value)
-            for broker, held in direct_children(values, paths.BROKERS).items()}  # fmt: skip
+    return await Repositories(store).brokers.all()
 
 
 @dataclass(frozen=True)
@@ -104,6 +81,6 @@ async def read_namespace_placement(
     policies = await read_policies(store, tenant, namespace)
     local = await read_local_policies(store, tenant, namespace)
     return NamespacePlacement(
-        request=default_request(policies.persistence, config),
+        request=default_request(policies.persistence_request, config),
         affinity=None if local is None else local.bookie_affinity,
     )

@@ -188,7 +188,7 @@ async def policies_table(source: Source) -> pa.Table:
         ns_path = paths.join(paths.TENANTS, name)
         if ns_path in policies:
             try:
-                persistence = decode_policies(ns_path, policies[ns_path]).persistence
+                persistence = decode_policies(ns_path, policies[ns_path]).persistence_request
             except MetastoreError as exc:
                 raise SnapshotSourceError(f"{ns_path}: {exc}") from None
         rows.append({

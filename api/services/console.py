@@ -235,7 +235,7 @@ class ConsoleService:
                     continue
                 own = local.get(name)
                 out[name] = NamespacePolicy(
-                    name, default_request(policies.persistence, self.config),
+                    name, default_request(policies.persistence_request, self.config),
                     own.bookie_affinity if own else None,
                     own.anti_affinity_group if own else None,
                 )

@@ -25,7 +25,7 @@ class LintService:
                 continue
             tenant, namespace = name.split("/")
             try:
-                persistence = (await read_policies(self.store, tenant, namespace)).persistence
+                persistence = (await read_policies(self.store, tenant, namespace)).persistence_request
             except MetastoreError:  # absent or unreadable: the broker defaults
                 persistence = None
             size = default_request(persistence, self.config).ensemble_size

@@ -54,7 +54,7 @@ def test_policies_persistence_with_pulsar_defaults() -> None:
     path = "/admin/policies/t/ns"
     assert decode_policies(path, b"{}").persistence is None
     stored = b'{"persistence":{"bookkeeperEnsemble":5,"bookkeeperWriteQuorum":3}}'
-    assert decode_policies(path, stored).persistence == EnsembleRequest(5, 3, 2)
+    assert decode_policies(path, stored).persistence_request == EnsembleRequest(5, 3, 2)
     with pytest.raises(ContentDeserializationError, match="t/ns"):
         decode_policies(path, b'{"persistence":{"bookkeeperEnsemble":"five"}}')
     with pytest.raises(ContentDeserializationError):

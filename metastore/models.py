@@ -1,0 +1,530 @@
+"""Pulsar's JSON documents, defined once, with Pulsar's field names: one model per document.
+
+These are what the API accepts and returns (`api.shapes.models` re-exports them) and exactly
+what the repositories (`metastore.repositories`) write to the store:
+`dump()` drops null fields, as Pulsar's ObjectMapper (NON_NULL) does. Stored documents that
+Pulsar may extend (`Policies`, `LocalPolicies`) keep unknown fields on a round trip, so a
+document a real broker wrote is never truncated by us. Unknown input fields are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.config import JsonDict
+
+from javaformats import jackson_text
+from metastore.codec import dump_json, load_json
+from metastore.errors import ContentDeserializationError
+from placement import AffinityGroups, EnsembleRequest
+
+M = TypeVar("M", bound="PulsarModel")
+
+# Numbers as Java holds them: a field Pulsar declares `int` is 32-bit, `long` 64-bit.
+JavaInt = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+JavaLong = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+
+
+def _unknown_enum_as_null(allowed: tuple[str, ...]) -> Any:
+    """Pulsar reads an unknown enum value as null (READ_UNKNOWN_ENUM_VALUES_AS_NULL)."""
+
+    def read(value: Any) -> Any:
+        return value if value is None or value in allowed else None
+
+    return read
+
+
+def _jackson_texts(value: Any) -> Any:
+    """Jackson coerces the JSON scalars of a `List<String>` or `Map<String, String>` into
+    strings: 1 -> "1", true -> "true" (`javaformats.jackson_text`)."""
+    if isinstance(value, list):
+        return [jackson_text(item) for item in value]
+    if isinstance(value, dict):
+        return {key: jackson_text(item) for key, item in value.items()}
+    return value
+
+
+# -- examples in the OpenAPI document (the JSON Pulsar writes for each shape) -------------------
+
+EXAMPLE_BOOKIES: JsonDict = {
+    "bookies": [{"bookieId": "127.0.0.1:3181"}, {"bookieId": "127.0.0.2:3181"}]
+}
+EXAMPLE_CLUSTER: JsonDict = {
+    "serviceUrl": "http://pulsar.example.com:8080",
+    "brokerServiceUrl": "pulsar://pulsar.example.com:6650",
+    "brokerClientTlsEnabled": False,
+    "tlsAllowInsecureConnection": False,
+    "brokerClientTlsEnabledWithKeyStore": False,
+    "brokerClientTlsTrustStoreType": "JKS",
+    "brokerClientTlsKeyStoreType": "JKS",
+}
+EXAMPLE_PERSISTENCE: JsonDict = {
+    "bookkeeperEnsemble": 3,
+    "bookkeeperWriteQuorum": 2,
+    "bookkeeperAckQuorum": 2,
+    "managedLedgerMaxMarkDeleteRate": 0.0,
+}
+EXAMPLE_AFFINITY: JsonDict = {
+    "bookkeeperAffinityGroupPrimary": "group-ssd",
+    "bookkeeperAffinityGroupSecondary": "default",
+    "bookkeeperAffinityGroupStrict": True,
+}
+EXAMPLE_POLICIES: JsonDict = {
+    "replication_clusters": ["standalone"],
+    "bundles": {
+        "boundaries": ["0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"],
+        "numBundles": 4,
+    },
+    "persistence": EXAMPLE_PERSISTENCE,
+}
+EXAMPLE_FAILOVER: JsonDict = {
+    "parameters": {"min_limit": "1", "usage_threshold": "80"},
+    "policy_type": "min_available",
+}
+EXAMPLE_ISOLATION: JsonDict = {
+    "namespaces": ["public/ssd-.*"],
+    "primary": ["broker-[12].example.com:8080"],
+    "secondary": ["broker-3.example.com:8080"],
+    "auto_failover_policy": EXAMPLE_FAILOVER,
+}
+EXAMPLE_BROKER_ISOLATION: JsonDict = {
+    "brokerName": "broker-1.example.com:8080",
+    "policyName": "policy-ssd",
+    "primary": True,
+    "namespaceRegex": ["public/ssd-.*"],
+}
+
+
+_PERSISTENCE_COUNTS = ("bookkeeperEnsemble", "bookkeeperWriteQuorum", "bookkeeperAckQuorum")
+
+
+def stored_object(path: str, raw: bytes) -> dict[str, Any]:
+    """The JSON object stored at `path`; `ContentDeserializationError` when it is not one."""
+    try:
+        document = load_json(raw)
+    except ValueError as exc:
+        raise ContentDeserializationError(path) from exc
+    if not isinstance(document, dict):
+        raise ContentDeserializationError(path)
+    return document
+
+
+class PulsarModel(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def to_bytes(self) -> bytes:
+        return dump_json(self.dump())
+
+    @classmethod
+    def from_bytes(cls: type[M], raw: bytes) -> M:
+        return cls.model_validate_json(raw)
+
+    @classmethod
+    def from_stored(cls: type[M], path: str, raw: bytes | Any) -> M:
+        """The document stored at `path` (bytes, or an already parsed part of one);
+        `ContentDeserializationError` naming the key when it is not JSON of this shape
+        (Pulsar answers 500 "Failed to deserialize payload for key '...'")."""
+        try:
+            if isinstance(raw, bytes | bytearray):
+                return cls.model_validate_json(raw)
+            return cls.model_validate(raw)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise ContentDeserializationError(path) from exc
+
+
+class OpenPulsarModel(PulsarModel):
+    """A stored document whose unknown fields survive a read-modify-write."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+
+
+# -- bookies ----------------------------------------------------------------------------------
+
+
+class BookieInfo(PulsarModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"rack": "/rack1", "hostname": "bk-1.example.com"}]}
+    )
+
+    rack: str | None = Field(default=None, description="Rack path, e.g. /rack1 or /region1/rack1")
+    hostname: str | None = Field(default=None, description="Bookie hostname (optional)")
+
+
+class RawBookieInfo(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"bookieId": "127.0.0.1:3181"}]})
+
+    bookieId: str = Field(description="Bookie id in host:port form")
+
+
+class BookiesClusterInfo(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_BOOKIES]})
+
+    bookies: list[RawBookieInfo]
+
+
+# `/bookies`: {group: {bookieId: BookieInfo}}, both levels sorted by key (a Java TreeMap).
+BookiesRackConfiguration = dict[str, dict[str, BookieInfo]]
+
+
+# -- clusters and failure domains -------------------------------------------------------------
+
+
+class ClusterData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_CLUSTER]})
+
+    serviceUrl: str | None = Field(
+        default=None, description="HTTP admin URL of the cluster (scheme http)"
+    )
+    serviceUrlTls: str | None = Field(default=None, description="HTTPS admin URL (scheme https)")
+    brokerServiceUrl: str | None = Field(
+        default=None, description="Binary protocol URL (scheme pulsar)"
+    )
+    brokerServiceUrlTls: str | None = Field(
+        default=None, description="Binary protocol URL over TLS (scheme pulsar+ssl)"
+    )
+    proxyServiceUrl: str | None = Field(
+        default=None, description="URL of a proxy in front of the cluster (pulsar or pulsar+ssl)"
+    )
+    authenticationPlugin: str | None = Field(
+        default=None, description="Client auth plugin class brokers use towards this cluster"
+    )
+    authenticationParameters: str | None = Field(
+        default=None, description="Parameters of the authentication plugin"
+    )
+    proxyProtocol: Literal["SNI"] | None = Field(
+        default=None, description="How to reach brokers through the proxy: only SNI"
+    )
+    peerClusterNames: list[str] | None = Field(
+        default=None,
+        description="Clusters lookups are redirected to for namespaces not replicated here",
+    )
+    brokerClientTlsEnabled: bool = Field(
+        default=False, description="Brokers use TLS towards this cluster"
+    )
+    tlsAllowInsecureConnection: bool = Field(
+        default=False, description="Accept untrusted TLS certificates from this cluster"
+    )
+    brokerClientTlsEnabledWithKeyStore: bool = Field(
+        default=False, description="TLS with key stores instead of PEM files"
+    )
+    brokerClientTlsTrustStoreType: str | None = Field(
+        default="JKS", description="Trust store type (JKS or PKCS12)"
+    )
+    brokerClientTlsTrustStore: str | None = Field(default=None, description="Trust store path")
+    brokerClientTlsTrustStorePassword: str | None = Field(
+        default=None, description="Trust store password"
+    )
+    brokerClientTlsKeyStoreType: str | None = Field(
+        default="JKS", description="Key store type (JKS or PKCS12)"
+    )
+    brokerClientTlsKeyStore: str | None = Field(default=None, description="Key store path")
+    brokerClientTlsKeyStorePassword: str | None = Field(
+        default=None, description="Key store password"
+    )
+    brokerClientTrustCertsFilePath: str | None = Field(
+        default=None, description="Trusted CA certificates (PEM) path"
+    )
+    brokerClientKeyFilePath: str | None = Field(
+        default=None, description="Client private key (PEM) path"
+    )
+    brokerClientCertificateFilePath: str | None = Field(
+        default=None, description="Client certificate (PEM) path"
+    )
+    brokerClientSslFactoryPlugin: str | None = Field(
+        default=None, description="SSL factory plugin class (Pulsar 3.x/4.x)"
+    )
+    brokerClientSslFactoryPluginParams: str | None = Field(
+        default=None, description="Parameters of the SSL factory plugin"
+    )
+    listenerName: str | None = Field(
+        default=None, description="Advertised listener to use when connecting to this cluster"
+    )
+
+    _proxy_protocol = field_validator("proxyProtocol", mode="before")(
+        _unknown_enum_as_null(("SNI",))
+    )
+
+
+class FailureDomain(PulsarModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"brokers": ["broker-1.example.com:8080", "broker-2.example.com:8080"]}]
+        }
+    )
+
+    brokers: list[str] | None = Field(default=None, description="Broker ids, host:webServicePort")
+
+
+# -- tenants and namespaces -------------------------------------------------------------------
+
+
+class TenantInfo(PulsarModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"adminRoles": ["ops"], "allowedClusters": ["standalone"]}]}
+    )
+
+    adminRoles: list[str] = Field(
+        default_factory=list, description="Roles that administer the tenant's namespaces"
+    )
+    allowedClusters: list[str] = Field(
+        default_factory=list, description="Clusters the tenant's namespaces may use"
+    )
+
+
+class PersistencePolicies(PulsarModel):
+    bookkeeperEnsemble: JavaInt = 2
+    bookkeeperWriteQuorum: JavaInt = 2
+    bookkeeperAckQuorum: JavaInt = 2
+    managedLedgerMaxMarkDeleteRate: float = 0.0
+    managedLedgerStorageClassName: str | None = None
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_PERSISTENCE]})
+
+
+class BookieAffinityGroupData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_AFFINITY]})
+
+    bookkeeperAffinityGroupPrimary: str | None = Field(
+        default=None, description="Comma-separated primary bookie groups"
+    )
+    bookkeeperAffinityGroupSecondary: str | None = Field(
+        default=None, description="Comma-separated secondary (fallback) bookie groups"
+    )
+    bookkeeperAffinityGroupStrict: bool | None = Field(
+        default=None,
+        strict=True,
+        description=(
+            "Extension: never place on bookies without rack info or of other groups. "
+            "Omitted when false, so upstream Pulsar ignores it."
+        ),
+    )
+
+    def dump(self) -> dict[str, Any]:
+        data = super().dump()
+        if not data.get("bookkeeperAffinityGroupStrict"):
+            data.pop("bookkeeperAffinityGroupStrict", None)
+        return data
+
+    @property
+    def strict(self) -> bool:
+        return bool(self.bookkeeperAffinityGroupStrict)
+
+
+class BundlesData(OpenPulsarModel):
+    boundaries: list[str] | None = None
+    numBundles: JavaInt = 0
+
+
+class AuthPolicies(OpenPulsarModel):
+    namespace_auth: dict[str, list[str]] = Field(default_factory=dict)
+    destination_auth: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
+    subscription_auth_roles: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class Policies(OpenPulsarModel):
+    """The namespace's global policies (the subset we interpret; the rest is kept as is)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_POLICIES]})
+
+    auth_policies: AuthPolicies = Field(default_factory=AuthPolicies)
+    replication_clusters: list[str] = Field(default_factory=list)
+    allowed_clusters: list[str] = Field(default_factory=list)
+    bundles: BundlesData | None = None
+    backlog_quota_map: dict[str, Any] = Field(default_factory=dict)
+    clusterDispatchRate: dict[str, Any] = Field(default_factory=dict)
+    topicDispatchRate: dict[str, Any] = Field(default_factory=dict)
+    subscriptionDispatchRate: dict[str, Any] = Field(default_factory=dict)
+    replicatorDispatchRate: dict[str, Any] = Field(default_factory=dict)
+    clusterSubscribeRate: dict[str, Any] = Field(default_factory=dict)
+    persistence: PersistencePolicies | None = None
+    retention_policies: dict[str, Any] | None = None
+    publishMaxMessageRate: dict[str, Any] = Field(default_factory=dict)
+    latency_stats_sample_rate: dict[str, Any] = Field(default_factory=dict)
+    deleted: bool = False
+    encryption_required: bool = False
+    subscription_auth_mode: str = "None"
+    offload_threshold: JavaLong = -1
+    offload_threshold_in_seconds: JavaLong = -1
+    schema_auto_update_compatibility_strategy: str = "Full"
+    schema_compatibility_strategy: str = "UNDEFINED"
+    is_allow_auto_update_schema: bool = True
+    schema_validation_enforced: bool = False
+    subscription_types_enabled: list[str] = Field(default_factory=list)
+    properties: dict[str, str] = Field(default_factory=dict)
+    migrated: bool = False
+
+    def cluster_that_can_delete(self) -> str | None:
+        """`Policies.getClusterThatCanDeleteNamespace()` (Pulsar 4.0): the one replication
+        cluster, unless there are several or more than one allowed cluster."""
+        if len(self.replication_clusters) != 1 or len(self.allowed_clusters) > 1:
+            return None
+        return self.replication_clusters[0]
+
+    @property
+    def persistence_request(self) -> EnsembleRequest | None:
+        """The persistence sizes placement uses (None: unset, the broker defaults apply)."""
+        found = self.persistence
+        if found is None:
+            return None
+        return EnsembleRequest(
+            found.bookkeeperEnsemble, found.bookkeeperWriteQuorum, found.bookkeeperAckQuorum
+        )
+
+    @classmethod
+    def read(cls, path: str, raw: bytes) -> Policies:
+        """The reading side for placement and the audit: a `persistence` that is not an
+        object reads as unset, its counts Pulsar omits (or writes null) take Pulsar's defaults
+        (2/2/2); a count that is not an integer, or a document that is not this shape, is
+        `ContentDeserializationError` (a namespace's own unreadable policies are an error,
+        never "no policy")."""
+        data = stored_object(path, raw)
+        persistence = data.get("persistence")
+        if not isinstance(persistence, Mapping):
+            data.pop("persistence", None)
+        else:
+            sizes = {}
+            for key, value in persistence.items():
+                if key in _PERSISTENCE_COUNTS:
+                    if value is None:
+                        continue
+                    if isinstance(value, bool) or not isinstance(value, int):
+                        raise ContentDeserializationError(path)
+                sizes[key] = value
+            data["persistence"] = sizes
+        return cls.from_stored(path, data)
+
+    def dump(self) -> dict[str, Any]:
+        """As Jackson writes Pulsar 4.0's Policies: its derived `clusterThatCanDeleteNamespace`
+        last (recomputed, never kept from the stored document), omitted when null."""
+        data = super().dump()
+        data.pop("clusterThatCanDeleteNamespace", None)
+        deleter = self.cluster_that_can_delete()
+        if deleter is not None:
+            data["clusterThatCanDeleteNamespace"] = deleter
+        return data
+
+
+class LocalPolicies(OpenPulsarModel):
+    """Per-cluster namespace policies at `/admin/local-policies/{tenant}/{ns}`."""
+
+    bundles: BundlesData | None = None
+    bookieAffinityGroup: BookieAffinityGroupData | None = None
+    namespaceAntiAffinityGroup: str | None = None
+
+    @property
+    def bookie_affinity(self) -> AffinityGroups | None:
+        """The namespace's own bookie affinity groups; None when it names no group (the
+        broker-wide groups apply then)."""
+        data = self.bookieAffinityGroup
+        if data is None:
+            return None
+        groups = AffinityGroups.from_json(data.model_dump(exclude_none=True))
+        if not groups.primary and not groups.secondary:
+            return None
+        return groups
+
+    @property
+    def anti_affinity_group(self) -> str | None:
+        return self.namespaceAntiAffinityGroup
+
+    @property
+    def bundle_boundaries(self) -> tuple[str, ...] | None:
+        """The bundle boundaries after a split; None: the bundles of `Policies` apply."""
+        found = self.bundles
+        return tuple(found.boundaries) if found is not None and found.boundaries else None
+
+    @classmethod
+    def read(cls, path: str, raw: bytes) -> LocalPolicies:
+        """The reading side for placement, lookup and the audit, tolerant of what another
+        tool wrote inside the document: an affinity group that is not an object reads as no
+        groups (its group lists that are not strings as absent), an anti-affinity group that
+        is not a string as none, bundle boundaries that are not strings are skipped. A
+        document that is not a JSON object is `ContentDeserializationError`."""
+        data = stored_object(path, raw)
+        affinity = data.get("bookieAffinityGroup")
+        data["bookieAffinityGroup"] = (
+            {
+                key: bool(value) if key.endswith("Strict") else value
+                for key, value in affinity.items()
+                if isinstance(value, str) or key.endswith("Strict")
+            }
+            if isinstance(affinity, Mapping)
+            else None
+        )
+        if not isinstance(data.get("namespaceAntiAffinityGroup"), str):
+            data["namespaceAntiAffinityGroup"] = None
+        bundles = data.get("bundles")
+        if isinstance(bundles, Mapping):
+            boundaries = bundles.get("boundaries")
+            count = bundles.get("numBundles")
+            data["bundles"] = {
+                "boundaries": (
+                    [b for b in boundaries if isinstance(b, str)]
+                    if isinstance(boundaries, list)
+                    else None
+                ),
+                **(
+                    {"numBundles": count}
+                    if isinstance(count, int) and not isinstance(count, bool)
+                    else {}
+                ),
+            }
+        else:
+            data["bundles"] = None
+        return cls.from_stored(path, data)
+
+    def dump(self) -> dict[str, Any]:
+        data = super().dump()
+        if self.bookieAffinityGroup is not None:
+            data["bookieAffinityGroup"] = self.bookieAffinityGroup.dump()
+        return data
+
+
+# -- namespace isolation policies -------------------------------------------------------------
+
+
+class AutoFailoverPolicyData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_FAILOVER]})
+
+    # Jackson writes AutoFailoverPolicyDataImpl's `parameters` before `policy_type`
+    parameters: dict[str, str] | None = Field(
+        default=None, description="min_limit and usage_threshold, as strings of integers"
+    )
+    policy_type: str | None = Field(default=None, description="Only min_available exists")
+
+    _parameters = field_validator("parameters", mode="before")(_jackson_texts)
+
+
+class NamespaceIsolationData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_ISOLATION]})
+
+    namespaces: list[str] | None = Field(default=None, description="Regexes of tenant/namespace")
+    primary: list[str] | None = Field(default=None, description="Regexes of primary brokers")
+    secondary: list[str] | None = Field(default=None, description="Regexes of secondary brokers")
+    auto_failover_policy: AutoFailoverPolicyData | None = Field(
+        default=None, description="When to fall back to the secondary brokers"
+    )
+    unload_scope: Literal["all_matching", "none", "changed"] | None = Field(
+        default=None, description="Which namespaces a policy change unloads (Pulsar 3.x)"
+    )
+
+    _strings = field_validator("namespaces", "primary", "secondary", mode="before")(_jackson_texts)
+    _unload_scope = field_validator("unload_scope", mode="before")(
+        _unknown_enum_as_null(("all_matching", "none", "changed"))
+    )
+
+
+class BrokerNamespaceIsolationData(PulsarModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_BROKER_ISOLATION]})
+
+    brokerName: str = Field(description="Broker id, host:webServicePort")
+    policyName: str | None = Field(default=None, description="The isolation policy naming it")
+    primary: bool = Field(default=False, alias="primary", description="Primary (else secondary)")
+    namespaceRegex: list[str] = Field(
+        default_factory=list, description="Namespaces the policy pins to the broker"
+    )

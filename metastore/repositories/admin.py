@@ -1,0 +1,317 @@
+"""The repositories of Pulsar's admin documents and registrations, one per document kind
+(DESIGN.md section 3): paths are built here only, each document reads and writes through its
+one model (`metastore.models`, or a tolerant view in `metastore.documents`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from metastore import paths
+from metastore.codec import dump_json, load_stored
+from metastore.documents import (
+    BrokerRegistration,
+    RackConfig,
+    Registrations,
+    decode_broker,
+    decode_rack_config,
+    registrations_of,
+)
+from metastore.errors import ContentDeserializationError
+from metastore.models import (
+    ClusterData,
+    FailureDomain,
+    LocalPolicies,
+    Policies,
+    PulsarModel,
+    TenantInfo,
+)
+from metastore.repositories.base import Document, Stored
+from metastore.store import Guard, MetadataStore
+
+# `{policyName: NamespaceIsolationData}`, each policy kept as stored (unknown fields survive).
+IsolationPolicies = dict[str, Any]
+
+
+def _bytes_of(value: PulsarModel) -> bytes:
+    return value.to_bytes()
+
+
+def read_isolation_policies(path: str, raw: bytes) -> IsolationPolicies:
+    """A cluster's namespace isolation policies; JSON that is not a map reads as none, bytes
+    that are not JSON are `ContentDeserializationError`."""
+    document = load_stored(path, raw)
+    return document if isinstance(document, dict) else {}
+
+
+def read_failure_domain(path: str, raw: bytes) -> FailureDomain:
+    return FailureDomain.from_stored(path, raw)
+
+
+class Tenants(Document[TenantInfo]):
+    """`/admin/policies/{tenant}`: `TenantInfo`."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        super().__init__(store, paths.tenant, TenantInfo.from_stored, _bytes_of,
+                         parent=lambda: paths.TENANTS)  # fmt: skip
+
+    async def list(self) -> list[str]:
+        return await self.names()
+
+    def subtree(self, tenant: str, *, since: int) -> Guard:
+        """Holds while nothing under the tenant (its namespaces) was written after `since`."""
+        return Guard(self.path(tenant), since, tree=True)
+
+    def every_namespace(self, *, since: int) -> Guard:
+        """Holds while no tenant or namespace document was written after `since`."""
+        return Guard(paths.TENANTS, since, tree=True)
+
+    async def everything(self) -> dict[str, Stored[Any]]:
+        """Every document under `/admin/policies/` (tenants, namespaces, v1 namespaces), by
+        its name below the root (`tenant`, `tenant/ns`, `tenant/cluster/ns`), undecoded
+        (`Stored.value` is the parsed JSON)."""
+        root = paths.TENANTS + "/"
+        found = await self.store.get_children_values(paths.TENANTS)
+        return {key.removeprefix(root): Stored(held.revision, held.value, key, _load_json)
+                for key, held in found.items()}  # fmt: skip
+
+
+def _load_json(path: str, raw: bytes) -> Any:
+    return load_stored(path, raw)
+
+
+class NamespacePolicies(Document[Policies]):
+    """`/admin/policies/{tenant}/{namespace}` (and v1 `{tenant}/{cluster}/{namespace}`):
+    `Policies`, read strictly (the API's view); `read_placement` is the tolerant reading side
+    placement uses."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        super().__init__(store, paths.namespace, Policies.from_stored, _bytes_of,
+                         parent=paths.tenant)  # fmt: skip
+
+    async def of_tenant(self, tenant: str) -> dict[str, Stored[Policies]]:
+        """The namespaces of `tenant` by name below it (`ns`, or v1 `cluster/ns`)."""
+        root = paths.tenant(tenant) + "/"
+        found = await self.store.get_children_values(paths.tenant(tenant))
+        out: dict[str, Stored[Policies]] = {}
+        for key, held in found.items():
+            parts = key.removeprefix(root).split("/")
+            if 1 <= len(parts) <= 2 and all(parts):
+                out["/".join(parts)] = self.stored(key, held)
+        return out
+
+    async def read_placement(self, tenant: str, namespace: str) -> Policies | None:
+        """The policies as placement reads them (`Policies.read`); None when absent."""
+        path = self.path(tenant, namespace)
+        found = await self.store.get(path)
+        return None if found is None else Policies.read(path, found.value)
+
+
+class NamespaceLocalPolicies(Document[LocalPolicies]):
+    """`/admin/local-policies/{tenant}/{namespace}`: `LocalPolicies`. `get` reads strictly
+    (the API's view); `read_placement` and `all_for_placement` are the tolerant side."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        super().__init__(store, paths.local_policies, LocalPolicies.from_stored, _bytes_of,
+                         parent=lambda t: paths.join(paths.LOCAL_POLICIES, t))  # fmt: skip
+
+    async def read_placement(self, tenant: str, namespace: str) -> LocalPolicies | None:
+        path = self.path(tenant, namespace)
+        found = await self.store.get(path)
+        return None if found is None else LocalPolicies.read(path, found.value)
+
+    async def all_for_placement(self) -> dict[str, LocalPolicies]:
+        """Every namespace's local policies by `tenant/namespace`; unreadable ones are
+        skipped."""
+        root = paths.LOCAL_POLICIES + "/"
+        out: dict[str, LocalPolicies] = {}
+        for key, held in (await self.store.get_children_values(paths.LOCAL_POLICIES)).items():
+            name = key.removeprefix(root)
+            if name.count("/") != 1:
+                continue
+            try:
+                out[name] = LocalPolicies.read(key, held.value)
+            except ContentDeserializationError:
+                continue
+        return out
+
+
+class Clusters(Document[ClusterData]):
+    """`/admin/clusters/{cluster}`: `ClusterData`."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        super().__init__(store, paths.cluster, ClusterData.from_stored, _bytes_of,
+                         parent=lambda: paths.CLUSTERS)  # fmt: skip
+
+    async def list(self) -> list[str]:
+        return await self.names()
+
+    async def create_raw(self, cluster: str, value: bytes) -> int:
+        """Create the record with bytes given as they are (`initialize-cluster-metadata`
+        writes Pulsar's own serialisation)."""
+        return await self.store.create(self.path(cluster), value)
+
+
+class FailureDomains(Document[FailureDomain]):
+    """`/admin/clusters/{cluster}/failureDomain/{domain}`: `FailureDomain`."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        super().__init__(store, paths.failure_domain, read_failure_domain, _bytes_of,
+                         parent=paths.failure_domains)  # fmt: skip
+
+
+class NamespaceIsolation(Document[IsolationPolicies]):
+    """`/admin/clusters/{cluster}/namespaceIsolationPolicies`: `{name: NamespaceIsolationData}`
+    as stored (written with its keys in the order given)."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        super().__init__(store, paths.namespace_isolation_policies, read_isolation_policies,
+                         dump_json)  # fmt: skip
+
+
+class RackConfiguration:
+    """`/bookies`: `BookiesRackConfiguration`, read tolerantly (`decode_rack_config`)."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.store = store
+
+    path = paths.BOOKIES_RACK_CONFIG
+
+    async def get(self) -> Stored[RackConfig] | None:
+        found = await self.store.get(self.path)
+        if found is None:
+            return None
+        return Stored(found.revision, found.value, self.path, _read_rack_config)
+
+    async def update(
+        self,
+        change: Callable[[Any], Any],
+        finalize: Callable[[Any], Any] | None = None,
+    ) -> Stored[RackConfig] | None:
+        """Compare-and-swap on the parsed document (`MetadataStore.update_json`: a batch of
+        concurrent changes parses and serialises once): `change(doc)` returns the new
+        document or UNCHANGED; `finalize` runs once before serialising."""
+        found = await self.store.update_json(self.path, change, finalize)
+        return None if found is None else Stored(
+            found.revision, found.value, self.path, _read_rack_config)  # fmt: skip
+
+    async def put(self, config: RackConfig, *, expected_version: int) -> int:
+        return await self.store.put(self.path, dump_json(config), expected_version)
+
+
+def _read_rack_config(path: str, raw: bytes) -> RackConfig:
+    return decode_rack_config(raw)
+
+
+class BookieRegistrations:
+    """`/ledgers/available/{bookieId}` (read-only: `/ledgers/available/readonly/{bookieId}`):
+    a bookie's registration (its `BookieServiceInfo`, `metastore.bookie_service_info`)."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.store = store
+
+    @staticmethod
+    def path(bookie_id: str, *, readonly: bool) -> str:
+        return paths.bookie_readonly(bookie_id) if readonly else paths.bookie_available(bookie_id)
+
+    async def get(self, bookie_id: str, *, readonly: bool) -> bytes | None:
+        found = await self.store.get(self.path(bookie_id, readonly=readonly))
+        return None if found is None else found.value
+
+    async def exists(self, bookie_id: str, *, readonly: bool | None = None) -> bool:
+        """Registered (as writable, as read-only, or with `readonly=None` as either)."""
+        if readonly is not None:
+            return await self.store.exists(self.path(bookie_id, readonly=readonly))
+        return await self.exists(bookie_id, readonly=False) or await self.exists(
+            bookie_id, readonly=True)  # fmt: skip
+
+    async def delete(self, bookie_id: str, *, readonly: bool) -> None:
+        await self.store.delete(self.path(bookie_id, readonly=readonly))
+
+    async def put_ephemeral(
+        self, bookie_id: str, value: bytes, *, readonly: bool, lease: int
+    ) -> None:
+        await self.store.put_ephemeral(self.path(bookie_id, readonly=readonly), value, lease)
+
+    async def all(self) -> Registrations:
+        """The registered bookies, writable and read-only."""
+        return registrations_of(await self.store.get_children_values(paths.BOOKIES_AVAILABLE))
+
+    async def ids(self) -> set[str]:
+        """Every registered bookie id, writable or read-only (one listing each)."""
+        found = set(await self.store.children(paths.BOOKIES_AVAILABLE))
+        found |= set(await self.store.children(paths.BOOKIES_READONLY))
+        found.discard("readonly")
+        return found
+
+
+class BrokerRegistrations:
+    """`/loadbalance/brokers/{brokerId}`: `LocalBrokerData`, read tolerantly."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.store = store
+
+    async def get(self, broker_id: str) -> BrokerRegistration | None:
+        found = await self.store.get(paths.broker(broker_id))
+        return None if found is None else decode_broker(broker_id, found.value)
+
+    async def all(self) -> dict[str, BrokerRegistration]:
+        prefix = paths.BROKERS + "/"
+        values = await self.store.get_children_values(paths.BROKERS)
+        return {key.removeprefix(prefix): decode_broker(key.removeprefix(prefix), held.value)
+                for key, held in values.items()
+                if "/" not in key.removeprefix(prefix)}  # fmt: skip
+
+
+class NamespaceTopics:
+    """Where a namespace's topics live: its managed ledgers and partitioned-topic metadata,
+    persistent and non-persistent (read to refuse deleting a non-empty namespace)."""
+
+    DOMAINS = ("persistent", "non-persistent")
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.store = store
+
+    def _roots(self, tenant: str, namespace: str) -> list[str]:
+        return [paths.join(root, tenant, namespace, domain)
+                for root in (paths.MANAGED_LEDGERS, paths.PARTITIONED_TOPICS)
+                for domain in self.DOMAINS]  # fmt: skip
+
+    async def persistent(self, tenant: str, namespace: str) -> list[str]:
+        """The URL-encoded names of the namespace's persistent topics (managed ledgers)."""
+        return await self.store.children(
+            paths.join(paths.MANAGED_LEDGERS, tenant, namespace, "persistent"))  # fmt: skip
+
+    async def any(self, tenant: str, namespace: str) -> bool:
+        for root in self._roots(tenant, namespace):
+            if await self.store.children(root):
+                return True
+        return False
+
+    def none_since(self, tenant: str, namespace: str, since: int) -> list[Guard]:
+        """Hold while no topic of the namespace was written after `since`."""
+        return [Guard(root, since, tree=True) for root in self._roots(tenant, namespace)]
+
+    def trees(self, tenant: str, namespace: str) -> list[str]:
+        return self._roots(tenant, namespace)
+
+
+def ownership_tree(tenant: str, namespace: str) -> str:
+    """The namespace's bundle ownership records (`/namespace/{tenant}/{ns}`)."""
+    return paths.namespace_ownership(tenant, namespace)
+
+
+__all__ = [
+    "BookieRegistrations",
+    "BrokerRegistrations",
+    "Clusters",
+    "FailureDomains",
+    "IsolationPolicies",
+    "NamespaceIsolation",
+    "NamespaceLocalPolicies",
+    "NamespacePolicies",
+    "NamespaceTopics",
+    "RackConfiguration",
+    "Tenants",
+    "ownership_tree",
+]
