@@ -104,6 +104,9 @@ class AppState:
     bookie_watch: WatchedRange
     broker_watch: WatchedRange
     ownership_watch: WatchedRange
+    # namespaces' policies and local policies, read by every produce and lookup
+    policies_watch: WatchedRange
+    local_policies_watch: WatchedRange
     placement_config: PlacementConfig
     topology: TopologySnapshot
     services: Services
@@ -123,6 +126,8 @@ class AppState:
         topology = TopologySnapshot.watching(store, config)
         broker_watch = WatchedRange(store, paths.BROKERS, prefix=True)
         ownership_watch = WatchedRange(store, paths.NAMESPACE_OWNERSHIP, prefix=True)
+        policies_watch = WatchedRange(store, paths.TENANTS, prefix=True)
+        local_policies_watch = WatchedRange(store, paths.LOCAL_POLICIES, prefix=True)
         clusters = ClusterService(store)
 
         async def current_topology() -> Topology:
@@ -165,6 +170,8 @@ class AppState:
             bookie_watch=topology.bookies,
             broker_watch=broker_watch,
             ownership_watch=ownership_watch,
+            policies_watch=policies_watch,
+            local_policies_watch=local_policies_watch,
             placement_config=config,
             topology=topology,
             services=services,
@@ -178,7 +185,8 @@ class AppState:
         )
 
     def watches(self) -> tuple[WatchedRange, ...]:
-        return (self.rack_watch, self.bookie_watch, self.broker_watch, self.ownership_watch)
+        return (self.rack_watch, self.bookie_watch, self.broker_watch, self.ownership_watch,
+                self.policies_watch, self.local_policies_watch)
 
     async def start(self) -> None:
         for watch in self.watches():

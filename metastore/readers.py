@@ -80,6 +80,13 @@ async def read_namespace_placement(
     """A namespace's placement inputs; `NotFound` when the namespace does not exist."""
     policies = await read_policies(store, tenant, namespace)
     local = await read_local_policies(store, tenant, namespace)
+    return namespace_placement(policies, local, config)
+
+
+def namespace_placement(
+    policies: Policies, local: LocalPolicies | None, config: PlacementConfig
+) -> NamespacePlacement:
+    """A namespace's placement inputs from its policies and local policies, as read."""
     return NamespacePlacement(
         request=default_request(policies.persistence_request, config),
         affinity=None if local is None else local.bookie_affinity,

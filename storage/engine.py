@@ -9,13 +9,13 @@ import contextlib
 import json
 import random
 
-from metastore import paths
 from metastore.errors import AlreadyExists, BadVersion, NotFound
 from metastore.ledger_ids import LedgerIdGenerator
 from metastore.ledgers import LedgerMetadataStore
 from metastore.managed_ledger_info import LedgerInfo as StoredLedgerInfo
 from metastore.managed_ledger_info import ManagedLedgerInfo
 from metastore.managed_ledgers import ManagedLedgerName, ManagedLedgerStore
+from metastore.repositories import Repositories
 from metastore.store import Guard, MetadataStore
 from metastore.versioned_keys import VersionedKeys
 from placement import PlacementConfig
@@ -92,19 +92,23 @@ class EtcdManagedLedgerInfo:
         ml = _name(name)
         if not self.namespace_guard:
             return (await self.store.open(ml)).version
-        policies_path = paths.namespace(ml.tenant, ml.namespace)
-        store = self.store.keys.store
+        docs = Repositories(self.store.keys.store)
         for _ in range(CREATE_ATTEMPTS):
             existing = await self.store.get(ml)
             if existing is not None:
                 return existing.version
-            policies = await store.get(policies_path)
-            deleted = policies is not None and _marked_deleted(policies.value)
+            policies = await docs.policies.get(ml.tenant, ml.namespace)
+            deleted = policies is not None and _marked_deleted(policies.raw)
             if policies is None or deleted:
                 raise NamespaceNotWritable(name, f"{ml.tenant}/{ml.namespace}", deleted)
             with contextlib.suppress(BadVersion):  # policies changed, or another opener won
-                await store.commit([Guard(policies_path, policies.revision), Guard(ml.path)],
-                                   puts={ml.path: b""})
+                await (
+                    docs.transaction()
+                    .require(docs.policies.at(ml.tenant, ml.namespace, version=policies.version),
+                             Guard(ml.path))
+                    .put_record(ml.path, b"")
+                    .commit()
+                )  # fmt: skip
                 return 0
         raise InfoVersionConflict(f"{ml.path}: the namespace's policies kept changing")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from api.auth.authentication import ProviderChain, TlsAuthenticator, TokenAuthenticator
 from api.auth.authorization import OPEN, Guard
 from api.settings import TOKEN_PROVIDER, Settings
-from metastore import paths
+from metastore.repositories import Repositories
 from metastore.store import MetadataStore
 
 
@@ -29,16 +29,14 @@ def build_guard(settings: Settings, store: MetadataStore) -> Guard:
             providers.append(TlsAuthenticator())
     authenticator = ProviderChain(tuple(providers))
 
+    tenants = Repositories(store).tenants
+
     async def tenant_admins(tenant: str) -> frozenset[str]:
         if not tenant or "/" in tenant:
             return frozenset()
-        info = await store.get_json(paths.tenant(tenant))
-        roles = info.get("adminRoles") if isinstance(info, dict) else None
-        return (
-            frozenset(r for r in roles if isinstance(r, str))
-            if isinstance(roles, list)
-            else frozenset()
-        )
+        found = await tenants.get(tenant)
+        info = None if found is None else found.value_or(None)
+        return frozenset() if info is None else frozenset(info.adminRoles)
 
     return Guard(
         authenticator=authenticator,

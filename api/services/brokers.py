@@ -15,8 +15,8 @@ from api.errors import NotFound, PreconditionFailed
 from api.services.clusters import GLOBAL_CLUSTER
 from api.settings import Settings
 from api.shapes.models import ClusterData
-from metastore import paths
 from metastore.readers import read_brokers
+from metastore.repositories import Repositories
 from metastore.store import MetadataStore
 
 
@@ -40,11 +40,10 @@ async def active_brokers(
     )
     if answered_here:
         return await registered_brokers(store)
-    path = paths.cluster(cluster)
-    found = await store.get(path)
+    found = await Repositories(store).clusters.get(cluster)
     if found is None:
         raise NotFound(f"Cluster does not exist: cluster={cluster}")
-    return Redirect(service_netloc(cluster, ClusterData.from_stored(path, found.value)))
+    return Redirect(service_netloc(cluster, found.value))
 
 
 def service_netloc(cluster: str, data: ClusterData) -> str:

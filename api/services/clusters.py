@@ -21,10 +21,10 @@ from api.services.naming import is_valid_name, require_free_name
 from api.shapes.models import ClusterData, FailureDomain
 from javaformats import java_to_string
 from metastore import errors as store_errors
-from metastore import paths
 from metastore.codec import load_json
-from metastore.readers import read_failure_domain_entries
-from metastore.store import Guard, MetadataStore, Versioned, retry_on_conflict
+from metastore.models import ClusterData as StoredClusterData
+from metastore.repositories import Repositories, Stored, newest_version
+from metastore.store import MetadataStore, retry_on_conflict
 
 GLOBAL_CLUSTER = "global"
 
@@ -70,9 +70,9 @@ def cluster_missing_reason(cluster: str) -> str:
 
 async def require_cluster(
     store: MetadataStore, cluster: str, *, status_404: bool = False
-) -> Versioned:
+) -> Stored[StoredClusterData]:
     """The cluster's record; Pulsar's `validateClusterExist` fails with 412 (or 404)."""
-    found = await store.get(paths.cluster(cluster))
+    found = await Repositories(store).clusters.get(cluster)
     if found is None:
         reason = cluster_missing_reason(cluster)
         raise NotFound(reason) if status_404 else PreconditionFailed(reason)
@@ -108,29 +108,14 @@ def unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def decode_domain(raw: bytes) -> FailureDomain | None:
-    try:
-        return FailureDomain.from_bytes(raw)
-    except ValueError:
-        return None
-
-
-def newest_revision(values: dict[str, Versioned]) -> int:
-    return max((found.revision for found in values.values()), default=0)
-
-
-def namespace_uses_cluster(key: str, raw: bytes, cluster: str) -> bool:
-    """`/admin/policies/{tenant}/{ns}` (or v1 `{tenant}/{cluster}/{ns}`) replicating to
-    `cluster`."""
-    parts = key.removeprefix(paths.TENANTS + "/").split("/")
+def namespace_uses_cluster(name: str, stored: Stored[Any], cluster: str) -> bool:
+    """The namespace `tenant/ns` (or v1 `tenant/cluster/ns`) replicating to `cluster`."""
+    parts = name.split("/")
     if len(parts) == 3 and parts[1] == cluster:
         return True
     if len(parts) not in (2, 3):
         return False
-    try:
-        document: Any = load_json(raw)
-    except ValueError:
-        return False
+    document = stored.value_or(None)
     replication = document.get("replication_clusters") if isinstance(document, dict) else None
     return isinstance(replication, list) and cluster in replication
 
@@ -138,18 +123,18 @@ def namespace_uses_cluster(key: str, raw: bytes, cluster: str) -> bool:
 class ClusterService:
     def __init__(self, store: MetadataStore) -> None:
         self.store = store
+        self.docs = Repositories(store)
 
     # -- clusters ---------------------------------------------------------------------------
 
     async def list_clusters(self) -> list[str]:
-        return [c for c in await self.store.children(paths.CLUSTERS) if c != GLOBAL_CLUSTER]
+        return [c for c in await self.docs.clusters.list() if c != GLOBAL_CLUSTER]
 
     async def get_cluster(self, cluster: str) -> ClusterData:
-        path = paths.cluster(cluster)
-        found = await self.store.get(path)
+        found = await self.docs.clusters.get(cluster)
         if found is None:
             raise NotFound(CLUSTER_NOT_FOUND)
-        return ClusterData.from_stored(path, found.value)
+        return found.value
 
     async def create_cluster(self, cluster: str, data: ClusterData | None) -> None:
         check_cluster_name(cluster)
@@ -157,7 +142,7 @@ class ClusterService:
             raise InvalidInput(CLUSTER_DATA_REQUIRED)
         check_urls(data)
         try:
-            await self.store.create(paths.cluster(cluster), data.to_bytes())
+            await self.docs.clusters.create(cluster, value=data)
         except store_errors.AlreadyExists as exc:
             raise Conflict(CLUSTER_EXISTS) from exc
 
@@ -166,53 +151,56 @@ class ClusterService:
             raise InvalidInput(CLUSTER_DATA_REQUIRED)
         check_urls(data)
 
-        def replace(current: bytes | None) -> bytes:
+        def replace(current: ClusterData | None) -> ClusterData:
             if current is None:
                 raise NotFound(CLUSTER_NOT_FOUND)
-            return data.to_bytes()
+            return data
 
-        await self.store.update(paths.cluster(cluster), replace)
+        await self.docs.clusters.update(cluster, mutate=replace)
 
     async def delete_cluster(self, cluster: str) -> None:
         await retry_on_conflict(lambda: self._delete_cluster_once(cluster))
 
     async def _delete_cluster_once(self, cluster: str) -> None:
-        found = await self.store.get(paths.cluster(cluster))
+        docs = self.docs
+        found = await docs.clusters.get(cluster)
         if found is None:
             raise NotFound(CLUSTER_NOT_FOUND)
-        namespaces = await self.store.get_children_values(paths.TENANTS)
-        if any(namespace_uses_cluster(k, v.value, cluster) for k, v in namespaces.items()):
+        namespaces = await docs.tenants.everything()
+        if any(namespace_uses_cluster(k, v, cluster) for k, v in namespaces.items()):
             raise PreconditionFailed(CLUSTER_NOT_EMPTY)
-        isolation_path = paths.namespace_isolation_policies(cluster)
-        isolation = await self.store.get(isolation_path)
-        if isolation is not None and _non_empty_json(isolation.value):
+        isolation = await docs.isolation.get(cluster)
+        if isolation is not None and _non_empty_json(isolation):
             raise PreconditionFailed(CLUSTER_NOT_EMPTY)
-        await self.store.commit(
-            [
-                Guard(paths.cluster(cluster), found.revision),
-                Guard(paths.TENANTS, newest_revision(namespaces), tree=True),
-                Guard(isolation_path, 0 if isolation is None else isolation.revision),
-            ],
-            delete_trees=[paths.cluster(cluster)],
+        await (
+            docs.transaction()
+            .require(
+                docs.clusters.at(cluster, version=found.version),
+                docs.tenants.every_namespace(since=newest_version(namespaces)),
+                docs.isolation.at(cluster, version=0 if isolation is None else isolation.version),
+            )
+            .delete_tree(docs.clusters, cluster)
+            .commit()
         )
 
-    async def require_cluster(self, cluster: str, *, status_404: bool = False) -> Versioned:
+    async def require_cluster(
+        self, cluster: str, *, status_404: bool = False
+    ) -> Stored[StoredClusterData]:
         return await require_cluster(self.store, cluster, status_404=status_404)
 
     # -- failure domains --------------------------------------------------------------------
 
     async def failure_domains(self, cluster: str) -> dict[str, FailureDomain]:
-        entries = await read_failure_domain_entries(self.store, cluster)
-        decoded = {name: decode_domain(found.value) for name, found in entries.items()}
+        entries = await self.docs.failure_domains.entries(cluster)
+        decoded = {name: found.value_or(None) for name, found in entries.items()}
         return {name: domain for name, domain in decoded.items() if domain is not None}
 
     async def get_failure_domain(self, cluster: str, domain: str) -> FailureDomain:
         await self.require_cluster(cluster)
-        path = paths.failure_domain(cluster, domain)
-        found = await self.store.get(path)
+        found = await self.docs.failure_domains.get(cluster, domain)
         if found is None:
             raise NotFound(f"Domain {domain} for cluster {cluster} does not exist")
-        return FailureDomain.from_stored(path, found.value)
+        return found.value
 
     async def set_failure_domain(self, cluster: str, domain: str, data: FailureDomain) -> None:
         require_free_name("Failure domain name", domain)
@@ -224,33 +212,34 @@ class ClusterService:
         self, cluster: str, domain: str, document: FailureDomain
     ) -> None:
         found = await self.require_cluster(cluster)
-        values = await read_failure_domain_entries(self.store, cluster)
+        domains = self.docs.failure_domains
+        values = await domains.entries(cluster)
         wanted = set(document.brokers or [])
         for name, other in values.items():
-            existing = decode_domain(other.value)
+            existing = other.value_or(None)
             if name == domain or existing is None:
                 continue
             duplicates = [b for b in existing.brokers or [] if b in wanted]
             if duplicates:
                 raise Conflict(f"{java_to_string(duplicates)} already exists in {name}")
-        await self.store.commit(
-            [
-                Guard(paths.cluster(cluster), found.revision),
-                Guard(paths.failure_domains(cluster), newest_revision(values), tree=True),
-            ],
-            puts={paths.failure_domain(cluster, domain): document.to_bytes()},
-        )
+        await (
+            self.docs.transaction()
+            .require(self.docs.clusters.at(cluster, version=found.version),
+                     domains.untouched_below(cluster, since=newest_version(values)))
+            .put(domains, cluster, domain, value=document)
+            .commit()
+        )  # fmt: skip
 
     async def delete_failure_domain(self, cluster: str, domain: str) -> None:
         await self.require_cluster(cluster)
         try:
-            await self.store.delete(paths.failure_domain(cluster, domain))
+            await self.docs.failure_domains.delete(cluster, domain)
         except store_errors.NotFound as exc:
             raise NotFound(f"Domain-name {domain} or cluster {cluster} does not exist") from exc
 
 
-def _non_empty_json(raw: bytes) -> bool:
+def _non_empty_json(stored: Stored[Any]) -> bool:
     try:
-        return bool(load_json(raw))
+        return bool(load_json(stored.raw))
     except ValueError:
         return True

@@ -19,9 +19,8 @@ from api.services.clusters import ClusterService
 from api.services.naming import require_free_name
 from api.shapes.models import BrokerNamespaceIsolationData, NamespaceIsolationData
 from javaformats import jackson_pretty, parse_java_int
-from metastore import paths
-from metastore.codec import dump_json, load_stored
-from metastore.store import Guard, MetadataStore, retry_on_conflict
+from metastore.repositories import Repositories
+from metastore.store import MetadataStore, retry_on_conflict
 from placement import is_valid_java_regex, java_matches
 
 Policies = dict[str, NamespaceIsolationData]
@@ -114,25 +113,20 @@ def broker_isolation(broker: str, policies: Policies) -> BrokerNamespaceIsolatio
 # -- service ------------------------------------------------------------------------------------
 
 
-def decode_policies(path: str, raw: bytes) -> dict[str, Any]:
-    document = load_stored(path, raw)
-    return document if isinstance(document, dict) else {}
-
-
 class IsolationService:
     def __init__(self, store: MetadataStore, clusters: ClusterService) -> None:
         self.store = store
         self.clusters = clusters
+        self.docs = Repositories(store)
 
     async def policies(self, cluster: str, *, status_404: bool = False) -> Policies:
         await self.clusters.require_cluster(cluster, status_404=status_404)
-        path = paths.namespace_isolation_policies(cluster)
-        found = await self.store.get(path)
+        found = await self.docs.isolation.get(cluster)
         if found is None:
             raise NotFound(record_missing_reason(cluster))
         return {
-            name: NamespaceIsolationData.from_stored(path, policy)
-            for name, policy in sorted(decode_policies(path, found.value).items())
+            name: NamespaceIsolationData.from_stored(found.path, policy)
+            for name, policy in sorted(found.value.items())
         }
 
     async def policy(self, cluster: str, name: str) -> NamespaceIsolationData:
@@ -165,16 +159,16 @@ class IsolationService:
 
     async def _update_once(self, cluster: str, change: Any) -> None:
         found_cluster = await self.clusters.require_cluster(cluster)
-        path = paths.namespace_isolation_policies(cluster)
-        found = await self.store.get(path)
-        current = {} if found is None else decode_policies(path, found.value)
-        await self.store.commit(
-            [
-                Guard(paths.cluster(cluster), found_cluster.revision),
-                Guard(path, 0 if found is None else found.revision),
-            ],
-            puts={path: dump_json(change(current))},
-        )
+        docs = self.docs
+        found = await docs.isolation.get(cluster)
+        current = {} if found is None else found.value
+        await (
+            docs.transaction()
+            .require(docs.clusters.at(cluster, version=found_cluster.version),
+                     docs.isolation.at(cluster, version=0 if found is None else found.version))
+            .put(docs.isolation, cluster, value=change(current))
+            .commit()
+        )  # fmt: skip
 
     async def brokers(self, cluster: str) -> list[BrokerNamespaceIsolationData]:
         policies = await self.policies(cluster)

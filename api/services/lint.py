@@ -25,7 +25,8 @@ class LintService:
                 continue
             tenant, namespace = name.split("/")
             try:
-                persistence = (await read_policies(self.store, tenant, namespace)).persistence_request
+                policies = await read_policies(self.store, tenant, namespace)
+                persistence = policies.persistence_request
             except MetastoreError:  # absent or unreadable: the broker defaults
                 persistence = None
             size = default_request(persistence, self.config).ensemble_size

@@ -41,6 +41,7 @@ from metastore.cache import WatchedRange
 from metastore.codec import dump_json, load_json
 from metastore.documents import BrokerRegistration, LocalPolicies, decode_broker, direct_children
 from metastore.readers import read_all_local_policies, read_failure_domains, read_local_policies
+from metastore.repositories import Repositories
 from metastore.store import MetadataStore, Versioned
 from placement import IsolationPolicy, parse_valid_policies, select_broker
 
@@ -133,6 +134,7 @@ class LookupService:
         self.brokers = brokers
         self.ownership = ownership
         self.namespaces = NamespaceService(store, settings)
+        self.docs = Repositories(store)
 
     async def lookup(self, domain: str, tenant: str, namespace: str, topic: str) -> dict[str, Any]:
         if domain not in TOPIC_DOMAINS:
@@ -260,12 +262,10 @@ class LookupService:
     async def _isolation_policies(self, cluster: str) -> tuple[IsolationPolicy, ...]:
         """The cluster's applicable isolation policies; one that cannot be applied (a pattern
         or shape another tool stored) is logged by name and skipped, never failing lookups."""
-        document = await self._json(paths.namespace_isolation_policies(cluster))
-        policies, skipped = parse_valid_policies(document if isinstance(document, dict) else None)
+        found = await self.docs.isolation.get(cluster)
+        document = None if found is None else found.value_or(None)
+        policies, skipped = parse_valid_policies(document)
         for name, why in skipped.items():
             log.warning("isolation policy %r of cluster %r skipped: %s", name, cluster, why)
         return policies
 
-    async def _json(self, path: str) -> Any:
-        found = await self.store.get(path)
-        return None if found is None else decode_json(found.value)

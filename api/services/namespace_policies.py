@@ -28,8 +28,8 @@ from api.services.naming import require_free_name
 from api.settings import Settings
 from api.shapes.models import BookieAffinityGroupData, LocalPolicies, PersistencePolicies, Policies
 from javaformats import java_to_string
-from metastore import paths
-from metastore.store import Guard, MetadataStore, retry_on_conflict
+from metastore.repositories import Repositories
+from metastore.store import MetadataStore, retry_on_conflict
 from placement.config import split_groups
 
 LOCAL_POLICIES_NOT_FOUND = "Namespace local-policies does not exist"
@@ -63,6 +63,7 @@ class NamespacePolicyService:
         self.store = store
         self.settings = settings
         self.namespaces = NamespaceService(store, settings)
+        self.docs = Repositories(store)
 
     # -- anti-affinity --------------------------------------------------------------------------
 
@@ -106,11 +107,11 @@ class NamespacePolicyService:
         wanted = group.casefold()
         found = []
         for name in await self.namespaces.namespaces_of(tenant):
-            path = paths.join(paths.LOCAL_POLICIES, name)
-            raw = await self.store.get(path)
-            if raw is None:
+            owner, rest = name.split("/", 1)
+            local = await self.docs.local_policies.get(owner, rest)
+            if local is None:
                 continue
-            stored = LocalPolicies.from_stored(path, raw.value).namespaceAntiAffinityGroup
+            stored = local.value.namespaceAntiAffinityGroup
             if stored is not None and stored.casefold() == wanted:
                 found.append(name)
         return found
@@ -186,21 +187,19 @@ class NamespacePolicyService:
     async def _update_policies(
         self, tenant: str, namespace: str, persistence: PersistencePolicies | None
     ) -> None:
-        def change(raw: bytes | None) -> bytes:
-            if raw is None:
+        def change(policies: Policies | None) -> Policies:
+            if policies is None:
                 raise NotFound(NAMESPACE_NOT_FOUND)
-            policies = Policies.from_stored(paths.namespace(tenant, namespace), raw)
             policies.persistence = persistence
-            return policies.to_bytes()
+            return policies
 
-        await self.store.update(paths.namespace(tenant, namespace), change)
+        await self.docs.policies.update(tenant, namespace, mutate=change)
 
     # -- local policies document ----------------------------------------------------------------
 
     async def _local(self, tenant: str, namespace: str) -> LocalPolicies | None:
-        path = paths.local_policies(tenant, namespace)
-        found = await self.store.get(path)
-        return None if found is None else LocalPolicies.from_stored(path, found.value)
+        found = await self.docs.local_policies.get(tenant, namespace)
+        return None if found is None else found.value
 
     async def _update_local(
         self,
@@ -217,21 +216,21 @@ class NamespacePolicyService:
             """One transaction guarded by the namespace's revision too: a write racing a
             namespace DELETE either lands first (and is deleted with it) or fails, never
             leaving local policies behind the deleted namespace."""
-            namespace_path = paths.namespace(tenant, namespace)
-            owner = await self.store.get(namespace_path)
+            docs = self.docs
+            owner = await docs.policies.get(tenant, namespace)
             if owner is None:
                 raise NotFound(NAMESPACE_NOT_FOUND)
-            path = paths.local_policies(tenant, namespace)
-            found = await self.store.get(path)
+            found = await docs.local_policies.get(tenant, namespace)
             if found is None and not create:
                 return
-            local = (
-                LocalPolicies() if found is None else LocalPolicies.from_stored(path, found.value)
-            )
-            await self.store.commit(
-                [Guard(namespace_path, owner.revision),
-                 Guard(path, 0 if found is None else found.revision)],
-                puts={path: change(local).to_bytes()},
+            local = LocalPolicies() if found is None else found.value
+            version = 0 if found is None else found.version
+            await (
+                docs.transaction()
+                .require(docs.policies.at(tenant, namespace, version=owner.version),
+                         docs.local_policies.at(tenant, namespace, version=version))
+                .put(docs.local_policies, tenant, namespace, value=change(local))
+                .commit()
             )  # fmt: skip
 
         await retry_on_conflict(attempt)

@@ -25,9 +25,8 @@ from api.settings import Settings
 from api.shapes.models import BundlesData, PersistencePolicies, Policies, TenantInfo
 from javaformats import decode_java_long
 from metastore import errors as store_errors
-from metastore import paths
-from metastore.errors import ContentDeserializationError
-from metastore.store import Guard, MetadataStore, retry_on_conflict
+from metastore.repositories import Repositories, ownership_tree
+from metastore.store import MetadataStore, retry_on_conflict
 
 NAMESPACE_NOT_FOUND = "Namespace does not exist"
 INVALID_NAMESPACE_NAME = "Namespace name is not valid"
@@ -41,21 +40,6 @@ SUPPORTED_MAX_BUNDLES = 1 << 16
 INVALID_BUNDLES = (
     "Invalid number of bundles. Number of numbles has to be in the range of (0, 2^32]."
 )
-
-# Where topics of a namespace live (managed ledgers, partitioned-topic metadata).
-MANAGED_LEDGERS = "/managed-ledgers"
-PARTITIONED_TOPICS = "/admin/partitioned-topics"
-TOPIC_DOMAINS = ("persistent", "non-persistent")
-
-
-def topic_roots(tenant: str, namespace: str) -> list[str]:
-    """Where the namespace's topics live: managed ledgers, partitioned-topic metadata."""
-    return [
-        paths.join(root, tenant, namespace, domain)
-        for root in (MANAGED_LEDGERS, PARTITIONED_TOPICS)
-        for domain in TOPIC_DOMAINS
-    ]
-
 
 def require_valid_namespace_name(tenant: str, namespace: str) -> None:
     if not is_valid_namespace_name(tenant, namespace):
@@ -130,15 +114,7 @@ def validate_retention(retention: dict[str, Any] | None) -> None:
         )
 
 
-def namespace_names(tenant: str, keys: list[str]) -> list[str]:
-    """`tenant/ns` (v2) and `tenant/cluster/ns` (v1) from the keys under a tenant's path."""
-    prefix = paths.tenant(tenant) + "/"
-    names = set()
-    for key in keys:
-        parts = key.removeprefix(prefix).split("/")
-        if 1 <= len(parts) <= 2 and all(parts):
-            names.add("/".join((tenant, *parts)))
-    return sorted(names)
+TOPIC_DOMAINS = ("persistent", "non-persistent")
 
 
 # Deletes one topic (its managed ledger name) with everything it holds: its ledgers, and its
@@ -152,29 +128,24 @@ class NamespaceService:
         self.store = store
         self.settings = settings
         self.remove_topic = remove_topic
+        self.docs = Repositories(store)
 
     # -- reads --------------------------------------------------------------------------------
 
     async def tenant_info(self, tenant: str) -> TenantInfo | None:
-        path = paths.tenant(tenant)
-        found = await self.store.get(path)
-        return None if found is None else TenantInfo.from_stored(path, found.value)
+        found = await self.docs.tenants.get(tenant)
+        return None if found is None else found.value
 
     async def namespaces_of(self, tenant: str) -> list[str]:
-        keys = await self.store.get_children_values(paths.tenant(tenant))
-        return namespace_names(tenant, list(keys))
+        return sorted(f"{tenant}/{name}" for name in await self.docs.policies.of_tenant(tenant))
 
     async def policies_by_namespace(self, tenant: str) -> dict[str, Policies]:
         """Every namespace of `tenant` with its policies (unreadable documents are skipped)."""
-        values = await self.store.get_children_values(paths.tenant(tenant))
         found: dict[str, Policies] = {}
-        for key, versioned in values.items():
-            names = namespace_names(tenant, [key])
-            if names:
-                try:
-                    found[names[0]] = Policies.from_bytes(versioned.value)
-                except ValueError:
-                    continue
+        for name, stored in (await self.docs.policies.of_tenant(tenant)).items():
+            policies = stored.value_or(None)
+            if policies is not None:
+                found[f"{tenant}/{name}"] = policies
         return found
 
     async def list(self, tenant: str) -> list[str]:
@@ -184,11 +155,10 @@ class NamespaceService:
 
     async def policies(self, tenant: str, namespace: str) -> Policies:
         require_valid_namespace_name(tenant, namespace)
-        path = paths.namespace(tenant, namespace)
-        found = await self.store.get(path)
+        found = await self.docs.policies.get(tenant, namespace)
         if found is None:
             raise NotFound(NAMESPACE_NOT_FOUND)
-        return Policies.from_stored(path, found.value)
+        return found.value
 
     # -- create -------------------------------------------------------------------------------
 
@@ -201,22 +171,25 @@ class NamespaceService:
     ) -> Policies:
         """One guarded transaction: the tenant is still at the revision read (a concurrent
         tenant DELETE fails it) and the namespace still absent."""
-        tenant_path, path = paths.tenant(tenant), paths.namespace(tenant, namespace)
-        found = await self.store.get(tenant_path)
+        docs = self.docs
+        found = await docs.tenants.get(tenant)
         if found is None:
             raise NotFound("Tenant does not exist")
-        tenant_info = TenantInfo.from_stored(tenant_path, found.value)
+        tenant_info = found.value
         policies = self.with_defaults(tenant, tenant_info, requested or Policies())
         limit = self.settings.maxNamespacesPerTenant
         if limit > 0 and len(await self.namespaces_of(tenant)) >= limit:
             raise PreconditionFailed(f"Exceed the maximum number of namespace in tenant :{tenant}")
         try:
-            await self.store.commit(
-                [Guard(tenant_path, found.revision), Guard(path, 0)],
-                puts={path: policies.to_bytes()},
-            )
+            await (
+                docs.transaction()
+                .require(docs.tenants.at(tenant, version=found.version),
+                         docs.policies.at(tenant, namespace, version=0))
+                .put(docs.policies, tenant, namespace, value=policies)
+                .commit()
+            )  # fmt: skip
         except store_errors.BadVersion:
-            if await self.store.exists(path):
+            if await docs.policies.exists(tenant, namespace):
                 raise Conflict("Namespace already exists") from None
             raise  # the tenant changed: read it again
         return policies
@@ -261,8 +234,7 @@ class NamespaceService:
         marked = await retry_on_conflict(lambda: self._mark_deleted(tenant, namespace, force))
         try:
             if force and self.remove_topic is not None:
-                root = paths.join(MANAGED_LEDGERS, tenant, namespace, "persistent")
-                for topic in await self.store.children(root):
+                for topic in await self.docs.topics.persistent(tenant, namespace):
                     await self.remove_topic(f"{tenant}/{namespace}/persistent/{topic}")
             await retry_on_conflict(lambda: self._delete_once(tenant, namespace, force))
         except BaseException:
@@ -274,60 +246,60 @@ class NamespaceService:
         """Set Pulsar's `Policies.deleted`; not forced, only while the namespace has no
         topic (guarded: a topic created since the check fails the write). Whether this call
         set it (False: a delete in progress had)."""
-        path = paths.namespace(tenant, namespace)
-        found = await self.store.get(path)
+        docs = self.docs
+        found = await docs.policies.get(tenant, namespace)
         if found is None:
             raise NotFound(NAMESPACE_NOT_FOUND)
-        try:
-            policies: Policies | None = Policies.from_stored(path, found.value)
-        except ContentDeserializationError:  # another tool's broken document: no mark; the
-            policies = None  # delete still goes on, so an operator can repair it
-        guards = [Guard(path, found.revision)]
+        # another tool's broken document: no mark; the delete still goes on, so an operator
+        # can repair it
+        policies = found.value_or(None)
+        transaction = docs.transaction().require(
+            docs.policies.at(tenant, namespace, version=found.version))
         if not force:
-            for root in topic_roots(tenant, namespace):
-                if await self.store.children(root):
-                    raise Conflict("Cannot delete non empty namespace")
-                guards.append(Guard(root, found.revision, tree=True))
+            if await docs.topics.any(tenant, namespace):
+                raise Conflict("Cannot delete non empty namespace")
+            transaction.require(*docs.topics.none_since(tenant, namespace, found.version))
         if policies is None or policies.deleted:
             return False
         marked = policies.model_copy(update={"deleted": True})
-        await self.store.commit(guards, puts={path: marked.to_bytes()})
+        await transaction.put(docs.policies, tenant, namespace, value=marked).commit()
         return True
 
     async def _set_deleted(self, tenant: str, namespace: str, deleted: bool) -> None:
-        path = paths.namespace(tenant, namespace)
-        found = await self.store.get(path)
+        docs = self.docs
+        found = await docs.policies.get(tenant, namespace)
         if found is None:
             return
-        policies = Policies.from_stored(path, found.value)
+        policies = found.value
         if policies.deleted != deleted:
-            await self.store.commit(
-                [Guard(path, found.revision)],
-                puts={path: policies.model_copy(update={"deleted": deleted}).to_bytes()})
+            await (
+                docs.transaction()
+                .require(docs.policies.at(tenant, namespace, version=found.version))
+                .put(docs.policies, tenant, namespace,
+                     value=policies.model_copy(update={"deleted": deleted}))
+                .commit()
+            )  # fmt: skip
 
     async def _delete_once(self, tenant: str, namespace: str, force: bool) -> None:
         """One transaction deletes the policies, the local policies and the bundle ownership
         records (and, forced, the topics), guarded by the revision of the policies read: of
         two DELETEs exactly one wins, and a write of the local policies (guarded by the same
         revision) either lands before, and is deleted with it, or fails after."""
-        path = paths.namespace(tenant, namespace)
-        found = await self.store.get(path)
+        docs = self.docs
+        found = await docs.policies.get(tenant, namespace)
         if found is None:
             raise NotFound(NAMESPACE_NOT_FOUND)
-        roots = topic_roots(tenant, namespace)
-        guards = [Guard(path, found.revision)]
+        transaction = docs.transaction().require(
+            docs.policies.at(tenant, namespace, version=found.version))
         if not force:
-            for root in roots:
-                if await self.store.children(root):
-                    raise Conflict("Cannot delete non empty namespace")
-                # Empty when read after `found`: a topic created since fails the commit.
-                guards.append(Guard(root, found.revision, tree=True))
-        await self.store.commit(
-            guards,
-            delete_trees=[
-                path,
-                paths.local_policies(tenant, namespace),
-                paths.namespace_ownership(tenant, namespace),
-                *(roots if force else []),
-            ],
+            if await docs.topics.any(tenant, namespace):
+                raise Conflict("Cannot delete non empty namespace")
+            # Empty when read after `found`: a topic created since fails the commit.
+            transaction.require(*docs.topics.none_since(tenant, namespace, found.version))
+        await (
+            transaction.delete_tree(docs.policies, tenant, namespace)
+            .delete_tree(docs.local_policies, tenant, namespace)
+            .delete_trees([ownership_tree(tenant, namespace)])
+            .delete_trees(docs.topics.trees(tenant, namespace) if force else [])
+            .commit()
         )

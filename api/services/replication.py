@@ -18,9 +18,9 @@ from api.services.namespaces import (
     require_valid_namespace_name,
 )
 from api.settings import Settings
-from api.shapes.models import ClusterData, Policies
+from api.shapes.models import Policies
 from javaformats import java_to_string
-from metastore import paths
+from metastore.repositories import Repositories
 from metastore.store import MetadataStore
 
 EMPTY_CLUSTER_IDS = "ClusterIds should not be null or empty"
@@ -31,6 +31,7 @@ class ReplicationService:
     def __init__(self, store: MetadataStore, settings: Settings) -> None:
         self.store = store
         self.namespaces = NamespaceService(store, settings)
+        self.docs = Repositories(store)
 
     async def clusters(self, tenant: str, namespace: str) -> list[str]:
         return (await self.namespaces.policies(tenant, namespace)).replication_clusters
@@ -44,28 +45,27 @@ class ReplicationService:
         wanted = list(dict.fromkeys(cluster_ids))
         if GLOBAL_CLUSTER in wanted:
             raise PreconditionFailed(GLOBAL_NOT_ALLOWED)
-        existing = set(await self.store.children(paths.CLUSTERS))
+        existing = set(await self.docs.clusters.list())
         for cluster in wanted:
             if cluster not in existing:
                 raise Forbidden(f"Invalid cluster id: {cluster}")
             await self._check_peers(cluster, wanted)
             await self._check_allowed(tenant, namespace, cluster)
 
-        def change(raw: bytes | None) -> bytes:
-            if raw is None:
+        def change(policies: Policies | None) -> Policies:
+            if policies is None:
                 raise NotFound(NAMESPACE_NOT_FOUND)
-            policies = Policies.from_bytes(raw)
             policies.replication_clusters = wanted
-            return policies.to_bytes()
+            return policies
 
-        await self.store.update(paths.namespace(tenant, namespace), change)
+        await self.docs.policies.update(tenant, namespace, mutate=change)
 
     async def _check_peers(self, cluster: str, wanted: list[str]) -> None:
         """`validatePeerClusterConflictAsync`."""
-        found = await self.store.get(paths.cluster(cluster))
+        found = await self.docs.clusters.get(cluster)
         if found is None:
             raise PreconditionFailed(f"Invalid replication cluster {cluster}")
-        peers = ClusterData.from_bytes(found.value).peerClusterNames or []
+        peers = found.value.peerClusterNames or []
         conflict = [peer for peer in peers if peer in wanted]
         if conflict:
             raise Conflict(

@@ -13,12 +13,12 @@ from __future__ import annotations
 import builtins
 
 from api.errors import Conflict, NotAllowed, NotFound, PreconditionFailed
-from api.services.namespaces import NamespaceService, namespace_names
+from api.services.namespaces import NamespaceService
 from api.services.naming import is_valid_name
 from api.settings import Settings
 from api.shapes.models import TenantInfo
 from metastore import errors as store_errors
-from metastore import paths
+from metastore.repositories import Repositories, newest_version
 from metastore.store import Guard, MetadataStore, retry_on_conflict
 
 
@@ -36,9 +36,10 @@ class TenantService:
         self.store = store
         self.settings = settings
         self.namespaces = namespaces or NamespaceService(store, settings)
+        self.docs = Repositories(store)
 
     async def list(self) -> list[str]:
-        return await self.store.children(paths.TENANTS)
+        return await self.docs.tenants.list()
 
     async def get(self, tenant: str) -> TenantInfo:
         info = await self.namespaces.tenant_info(tenant)
@@ -55,17 +56,19 @@ class TenantService:
         """One guarded transaction: the tenant still absent and every allowed cluster still
         at the revision read (a concurrent cluster DELETE fails it)."""
         info = await self._validated(given)
-        path = paths.tenant(tenant)
-        if await self.store.exists(path):
+        tenants = self.docs.tenants
+        if await tenants.exists(tenant):
             raise Conflict("Tenant already exist")
         limit = self.settings.maxTenants
         if limit > 0 and len(await self.list()) >= limit:
             raise PreconditionFailed("Exceed the maximum number of tenants")
-        guards = [Guard(path, 0), *await self._cluster_guards(info)]
+        transaction = self.docs.transaction().require(
+            tenants.at(tenant, version=0), *await self._cluster_guards(info)
+        )
         try:
-            await self.store.commit(guards, puts={path: info.to_bytes()})
+            await transaction.put(tenants, tenant, value=info).commit()
         except store_errors.BadVersion:
-            if await self.store.exists(path):
+            if await tenants.exists(tenant):
                 raise Conflict("Tenant already exist") from None
             raise
 
@@ -77,33 +80,33 @@ class TenantService:
         since the read (a namespace created meanwhile may use a cluster being removed) and by
         the revisions of its clusters (a cluster DELETE meanwhile fails it)."""
         new = await self._validated(info)
-        path = paths.tenant(tenant)
-        found = await self.store.get(path)
+        tenants = self.docs.tenants
+        found = await tenants.get(tenant)
         if found is None:
             raise NotFound(f"Tenant {tenant} not found")
-        try:
-            old = TenantInfo.from_stored(path, found.value)
-        except store_errors.ContentDeserializationError:
-            old = TenantInfo()  # unreadable: a full overwrite is how an operator repairs it
-        children = await self.store.get_children_values(path)
+        # unreadable: a full overwrite is how an operator repairs it
+        old = found.value_or(TenantInfo()) or TenantInfo()
+        children = await self.docs.policies.of_tenant(tenant)
         removed = set(old.allowedClusters) - set(new.allowedClusters) - {"global"}
         if removed:
             policies = await self.namespaces.policies_by_namespace(tenant)
             if any(removed & set(p.replication_clusters) for p in policies.values()):
                 raise PreconditionFailed("Active namespaces")
-        newest = max([found.revision, *(v.revision for v in children.values())])
-        guards = [Guard(path, found.revision), Guard(path, newest, tree=True)]
-        guards += await self._cluster_guards(new)
-        await self.store.commit(guards, puts={path: new.to_bytes()})
+        newest = max(found.version, newest_version(children))
+        transaction = self.docs.transaction().require(
+            tenants.at(tenant, version=found.version), tenants.subtree(tenant, since=newest),
+            *await self._cluster_guards(new),
+        )
+        await transaction.put(tenants, tenant, value=new).commit()
 
     async def _cluster_guards(self, info: TenantInfo) -> builtins.list[Guard]:
         """Each allowed cluster still at the revision read now (412 when it is gone)."""
         guards = []
         for cluster in info.allowedClusters:
-            found = await self.store.get(paths.cluster(cluster))
+            found = await self.docs.clusters.get(cluster)
             if found is None:
                 raise PreconditionFailed("Clusters do not exist")
-            guards.append(Guard(paths.cluster(cluster), found.revision))
+            guards.append(self.docs.clusters.at(cluster, version=found.version))
         return guards
 
     async def delete(self, tenant: str, force: bool) -> None:
@@ -120,18 +123,22 @@ class TenantService:
         """One transaction guarded by the tenant's revision and by nothing having been
         written under it since the read: a namespace created meanwhile fails it, and of two
         DELETEs one wins."""
-        path = paths.tenant(tenant)
-        found = await self.store.get(path)
+        tenants = self.docs.tenants
+        found = await tenants.get(tenant)
         if found is None:
             raise NotFound("Tenant doesn't exist")
-        children = await self.store.get_children_values(path)
-        if namespace_names(tenant, list(children)):
+        children = await self.docs.policies.of_tenant(tenant)
+        if children:
             raise Conflict("The tenant still has active namespaces")
-        newest = max([found.revision, *(v.revision for v in children.values())])
-        await self.store.commit(
-            [Guard(path, found.revision), Guard(path, newest, tree=True)],
-            delete_trees=[path, paths.join(paths.LOCAL_POLICIES, tenant)],
-        )
+        newest = max(found.version, newest_version(children))
+        await (
+            self.docs.transaction()
+            .require(tenants.at(tenant, version=found.version),
+                     tenants.subtree(tenant, since=newest))
+            .delete_tree(tenants, tenant)
+            .delete_trees([self.docs.local_policies.tenant_tree(tenant)])
+            .commit()
+        )  # fmt: skip
 
     async def _validated(self, info: TenantInfo | None) -> TenantInfo:
         if info is None:
@@ -139,7 +146,7 @@ class TenantService:
         clusters = info.allowedClusters
         if not clusters or any(not c.strip() for c in clusters):
             raise PreconditionFailed("Clusters cannot be empty or blank")
-        existing = set(await self.store.children(paths.CLUSTERS))
+        existing = set(await self.docs.clusters.list())
         if any(c not in existing for c in clusters):
             raise PreconditionFailed("Clusters do not exist")
         if any(role.strip() != role for role in info.adminRoles):

@@ -33,6 +33,7 @@ from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
     NamespaceService,
     is_valid_namespace_name,
+    require_valid_namespace_name,
 )
 from api.services.publish_buffer import PublishBuffer
 from api.settings import Settings
@@ -48,7 +49,9 @@ from javaformats import (
     signed_long,
 )
 from metastore.ledger_metadata import LedgerMetadata, LedgerState
-from metastore.readers import read_namespace_placement
+from metastore.models import Policies
+from metastore.readers import namespace_placement
+from metastore.repositories import Repositories
 from metastore.store import MetadataStore
 from placement import AffinityGroups, PlacementConfig
 from storage.ledger import LedgerError, NoSuchEntry, NoSuchLedger
@@ -253,14 +256,30 @@ class TopicService:
         self.placement = placement
         self.factory = factory
         self.namespaces = NamespaceService(store, settings)
+        self.docs = Repositories(store)
         self.publish_buffer = PublishBuffer(settings.maxMessagePublishBufferSizeInMB << 20)
 
     # -- configuration ------------------------------------------------------------------------
 
-    async def config_for(self, tenant: str, namespace: str) -> ManagedLedgerConfig:
-        """The namespace's E/Qw/Qa and isolation groups; NotFound when it does not exist."""
-        await self.namespaces.policies(tenant, namespace)  # 404 in Pulsar's words
-        inputs = await read_namespace_placement(self.store, tenant, namespace, self.placement)
+    async def _policies(self, tenant: str, namespace: str) -> Policies:
+        """The namespace's policies from the watch-fed cache (read once per request); 404 in
+        Pulsar's words when the namespace does not exist."""
+        require_valid_namespace_name(tenant, namespace)
+        found = await self.docs.policies.get_cached(tenant, namespace)
+        if found is None:
+            raise NotFound(NAMESPACE_NOT_FOUND)
+        return found.value
+
+    async def config_for(
+        self, tenant: str, namespace: str, policies: Policies | None = None
+    ) -> ManagedLedgerConfig:
+        """The namespace's E/Qw/Qa and isolation groups (from `policies` when the request
+        has read them, and its local policies), both from the watch-fed cache; NotFound when
+        the namespace does not exist."""
+        if policies is None:
+            policies = await self._policies(tenant, namespace)
+        local = await self.docs.local_policies.read_placement(tenant, namespace, cached=True)
+        inputs = namespace_placement(policies, local, self.placement)
         request, affinity = inputs.request, inputs.affinity
         recorded = affinity
         if recorded is None and self.placement.strict_bookie_affinity_enabled:
@@ -277,10 +296,10 @@ class TopicService:
     async def _exists(self, name: str) -> bool:
         return await self.store.exists(managed_ledger_path(name))
 
-    async def _open(self, tenant: str, namespace: str, topic: str,
-                    create: bool) -> ManagedLedger:
+    async def _open(self, tenant: str, namespace: str, topic: str, create: bool,
+                    policies: Policies | None = None) -> ManagedLedger:
         require_valid_topic_name(tenant, namespace, topic)
-        config = await self.config_for(tenant, namespace)
+        config = await self.config_for(tenant, namespace, policies)
         name = managed_ledger_name(tenant, namespace, topic)
         if (not create and self.factory.get_if_open(name) is None
                 and not await self._exists(name)):
@@ -294,16 +313,16 @@ class TopicService:
         except ManagedLedgerFenced as exc:  # the topic was deleted while it opened
             raise topic_not_found(tenant, namespace, topic) from exc
 
-    async def _writable_policies(self, tenant: str, namespace: str) -> dict[str, Any]:
+    async def _writable_policies(self, tenant: str, namespace: str) -> Policies:
         """The namespace's policies; 404 "Namespace is deleted" while the namespace is being
         deleted (Pulsar's `deleted` mark): no topic is created and nothing produced in it."""
-        policies = (await self.namespaces.policies(tenant, namespace)).dump()
-        if policies.get("deleted"):
+        policies = await self._policies(tenant, namespace)
+        if policies.deleted:
             raise namespace_deleted()
         return policies
 
-    def _auto_create_allowed(self, policies: dict[str, Any]) -> bool:
-        override = policies.get("autoTopicCreationOverride")
+    def _auto_create_allowed(self, policies: Policies) -> bool:
+        override = (policies.model_extra or {}).get("autoTopicCreationOverride")
         if isinstance(override, dict) and "allowAutoTopicCreation" in override:
             return bool(override["allowAutoTopicCreation"])
         return self.settings.allowAutoTopicCreation
@@ -331,7 +350,7 @@ class TopicService:
 
     async def list(self, tenant: str, namespace: str) -> list[str]:
         await self.namespaces.policies(tenant, namespace)
-        names = await self.store.children(f"/managed-ledgers/{tenant}/{namespace}/persistent")
+        names = await self.docs.topics.persistent(tenant, namespace)
         return [f"persistent://{tenant}/{namespace}/{codec_decode(n)}" for n in names]
 
     async def internal_stats(self, tenant: str, namespace: str, topic: str,
@@ -339,8 +358,7 @@ class TopicService:
         ledger = await self._open(tenant, namespace, topic, create=False)
         stats = ledger.internal_stats()
         if metadata:
-            registered = set(await self.store.children("/ledgers/available"))
-            registered |= set(await self.store.children("/ledgers/available/readonly"))
+            registered = await self.docs.bookies.ids()
             for info in stats["ledgers"]:
                 try:
                     md = await ledger.client.read_metadata(info["ledgerId"])
@@ -389,7 +407,7 @@ class TopicService:
         if not create and self.factory.get_if_open(name) is None and not await self._exists(
                 name):
             raise NotFound("Topic not exist")
-        ledger = await self._open(tenant, namespace, topic, create=True)
+        ledger = await self._open(tenant, namespace, topic, create=True, policies=policies)
         async with self.publish_buffer.room(sum(map(len, encoded))):
             # all adds of the request in flight at once (started a piece at a time, so that
             # a large request does not hold the loop); the managed ledger keeps call order

@@ -51,6 +51,8 @@ def read_failure_domain(path: str, raw: bytes) -> FailureDomain:
 class Tenants(Document[TenantInfo]):
     """`/admin/policies/{tenant}`: `TenantInfo`."""
 
+    kind = "tenant"
+
     def __init__(self, store: MetadataStore) -> None:
         super().__init__(store, paths.tenant, TenantInfo.from_stored, _bytes_of,
                          parent=lambda: paths.TENANTS)  # fmt: skip
@@ -85,6 +87,8 @@ class NamespacePolicies(Document[Policies]):
     `Policies`, read strictly (the API's view); `read_placement` is the tolerant reading side
     placement uses."""
 
+    kind = "policies"
+
     def __init__(self, store: MetadataStore) -> None:
         super().__init__(store, paths.namespace, Policies.from_stored, _bytes_of,
                          parent=paths.tenant)  # fmt: skip
@@ -100,25 +104,36 @@ class NamespacePolicies(Document[Policies]):
                 out["/".join(parts)] = self.stored(key, held)
         return out
 
-    async def read_placement(self, tenant: str, namespace: str) -> Policies | None:
-        """The policies as placement reads them (`Policies.read`); None when absent."""
-        path = self.path(tenant, namespace)
-        found = await self.store.get(path)
-        return None if found is None else Policies.read(path, found.value)
+    async def read_placement(
+        self, tenant: str, namespace: str, *, cached: bool = False
+    ) -> Policies | None:
+        """The policies as placement reads them (`Policies.read`); None when absent. With
+        `cached`, from the watch-fed cache when it holds them (`Document.get_cached`)."""
+        found = await (self.get_cached if cached else self.get)(tenant, namespace)
+        return None if found is None else Policies.read(found.path, found.raw)
 
 
 class NamespaceLocalPolicies(Document[LocalPolicies]):
     """`/admin/local-policies/{tenant}/{namespace}`: `LocalPolicies`. `get` reads strictly
     (the API's view); `read_placement` and `all_for_placement` are the tolerant side."""
 
+    kind = "local-policies"
+
     def __init__(self, store: MetadataStore) -> None:
         super().__init__(store, paths.local_policies, LocalPolicies.from_stored, _bytes_of,
                          parent=lambda t: paths.join(paths.LOCAL_POLICIES, t))  # fmt: skip
 
-    async def read_placement(self, tenant: str, namespace: str) -> LocalPolicies | None:
-        path = self.path(tenant, namespace)
-        found = await self.store.get(path)
-        return None if found is None else LocalPolicies.read(path, found.value)
+    def tenant_tree(self, tenant: str) -> str:
+        """The local policies of every namespace of `tenant` (`Transaction.delete_trees`)."""
+        return paths.join(paths.LOCAL_POLICIES, tenant)
+
+    async def read_placement(
+        self, tenant: str, namespace: str, *, cached: bool = False
+    ) -> LocalPolicies | None:
+        """The local policies as placement reads them (`LocalPolicies.read`); None when the
+        namespace has none. With `cached`, from the watch-fed cache when it holds them."""
+        found = await (self.get_cached if cached else self.get)(tenant, namespace)
+        return None if found is None else LocalPolicies.read(found.path, found.raw)
 
     async def all_for_placement(self) -> dict[str, LocalPolicies]:
         """Every namespace's local policies by `tenant/namespace`; unreadable ones are
@@ -139,6 +154,8 @@ class NamespaceLocalPolicies(Document[LocalPolicies]):
 class Clusters(Document[ClusterData]):
     """`/admin/clusters/{cluster}`: `ClusterData`."""
 
+    kind = "cluster"
+
     def __init__(self, store: MetadataStore) -> None:
         super().__init__(store, paths.cluster, ClusterData.from_stored, _bytes_of,
                          parent=lambda: paths.CLUSTERS)  # fmt: skip
@@ -155,6 +172,8 @@ class Clusters(Document[ClusterData]):
 class FailureDomains(Document[FailureDomain]):
     """`/admin/clusters/{cluster}/failureDomain/{domain}`: `FailureDomain`."""
 
+    kind = "failure-domain"
+
     def __init__(self, store: MetadataStore) -> None:
         super().__init__(store, paths.failure_domain, read_failure_domain, _bytes_of,
                          parent=paths.failure_domains)  # fmt: skip
@@ -163,6 +182,8 @@ class FailureDomains(Document[FailureDomain]):
 class NamespaceIsolation(Document[IsolationPolicies]):
     """`/admin/clusters/{cluster}/namespaceIsolationPolicies`: `{name: NamespaceIsolationData}`
     as stored (written with its keys in the order given)."""
+
+    kind = "namespace-isolation-policies"
 
     def __init__(self, store: MetadataStore) -> None:
         super().__init__(store, paths.namespace_isolation_policies, read_isolation_policies,

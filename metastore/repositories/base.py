@@ -50,6 +50,8 @@ Mutation = Callable[[M | None], "M | Unchanged | None"]
 class Document(Generic[M]):
     """The documents of one kind, addressed by their key parts (e.g. tenant, namespace)."""
 
+    kind = "document"  # names the document kind in `READS`
+
     def __init__(
         self,
         store: MetadataStore,
@@ -74,10 +76,23 @@ class Document(Generic[M]):
     # -- reads ------------------------------------------------------------------------------
 
     async def get(self, *key: str) -> Stored[M] | None:
-        """The document and its version; None when it does not exist."""
+        """The document and its version, read from the store; None when it does not exist."""
         path = self.path(*key)
+        READS.count(self.kind, cached=False)
         found = await self.store.get(path)
         return None if found is None else self.stored(path, found)
+
+    async def get_cached(self, *key: str) -> Stored[M] | None:
+        """As `get`, from a watch-fed cache of the store when one holds the document (it
+        follows every writer, normally within milliseconds); from the store while no cache
+        is live, and when the cache does not hold it (a document just created elsewhere is
+        never reported missing)."""
+        path = self.path(*key)
+        known = self.store.cached(path)
+        if isinstance(known, Versioned):
+            READS.count(self.kind, cached=True)
+            return self.stored(path, known)
+        return await self.get(*key)
 
     async def exists(self, *key: str) -> bool:
         return await self.store.exists(self.path(*key))
@@ -162,6 +177,12 @@ class Transaction:
         self.puts[document.path(*key)] = document.writer(value)
         return self
 
+    def put_record(self, path: str, value: bytes) -> Transaction:
+        """Write a record whose path another repository named (e.g. a managed ledger's
+        `ManagedLedgerName.path`)."""
+        self.puts[path] = value
+        return self
+
     def delete_tree(self, document: Document[M], *key: str) -> Transaction:
         """Delete the document and every key under it."""
         self.trees.append(document.path(*key))
@@ -173,7 +194,30 @@ class Transaction:
         return self
 
     async def commit(self) -> int:
-        return await self.store.commit(self.guards, puts=self.puts, delete_trees=self.trees)
+        """Commit; the written documents (and the roots of deleted trees) are passed to the
+        store's watch-fed caches at once, so this process reads its own writes."""
+        revision = await self.store.commit(self.guards, puts=self.puts, delete_trees=self.trees)
+        for path, value in self.puts.items():
+            self.store.write_through(path, value, revision)
+        for path in self.trees:
+            self.store.write_through(path, None, revision)
+        return revision
+
+
+class ReadCounts:
+    """Reads of each document kind served by the store and by a watch-fed cache, since the
+    process started (exported as metrics by the service)."""
+
+    def __init__(self) -> None:
+        self.store: dict[str, int] = {}
+        self.cache: dict[str, int] = {}
+
+    def count(self, kind: str, *, cached: bool) -> None:
+        counts = self.cache if cached else self.store
+        counts[kind] = counts.get(kind, 0) + 1
+
+
+READS = ReadCounts()
 
 
 def newest_version(entries: Mapping[str, Stored[M]] | Sequence[Stored[M]]) -> int:
@@ -182,4 +226,13 @@ def newest_version(entries: Mapping[str, Stored[M]] | Sequence[Stored[M]]) -> in
     return max((found.version for found in values), default=0)
 
 
-__all__ = ["UNCHANGED", "Document", "Mutation", "Stored", "Transaction", "newest_version"]
+__all__ = [
+    "READS",
+    "UNCHANGED",
+    "Document",
+    "Mutation",
+    "ReadCounts",
+    "Stored",
+    "Transaction",
+    "newest_version",
+]
