@@ -34,7 +34,9 @@ auditor), `replication_auditor_bookie_audits_total`, `replication_auditor_placem
 `replication_auditor_check_last_duration_seconds`, `replication_auditor_check_found_ledgers`,
 `replication_auditor_replicas_check_unavailable_ledgers` (ledgers with a bookie that did not
 answer the last replicas check: counted in none of the three upstream classes),
-`replication_replication_worker_stuck_ledgers` (ledgers waiting with a reason), and
+`replication_replication_worker_stuck_ledgers` (ledgers waiting with a reason),
+`metadata_document_reads_total{document,source}` (reads of each metadata document kind through
+its repository, `source="store"` or `"cache"` for the watch-fed caches) and
 `http_requests_total{method,route,status}`.
 """
 
@@ -52,6 +54,7 @@ from api.auth.authentication import AuthenticationFailed
 from api.auth.authorization import NEED_AUTHENTICATION
 from api.errors import NotAuthorized
 from api.state import AppState
+from metastore.repositories import READS
 from storage import render_metrics
 from storage.autorecovery import CheckProgress, UnderReplication
 
@@ -154,6 +157,12 @@ async def collect(state: AppState, counts: dict[RequestKey, int]) -> list[Metric
                "bytes copied to new bookies", "counter").add(worker.copied_bytes)
         family("replication_replication_worker_stuck_ledgers",
                "marked ledgers waiting, with a reason").add(len(worker.stuck))
+    reads = family("metadata_document_reads_total",
+                   "reads of a metadata document kind, from the store or a watch-fed cache",
+                   "counter")
+    for source, counted in (("store", READS.store), ("cache", READS.cache)):
+        for kind, count in sorted(counted.items()):
+            reads.add(count, document=kind, source=source)
     requests = family("http_requests_total", "HTTP requests answered", "counter")
     for (method, route, status), count in sorted(counts.items()):
         requests.add(count, method=method, route=route, status=status)

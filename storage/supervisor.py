@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from metastore import paths
 from metastore.embedded import dying_with_parent
 from metastore.errors import MetastoreError
+from metastore.repositories import BookieRegistrations
 from metastore.store import MetadataStore
 from storage.bookie.registration import FORCE_READONLY_FILE
 
@@ -57,9 +57,7 @@ async def wait_registered(
         still = []
         for bookie_id in missing:
             try:
-                found = await store.exists(paths.bookie_available(bookie_id)) or (
-                    await store.exists(paths.bookie_readonly(bookie_id))
-                )
+                found = await BookieRegistrations(store).exists(bookie_id)
             except MetastoreError:
                 found = False
             if not found:

@@ -17,16 +17,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import TypeVar
 
 from api.errors import Forbidden
 from api.services.namespaces import NamespaceService
 from api.settings import Settings
 from api.shapes.models import ClusterData, Policies, TenantInfo
 from metastore import errors as store_errors
-from metastore import paths
 from metastore.ledger_layout import set_up_ledgers_root
+from metastore.repositories import Document, Repositories
 from metastore.store import MetadataStore
 from metastore.versioned_keys import VersionedKeys
+
+M = TypeVar("M")
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +65,13 @@ class Initialised:
     ledgers_instance_id: str | None = None  # /ledgers/INSTANCEID, the existing one if any
 
 
-async def _create_if_absent(store: MetadataStore, path: str, value: bytes) -> bool:
+async def _create_if_absent(document: Document[M], *key: str, value: M) -> str | None:
+    """The path created; None when the document existed."""
     try:
-        await store.create(path, value)
+        await document.create(*key, value=value)
     except store_errors.AlreadyExists:
-        return False
-    return True
+        return None
+    return document.path(*key)
 
 
 async def initialize_cluster_metadata(store: MetadataStore, settings: Settings) -> Initialised:
@@ -78,16 +82,12 @@ async def initialize_cluster_metadata(store: MetadataStore, settings: Settings) 
     finally:
         await keys.close()
     cluster = settings.clusterName
-    created: list[str] = []
-    if await _create_if_absent(
-        store, paths.cluster(cluster), local_cluster_data(settings).to_bytes()
-    ):
-        created.append(paths.cluster(cluster))
+    docs = Repositories(store)
+    made = [await _create_if_absent(docs.clusters, cluster, value=local_cluster_data(settings))]
     namespaces = NamespaceService(store, settings)
     tenant_info = TenantInfo(adminRoles=list(settings.superUserRoles), allowedClusters=[cluster])
     for tenant, namespace in STANDALONE_NAMESPACES:
-        if await _create_if_absent(store, paths.tenant(tenant), tenant_info.to_bytes()):
-            created.append(paths.tenant(tenant))
+        made.append(await _create_if_absent(docs.tenants, tenant, value=tenant_info))
         stored = await namespaces.tenant_info(tenant)
         if stored is None:  # deleted between the two calls: leave it to the next start
             continue
@@ -96,10 +96,8 @@ async def initialize_cluster_metadata(store: MetadataStore, settings: Settings) 
         except Forbidden as exc:
             log.warning("not creating namespace %s/%s: %s", tenant, namespace, exc)
             continue
-        path = paths.namespace(tenant, namespace)
-        if await _create_if_absent(store, path, policies.to_bytes()):
-            created.append(path)
-    return Initialised(tuple(created), instance_id)
+        made.append(await _create_if_absent(docs.policies, tenant, namespace, value=policies))
+    return Initialised(tuple(path for path in made if path is not None), instance_id)
 
 
 async def keep_initializing(

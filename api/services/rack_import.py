@@ -25,9 +25,8 @@ from api.services.racks import find_bookie, put_bookie, remove_bookie, sorted_co
 from api.settings import Settings
 from api.shapes.models import BookieInfo
 from metastore import errors as store_errors
-from metastore import paths
-from metastore.codec import dump_json
-from metastore.documents import RackConfig, decode_rack_config
+from metastore.documents import RackConfig
+from metastore.repositories import RackConfiguration
 from metastore.store import UNCHANGED, MetadataStore
 
 
@@ -110,6 +109,7 @@ class RackImportService:
     def __init__(self, store: MetadataStore, settings: Settings) -> None:
         self.store = store
         self.settings = settings
+        self.rack_config = RackConfiguration(store)
 
     async def apply(
         self, document: dict[str, dict[str, BookieInfo]], *, dry_run: bool, prune: bool
@@ -117,8 +117,8 @@ class RackImportService:
         """The diff and the etcd revision written (None for a dry run or no change)."""
         validate_document(document, self.settings)
         if dry_run:
-            found = await self.store.get(paths.BOOKIES_RACK_CONFIG)
-            current = decode_rack_config(found.value) if found is not None else {}
+            found = await self.rack_config.get()
+            current = found.value if found is not None else {}
             return apply_document(current, document, prune=prune)[1], None
         outcome: list[RackDiff] = []
 
@@ -129,23 +129,21 @@ class RackImportService:
             return UNCHANGED if diff.empty else config
 
         try:
-            written = await self.store.update_json(paths.BOOKIES_RACK_CONFIG, change)
+            written = await self.rack_config.update(change)
         except store_errors.ContentDeserializationError:
             if not prune:
                 raise
             return await self._overwrite_unreadable(document)
         diff = outcome[-1]
-        return diff, (written.revision if written is not None and not diff.empty else None)
+        return diff, (written.version if written is not None and not diff.empty else None)
 
     async def _overwrite_unreadable(
         self, document: dict[str, dict[str, BookieInfo]]
     ) -> tuple[RackDiff, int | None]:
-        found = await self.store.get(paths.BOOKIES_RACK_CONFIG)
+        found = await self.rack_config.get()
         config, diff = apply_document({}, document, prune=True)
-        revision = await self.store.put(
-            paths.BOOKIES_RACK_CONFIG, dump_json(config),
-            expected_revision=0 if found is None else found.revision,
-        )  # fmt: skip
+        revision = await self.rack_config.put(
+            config, expected_version=0 if found is None else found.version)
         return diff, revision
 
 

@@ -16,11 +16,11 @@ from api.errors import InvalidInput, NotFound, PreconditionFailed, validation_re
 from api.services.naming import require_free_name
 from api.settings import Settings
 from api.shapes.models import BookieInfo
-from metastore import paths
 from metastore.cache import CachedDocument, WatchedRange
 from metastore.codec import dump_json, load_json
 from metastore.documents import RackConfig, decode_rack_config
 from metastore.readers import read_registered_bookies
+from metastore.repositories import RackConfiguration
 from metastore.store import MetadataStore
 
 INVALID_RACK_REASON = (
@@ -117,6 +117,7 @@ class RackService:
         self.store = store
         self.settings = settings
         self.watched = watched
+        self.rack_config = RackConfiguration(store)
         # Both decoded once per change of `/bookies`, not once per request.
         self.config: CachedDocument[RackConfig] = CachedDocument(
             watched, lambda raw: sorted_config(decode_rack_config(raw))
@@ -139,7 +140,7 @@ class RackService:
         located = find_bookie(await self.racks_info(), bookie)
         if located is None:
             raise NotFound(not_found_reason(bookie))
-        return BookieInfo.from_stored(paths.BOOKIES_RACK_CONFIG, located[1])
+        return BookieInfo.from_stored(RackConfiguration.path, located[1])
 
     async def set_bookie(self, bookie: str, group: str | None, info: BookieInfo) -> None:
         if group is None:
@@ -158,8 +159,7 @@ class RackService:
         await self._update(remove)
 
     async def _update(self, change: Callable[[RackConfig], RackConfig]) -> None:
-        await self.store.update_json(
-            paths.BOOKIES_RACK_CONFIG,
+        await self.rack_config.update(
             lambda doc: change(doc if isinstance(doc, dict) else {}),
             finalize=sorted_config,
         )

@@ -24,6 +24,7 @@ from metastore.repositories.admin import (
     ownership_tree,
 )
 from metastore.repositories.base import (
+    READS,
     UNCHANGED,
     Document,
     Mutation,
@@ -55,6 +56,7 @@ class Repositories:
 
 
 __all__ = [
+    "READS",
     "UNCHANGED",
     "BookieRegistrations",
     "BrokerRegistrations",

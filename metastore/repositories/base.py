@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Generic, TypeVar
 
 from metastore.store import UNCHANGED, Guard, MetadataStore, Unchanged, Versioned
+from metastore.versioned import NotCached
 
 M = TypeVar("M")
 
@@ -83,16 +84,15 @@ class Document(Generic[M]):
         return None if found is None else self.stored(path, found)
 
     async def get_cached(self, *key: str) -> Stored[M] | None:
-        """As `get`, from a watch-fed cache of the store when one holds the document (it
-        follows every writer, normally within milliseconds); from the store while no cache
-        is live, and when the cache does not hold it (a document just created elsewhere is
-        never reported missing)."""
+        """As `get`, from a live watch-fed cache covering the document (it follows every
+        writer, normally within milliseconds, and this process's own writes at once); from
+        the store while no such cache is live."""
         path = self.path(*key)
         known = self.store.cached(path)
-        if isinstance(known, Versioned):
-            READS.count(self.kind, cached=True)
-            return self.stored(path, known)
-        return await self.get(*key)
+        if isinstance(known, NotCached):
+            return await self.get(*key)
+        READS.count(self.kind, cached=True)
+        return None if known is None else self.stored(path, known)
 
     async def exists(self, *key: str) -> bool:
         return await self.store.exists(self.path(*key))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from metastore.bookie_service_info import bookie_service_info, encode_bookie_service_info
 from metastore.errors import MetastoreError
-from metastore.paths import bookie_available, bookie_readonly
+from metastore.repositories import BookieRegistrations
 from metastore.store import MetadataStore
 
 log = logging.getLogger(__name__)
@@ -87,6 +87,7 @@ class Registration:
 
     def __init__(self, store: MetadataStore, bookie_id: str, ttl: int) -> None:
         self.store = store
+        self.registrations = BookieRegistrations(store)
         self.bookie_id = bookie_id
         self.ttl = ttl
         self.readonly = False
@@ -95,7 +96,7 @@ class Registration:
         self._task: asyncio.Task[None] | None = None
 
     def _path(self, readonly: bool) -> str:
-        return bookie_readonly(self.bookie_id) if readonly else bookie_available(self.bookie_id)
+        return BookieRegistrations.path(self.bookie_id, readonly=readonly)
 
     async def start(self, readonly: bool) -> None:
         """Register in the background: an etcd that is slow or away delays it, never fails it."""
@@ -104,9 +105,10 @@ class Registration:
 
     async def _register(self) -> None:
         self._lease = await self.store.grant_lease(self.ttl)
-        await self.store.put_ephemeral(self._path(self.readonly), self.value, self._lease)
+        await self.registrations.put_ephemeral(
+            self.bookie_id, self.value, readonly=self.readonly, lease=self._lease)
         with contextlib.suppress(MetastoreError):
-            await self.store.delete(self._path(not self.readonly))
+            await self.registrations.delete(self.bookie_id, readonly=not self.readonly)
 
     async def set_readonly(self, readonly: bool) -> None:
         if readonly == self.readonly:
@@ -114,9 +116,10 @@ class Registration:
         self.readonly = readonly
         if self._lease is None:
             return  # not registered yet: the first registration uses the new state
-        await self.store.put_ephemeral(self._path(readonly), self.value, self._lease)
+        await self.registrations.put_ephemeral(
+            self.bookie_id, self.value, readonly=readonly, lease=self._lease)
         with contextlib.suppress(MetastoreError):
-            await self.store.delete(self._path(not readonly))
+            await self.registrations.delete(self.bookie_id, readonly=not readonly)
         log.warning("bookie %s is now %s", self.bookie_id, "read-only" if readonly else "writable")
 
     async def _maintain(self) -> None:
@@ -131,7 +134,8 @@ class Registration:
                 assert self._lease is not None
                 await self.store.refresh_lease(self._lease)
                 # The lease may have expired while etcd was away: then register again.
-                registered = await self.store.exists(self._path(self.readonly))
+                registered = await self.registrations.exists(
+                    self.bookie_id, readonly=self.readonly)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -145,7 +149,7 @@ class Registration:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         with contextlib.suppress(MetastoreError):
-            await self.store.delete(self._path(self.readonly))
+            await self.registrations.delete(self.bookie_id, readonly=self.readonly)
 
 
 async def watch_disk(
