@@ -32,6 +32,7 @@ from api.services.namespaces import (
     TOPIC_DOMAINS,
     NamespaceService,
     bundles_for,
+    require_valid_namespace_name,
 )
 from api.settings import Settings
 from api.shapes.models import BundlesData
@@ -40,7 +41,7 @@ from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.codec import dump_json, load_json
 from metastore.documents import BrokerRegistration, LocalPolicies, decode_broker, direct_children
-from metastore.readers import read_all_local_policies, read_failure_domains, read_local_policies
+from metastore.readers import read_all_local_policies, read_failure_domains
 from metastore.repositories import Repositories
 from metastore.store import MetadataStore, Versioned
 from placement import IsolationPolicy, parse_valid_policies, select_broker
@@ -139,8 +140,12 @@ class LookupService:
     async def lookup(self, domain: str, tenant: str, namespace: str, topic: str) -> dict[str, Any]:
         if domain not in TOPIC_DOMAINS:
             raise InvalidInput(f"Invalid topic domain: {domain}")
-        policies = await self.namespaces.policies(tenant, namespace)
-        local = await read_local_policies(self.store, tenant, namespace)
+        require_valid_namespace_name(tenant, namespace)
+        found = await self.docs.policies.get_cached(tenant, namespace)  # once per request
+        if found is None:
+            raise NotFound(NAMESPACE_NOT_FOUND)
+        policies = found.value
+        local = await self.docs.local_policies.read_placement(tenant, namespace, cached=True)
         topic_name = f"{domain}://{tenant}/{namespace}/{topic}"
         bundles = policies.bundles
         if local is not None and local.bundle_boundaries:

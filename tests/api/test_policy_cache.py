@@ -1,4 +1,4 @@
-"""A REST produce reads its namespace's policies and local policies from the service's
+"""A REST produce (and a lookup) reads its namespace's policies and local policies from the service's
 watch-fed caches, once each per request, never from the metadata store (the reads are counted
 by the repositories and exported at `/metrics`); a change another client writes straight into
 etcd is in effect for the next produce."""
@@ -59,6 +59,20 @@ def test_produce_reads_policies_from_the_cache_once_per_request(
         assert after.get((document, "store"), 0) == before.get((document, "store"), 0)
         served = after[document, "cache"] - before.get((document, "cache"), 0)
         assert served == PRODUCES, document
+
+
+def test_lookup_reads_policies_from_the_cache_once_per_request(
+    service: tuple[ServerProcess, RawEtcd],
+) -> None:
+    server, _ = service
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        before = document_reads(http)
+        for _ in range(PRODUCES):  # no broker registered: answered 503 after the reads
+            http.get(f"/lookup/v2/topic/persistent/{NAMESPACE}/looked-up")
+        after = document_reads(http)
+    for document in ("policies", "local-policies"):
+        assert after.get((document, "store"), 0) == before.get((document, "store"), 0)
+        assert after[document, "cache"] - before.get((document, "cache"), 0) == PRODUCES
 
 
 def test_a_policy_written_by_another_client_is_seen_by_the_next_produce(
