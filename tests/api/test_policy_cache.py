@@ -1,7 +1,7 @@
-"""A REST produce (and a lookup) reads its namespace's policies and local policies from the service's
-watch-fed caches, once each per request, never from the metadata store (the reads are counted
-by the repositories and exported at `/metrics`); a change another client writes straight into
-etcd is in effect for the next produce."""
+"""A REST produce (and a lookup) reads its namespace's policies and local policies from the
+service's watch-fed caches, once each per request, never from the metadata store (the reads are
+counted by the repositories and exported at `/metrics`); a change another client writes
+straight into etcd is in effect for the next produce."""
 
 from __future__ import annotations
 
