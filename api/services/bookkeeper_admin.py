@@ -33,6 +33,7 @@ from metastore.bookie_service_info import BOOKIE_RPC, decode_bookie_service_info
 from metastore.errors import NotFound
 from metastore.ledger_metadata import LedgerMetadata, encode_ledger_metadata
 from metastore.ledgers import LedgerMetadataStore
+from metastore.repositories import BookieRegistrations
 from metastore.versioned_keys import VersionedKeys
 from storage import encode_force_request
 from storage.autorecovery import UnderReplication
@@ -64,6 +65,7 @@ class BookKeeperAdminService:
         self.keys = keys
         self.ledgers = LedgerMetadataStore(keys)
         self.underreplication = UnderReplication(keys)
+        self.registrations = BookieRegistrations(keys.store)
         self.default_recovery_delay = default_recovery_delay
 
     async def list_under_replicated(self, params: Mapping[str, str]) -> AdminAnswer:
@@ -165,12 +167,11 @@ class BookKeeperAdminService:
         hostname (null unless `print_hostnames=true`)."""
         read_only = params.get("type") == "ro"
         print_hostnames = params.get("print_hostnames") == "true"
-        parent = paths.BOOKIES_READONLY if read_only else paths.BOOKIES_AVAILABLE
         try:
-            bookies = [b for b in await self.keys.children(parent) if b != "readonly"]
+            bookies = await self.registrations.names(readonly=read_only)
             output: dict[str, str | None] = {}
             for bookie in bookies:
-                host = await self._hostname(paths.join(parent, bookie), bookie)
+                host = await self._hostname(bookie, readonly=read_only)
                 output.setdefault(bookie, host if print_hostnames else None)
         except Exception:
             log.exception("bookie list")
@@ -219,14 +220,14 @@ class BookKeeperAdminService:
         return AdminAnswer(200, bookkeeper_json({"is_in_force_gc": "true" if running else "false"}))
 
     async def _registered_bookies(self) -> list[str]:
-        writable = [b for b in await self.keys.children(paths.BOOKIES_AVAILABLE) if b != "readonly"]
-        return sorted({*writable, *await self.keys.children(paths.BOOKIES_READONLY)})
+        writable = await self.registrations.names(readonly=False)
+        return sorted({*writable, *await self.registrations.names(readonly=True)})
 
-    async def _hostname(self, path: str, bookie_id: str) -> str:
+    async def _hostname(self, bookie_id: str, *, readonly: bool) -> str:
         """The host of the bookie's `bookie-rpc` endpoint (BookKeeper's address resolver),
         else the host part of its id."""
-        found = await self.keys.read(path)
-        info = decode_bookie_service_info(bookie_id, found.value if found else b"")
+        found = await self.registrations.get(bookie_id, readonly=readonly)
+        info = decode_bookie_service_info(bookie_id, found or b"")
         endpoint = next((e for e in info.endpoints if e.protocol == BOOKIE_RPC), None)
         if endpoint is not None:
             return endpoint.host

@@ -37,10 +37,9 @@ from api.services.namespaces import (
 from api.settings import Settings
 from api.shapes.models import BundlesData
 from metastore import errors as store_errors
-from metastore import paths
 from metastore.cache import WatchedRange
 from metastore.codec import dump_json, load_json
-from metastore.documents import BrokerRegistration, LocalPolicies, decode_broker, direct_children
+from metastore.documents import BrokerRegistration, LocalPolicies
 from metastore.readers import read_all_local_policies, read_failure_domains
 from metastore.repositories import Repositories
 from metastore.store import MetadataStore, Versioned
@@ -151,16 +150,16 @@ class LookupService:
         if local is not None and local.bundle_boundaries:
             bundles = BundlesData(boundaries=list(local.bundle_boundaries))
         boundaries = boundaries_of(bundles, self.settings.defaultNumberOfNamespaceBundles)
-        key = paths.bundle_ownership(tenant, namespace,
-                                     bundle_range(boundaries, topic_hash(topic_name)))
+        key = self.docs.ownership.key(tenant, namespace,
+                                      bundle_range(boundaries, topic_hash(topic_name)))
         owner = await self.owner(f"{tenant}/{namespace}", key, local, topic_name)
         return lookup_data(owner)
 
     async def unload(self, tenant: str, namespace: str) -> None:
         """Release every bundle of the namespace (delete its ownership records)."""
         await self.namespaces.policies(tenant, namespace)
-        root = paths.namespace_ownership(tenant, namespace)
-        revision = await self.store.delete_children(root)
+        root = self.docs.ownership.namespace_root(tenant, namespace)
+        revision = await self.docs.ownership.release_namespace(tenant, namespace)
         for key in [k for k in await self.ownership.entries() if k.startswith(root + "/")]:
             self.ownership.observe(key, None, revision)
 
@@ -196,13 +195,8 @@ class LookupService:
         exists, on the broker's lease; otherwise return what is there now, read in the same
         transaction (NotFound when the namespace is gone: no ownership record outlives it,
         since a namespace DELETE takes its records in its own transaction)."""
-        lease = await self.store.lease_of(paths.broker(broker_id))
-        tenant, namespace = key.removeprefix(paths.NAMESPACE_OWNERSHIP + "/").split("/")[:2]
         try:
-            return await self.store.put_if_revision(
-                key, dump_json(record), expected, lease=lease,
-                requires=paths.namespace(tenant, namespace),
-            )  # fmt: skip
+            return await self.docs.ownership.claim(key, dump_json(record), expected, broker_id)
         except store_errors.NotFound:
             raise NotFound(NAMESPACE_NOT_FOUND) from None
 
@@ -233,16 +227,15 @@ class LookupService:
         self, owners: Mapping[str, Versioned], brokers: Mapping[str, BrokerRegistration]
     ) -> dict[str, dict[str, int]]:
         """{tenant/ns: {broker: bundles owned}} over live owners."""
-        prefix = paths.NAMESPACE_OWNERSHIP + "/"
         out: dict[str, dict[str, int]] = {}
         for key, held in owners.items():
-            parts = key.removeprefix(prefix).split("/")
+            bundle = self.docs.ownership.bundle_of(key)
             record = decode_json(held.value)
-            if len(parts) != 3 or not isinstance(record, dict):
+            if bundle is None or not isinstance(record, dict):
                 continue
             broker = broker_id_of(record)
             if broker is not None and broker in brokers:
-                per = out.setdefault(f"{parts[0]}/{parts[1]}", {})
+                per = out.setdefault(f"{bundle[0]}/{bundle[1]}", {})
                 per[broker] = per.get(broker, 0) + 1
         return out
 
@@ -261,8 +254,7 @@ class LookupService:
         return counts
 
     async def _brokers(self) -> dict[str, BrokerRegistration]:
-        entries = direct_children(await self.brokers.entries(), paths.BROKERS)
-        return {b: decode_broker(b, v.value) for b, v in entries.items()}
+        return self.docs.brokers.decoded(await self.brokers.entries())
 
     async def _isolation_policies(self, cluster: str) -> tuple[IsolationPolicy, ...]:
         """The cluster's applicable isolation policies; one that cannot be applied (a pattern

@@ -38,12 +38,11 @@ from pathlib import Path
 
 from api.errors import Conflict, NotFound, PreconditionFailed
 from api.services.racks import RackService
-from metastore import paths
 from metastore.documents import Registrations
-from metastore.errors import MetastoreError
 from metastore.errors import NotFound as NoSuchKey
 from metastore.ledgers import LedgerMetadataStore
 from metastore.readers import read_registered_bookies
+from metastore.repositories import BookieRegistrations
 from metastore.store import MetadataStore
 from metastore.topology import read_cluster_view
 from metastore.versioned_keys import VersionedKeys
@@ -190,11 +189,7 @@ class StorageBookieService:
         local = await self._supervised(bookie_id)
         if not await asyncio.to_thread(local.kill, bookie_id):
             raise Conflict(f"Bookie {bookie_id} is already stopped")
-        for path in (paths.bookie_available(bookie_id), paths.bookie_readonly(bookie_id)):
-            with contextlib.suppress(MetastoreError):
-                lease = await self.store.lease_of(path)
-                if lease is not None:
-                    await self.store.revoke_lease(lease)
+        await BookieRegistrations(self.store).revoke(bookie_id)
 
     async def readonly(self, bookie_id: str) -> None:
         local = await self._supervised(bookie_id)
@@ -246,11 +241,7 @@ class StorageBookieService:
     async def _remove(self, bookie_id: str) -> None:
         if self.local is not None:
             await asyncio.to_thread(self.local.remove, bookie_id)
-        for path in (paths.bookie_available(bookie_id), paths.bookie_readonly(bookie_id)):
-            with contextlib.suppress(MetastoreError):
-                lease = await self.store.lease_of(path)
-                if lease is not None:
-                    await self.store.revoke_lease(lease)
+        await BookieRegistrations(self.store).revoke(bookie_id)
         with contextlib.suppress(NotFound, NoSuchKey):
             await self.racks.delete_bookie(bookie_id)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from metastore.repositories.admin import (
     BookieRegistrations,
     BrokerRegistrations,
+    BundleOwnership,
     Clusters,
     FailureDomains,
     IsolationPolicies,
@@ -49,6 +50,7 @@ class Repositories:
         self.isolation = NamespaceIsolation(store)
         self.bookies = BookieRegistrations(store)
         self.brokers = BrokerRegistrations(store)
+        self.ownership = BundleOwnership(store)
         self.topics = NamespaceTopics(store)
 
     def transaction(self) -> Transaction:
@@ -60,6 +62,7 @@ __all__ = [
     "UNCHANGED",
     "BookieRegistrations",
     "BrokerRegistrations",
+    "BundleOwnership",
     "Clusters",
     "Document",
     "FailureDomains",

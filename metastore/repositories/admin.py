@@ -4,7 +4,8 @@ one model (`metastore.models`, or a tolerant view in `metastore.documents`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from metastore import paths
@@ -17,7 +18,7 @@ from metastore.documents import (
     decode_rack_config,
     registrations_of,
 )
-from metastore.errors import ContentDeserializationError
+from metastore.errors import ContentDeserializationError, MetastoreError
 from metastore.models import (
     ClusterData,
     FailureDomain,
@@ -27,7 +28,7 @@ from metastore.models import (
     TenantInfo,
 )
 from metastore.repositories.base import Document, Stored
-from metastore.store import Guard, MetadataStore
+from metastore.store import Guard, MetadataStore, Versioned
 
 # `{policyName: NamespaceIsolationData}`, each policy kept as stored (unknown fields survive).
 IsolationPolicies = dict[str, Any]
@@ -254,6 +255,21 @@ class BookieRegistrations:
     ) -> None:
         await self.store.put_ephemeral(self.path(bookie_id, readonly=readonly), value, lease)
 
+    async def names(self, *, readonly: bool) -> list[str]:
+        """The ids registered writable (`readonly=False`) or read-only, sorted."""
+        if readonly:
+            return await self.store.children(paths.BOOKIES_READONLY)
+        return [b for b in await self.store.children(paths.BOOKIES_AVAILABLE) if b != "readonly"]
+
+    async def revoke(self, bookie_id: str) -> None:
+        """End the sessions (leases) the bookie's registrations are on: they vanish now, as
+        when the bookie's session expires. A registration already gone is no error."""
+        for readonly in (False, True):
+            with contextlib.suppress(MetastoreError):
+                lease = await self.store.lease_of(self.path(bookie_id, readonly=readonly))
+                if lease is not None:
+                    await self.store.revoke_lease(lease)
+
     async def all(self) -> Registrations:
         """The registered bookies, writable and read-only."""
         return registrations_of(await self.store.get_children_values(paths.BOOKIES_AVAILABLE))
@@ -277,11 +293,16 @@ class BrokerRegistrations:
         return None if found is None else decode_broker(broker_id, found.value)
 
     async def all(self) -> dict[str, BrokerRegistration]:
+        return self.decoded(await self.store.get_children_values(paths.BROKERS))
+
+    @staticmethod
+    def decoded(entries: Mapping[str, Versioned]) -> dict[str, BrokerRegistration]:
+        """The registrations among `entries` (keys under `/loadbalance/brokers/`, e.g. a
+        watch-fed cache's), by broker id."""
         prefix = paths.BROKERS + "/"
-        values = await self.store.get_children_values(paths.BROKERS)
         return {key.removeprefix(prefix): decode_broker(key.removeprefix(prefix), held.value)
-                for key, held in values.items()
-                if "/" not in key.removeprefix(prefix)}  # fmt: skip
+                for key, held in entries.items()
+                if key.startswith(prefix) and "/" not in key.removeprefix(prefix)}  # fmt: skip
 
 
 class NamespaceTopics:
@@ -317,6 +338,53 @@ class NamespaceTopics:
         return self._roots(tenant, namespace)
 
 
+class BundleOwnership:
+    """`/namespace/{tenant}/{ns}/{bundleRange}`: which broker owns a bundle (Pulsar's
+    `NamespaceEphemeralData`, on the owning broker's session). Keys are what the service's
+    watch-fed cache of `/namespace` holds."""
+
+    ROOT = paths.NAMESPACE_OWNERSHIP
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.store = store
+
+    @staticmethod
+    def key(tenant: str, namespace: str, bundle_range: str) -> str:
+        return paths.bundle_ownership(tenant, namespace, bundle_range)
+
+    @staticmethod
+    def bundle_of(key: str) -> tuple[str, str, str] | None:
+        """(tenant, namespace, bundle range) of an ownership key; None for other keys."""
+        parts = key.removeprefix(paths.NAMESPACE_OWNERSHIP + "/").split("/")
+        if key == paths.NAMESPACE_OWNERSHIP or len(parts) != 3:
+            return None
+        return parts[0], parts[1], parts[2]
+
+    @staticmethod
+    def namespace_root(tenant: str, namespace: str) -> str:
+        return paths.namespace_ownership(tenant, namespace)
+
+    async def claim(
+        self, key: str, record: bytes, expected_version: int, broker_id: str
+    ) -> tuple[bool, Versioned | None]:
+        """Write `record` at `key` on the broker's session if `key` is still at
+        `expected_version` (0: absent) and the namespace's policies still exist
+        (`MetadataStore.put_if_revision`; `NotFound` when the namespace is gone)."""
+        found = self.bundle_of(key)
+        if found is None:
+            raise ValueError(f"{key} is not a bundle ownership key")
+        tenant, namespace, _ = found
+        lease = await self.store.lease_of(paths.broker(broker_id))
+        return await self.store.put_if_revision(
+            key, record, expected_version, lease=lease,
+            requires=paths.namespace(tenant, namespace),
+        )  # fmt: skip
+
+    async def release_namespace(self, tenant: str, namespace: str) -> int:
+        """Delete every ownership record of the namespace; the revision after it."""
+        return await self.store.delete_children(self.namespace_root(tenant, namespace))
+
+
 def ownership_tree(tenant: str, namespace: str) -> str:
     """The namespace's bundle ownership records (`/namespace/{tenant}/{ns}`)."""
     return paths.namespace_ownership(tenant, namespace)
@@ -325,6 +393,7 @@ def ownership_tree(tenant: str, namespace: str) -> str:
 __all__ = [
     "BookieRegistrations",
     "BrokerRegistrations",
+    "BundleOwnership",
     "Clusters",
     "FailureDomains",
     "IsolationPolicies",
