@@ -73,7 +73,6 @@ from storage.managed_ledger import (
     decode_message,
     encode_message,
     managed_ledger_name,
-    managed_ledger_path,
     message_size,
 )
 
@@ -294,7 +293,7 @@ class TopicService:
         )
 
     async def _exists(self, name: str) -> bool:
-        return await self.store.exists(managed_ledger_path(name))
+        return await self.docs.topics.exists(name)
 
     async def _open(self, tenant: str, namespace: str, topic: str, create: bool,
                     policies: Policies | None = None) -> ManagedLedger:

@@ -324,6 +324,11 @@ class NamespaceTopics:
         return await self.store.children(
             paths.join(paths.MANAGED_LEDGERS, tenant, namespace, "persistent"))  # fmt: skip
 
+    async def exists(self, managed_ledger: str) -> bool:
+        """Whether the topic's managed-ledger record exists (`managed_ledger`: its name,
+        `tenant/ns/persistent/<URL-encoded topic>`)."""
+        return await self.store.exists(f"{paths.MANAGED_LEDGERS}/{managed_ledger}")
+
     async def any(self, tenant: str, namespace: str) -> bool:
         for root in self._roots(tenant, namespace):
             if await self.store.children(root):

@@ -45,12 +45,12 @@ from dataclasses import dataclass, field
 
 from metastore.errors import AlreadyExists
 from metastore.ledgers import LedgerMetadataStore
+from metastore.repositories.underreplication import AUDITOR_LEADER, UnderReplication
 from metastore.versioned_keys import VersionedKeys
 from placement import Adherence, PlacementConfig, Topology
 from placement.violations import Violation, check_fragment
 from storage.autorecovery.checker import PeriodicChecks
 from storage.autorecovery.config import AutoRecoveryConfig
-from storage.autorecovery.marks import AUDITOR_LEADER, UnderReplication
 from storage.autorecovery.registry import registered_bookies
 from storage.ledger.bookies import BookiePool
 from storage.ledger.client import TopologySource

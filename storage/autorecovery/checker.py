@@ -61,10 +61,10 @@ from metastore import paths
 from metastore.errors import NotFound
 from metastore.ledger_metadata import LedgerMetadata
 from metastore.ledgers import LedgerMetadataStore
+from metastore.repositories.underreplication import UnderReplication
 from metastore.versioned_keys import VersionedKeys
 from placement import write_set
 from storage.autorecovery.config import AutoRecoveryConfig
-from storage.autorecovery.marks import UnderReplication
 from storage.autorecovery.registry import registered_bookies
 from storage.bookie.availability import EntryAvailability
 from storage.bookie.errors import BookieError, NoEntry, NoLedger

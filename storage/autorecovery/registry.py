@@ -3,13 +3,11 @@ ephemeral registration under `/ledgers/available` is gone (its lease expired).""
 
 from __future__ import annotations
 
-from metastore import paths
+from metastore.repositories import BookieRegistrations
 from metastore.versioned_keys import VersionedKeys
-
-READONLY = "readonly"
 
 
 async def registered_bookies(keys: VersionedKeys) -> frozenset[str]:
-    writable = [c for c in await keys.children(paths.BOOKIES_AVAILABLE) if c != READONLY]
-    readonly = await keys.children(paths.join(paths.BOOKIES_AVAILABLE, READONLY))
-    return frozenset(writable) | frozenset(readonly)
+    registrations = BookieRegistrations(keys.store)
+    writable = await registrations.names(readonly=False)
+    return frozenset(writable) | frozenset(await registrations.names(readonly=True))

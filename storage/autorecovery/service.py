@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from metastore.repositories.underreplication import UnderReplication
 from metastore.versioned_keys import VersionedKeys
 from storage.autorecovery.auditor import Auditor
 from storage.autorecovery.config import AutoRecoveryConfig
-from storage.autorecovery.marks import UnderReplication
 from storage.autorecovery.worker import ReplicationWorker
 from storage.ledger.client import LedgerClient
 

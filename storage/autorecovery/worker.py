@@ -39,12 +39,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
+from metastore.repositories.underreplication import Mark, UnderReplication
 from placement import NotEnoughBookies, PlacementConfig, Topology, write_set
 from placement.violations import check_fragment, kind_names, member_violations
 from storage.autorecovery.auditor import segment_adheres
 from storage.autorecovery.checker import FragmentChecker, ReadPacer
 from storage.autorecovery.config import AutoRecoveryConfig
-from storage.autorecovery.marks import Mark, UnderReplication
 from storage.autorecovery.registry import registered_bookies
 from storage.bookie.errors import BookieError
 from storage.ledger.client import LedgerClient

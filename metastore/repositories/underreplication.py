@@ -1,5 +1,6 @@
-"""Under-replication marks and ledger locks at BookKeeper's keys, in its text formats
-(`ZkLedgerUnderreplicationManager`, kept by Pulsar's `PulsarLedgerUnderreplicationManager`):
+"""The repository of under-replication marks and ledger locks at BookKeeper's keys, in its
+text formats (`ZkLedgerUnderreplicationManager`, kept by Pulsar's
+`PulsarLedgerUnderreplicationManager`):
 
 - `/ledgers/underreplication/ledgers/<hhhh>/<hhhh>/<hhhh>/<hhhh>/urL<%010d>`: the missing
   replicas (`replica: "<bookie>"` lines) and the mark time (`ctime`); marking again merges the
