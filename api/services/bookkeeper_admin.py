@@ -28,12 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from javaformats import hash_map_order, jackson_pretty, parse_java_int, parse_java_long
-from metastore import paths
 from metastore.bookie_service_info import BOOKIE_RPC, decode_bookie_service_info
 from metastore.errors import NotFound
 from metastore.ledger_metadata import LedgerMetadata, encode_ledger_metadata
 from metastore.ledgers import LedgerMetadataStore
-from metastore.repositories import BookieRegistrations
+from metastore.repositories import BookieRegistrations, ForceGc
 from metastore.versioned_keys import VersionedKeys
 from storage import encode_force_request
 from storage.autorecovery import UnderReplication
@@ -66,6 +65,7 @@ class BookKeeperAdminService:
         self.ledgers = LedgerMetadataStore(keys)
         self.underreplication = UnderReplication(keys)
         self.registrations = BookieRegistrations(keys.store)
+        self.force_gc = ForceGc(keys.store)
         self.default_recovery_delay = default_recovery_delay
 
     async def list_under_replicated(self, params: Mapping[str, str]) -> AdminAnswer:
@@ -180,14 +180,14 @@ class BookKeeperAdminService:
 
     async def trigger_gc(self, body: bytes) -> AdminAnswer:
         """`PUT /api/v1/bookie/gc` (`TriggerGCService`) for the cluster: one request at
-        `paths.BOOKIE_GC_REQUEST` that every bookie watches (`storage.bookie.gc`). No body: a
+        `ForceGc.REQUEST` that every bookie watches (`storage.bookie.gc`). No body: a
         plain forced run; a body must be a JSON object with booleans `forceMajor` and
         `forceMinor` (upstream unboxes both: either missing, or a body that is not JSON, is
         its server's bare 500). 200: the JSON string `Triggered GC on BookieServer: ...`
         naming the registered bookies."""
         try:
             request = self._gc_request(body)
-            await self.keys.put(paths.BOOKIE_GC_REQUEST, request)
+            await self.force_gc.request(request)
             bookies = await self._registered_bookies()
         except Exception:
             log.exception("trigger gc")
@@ -211,8 +211,8 @@ class BookKeeperAdminService:
         try:
             running = False
             for bookie in await self._registered_bookies():
-                found = await self.keys.read(paths.bookie_gc_state(bookie))
-                if found is not None and json.loads(found.value).get("is_in_force_gc") == "true":
+                found = await self.force_gc.state(bookie)
+                if found is not None and json.loads(found).get("is_in_force_gc") == "true":
                     running = True
         except Exception:
             log.exception("gc state")

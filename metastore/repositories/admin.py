@@ -390,6 +390,27 @@ class BundleOwnership:
         return await self.store.delete_children(self.namespace_root(tenant, namespace))
 
 
+class ForceGc:
+    """Ours (BookKeeper's `PUT /api/v1/bookie/gc`, answered for the cluster): the request at
+    `/bookie-gc/request` every bookie watches, and each bookie's
+    `{"is_in_force_gc": "true"|"false"}` at `/bookie-gc/state/{bookieId}`."""
+
+    REQUEST = paths.BOOKIE_GC_REQUEST
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.store = store
+
+    async def request(self, value: bytes) -> None:
+        await self.store.put_returning_version(self.REQUEST, value)
+
+    async def state(self, bookie_id: str) -> bytes | None:
+        found = await self.store.get(paths.bookie_gc_state(bookie_id))
+        return None if found is None else found.value
+
+    async def publish_state(self, bookie_id: str, value: bytes) -> None:
+        await self.store.put(paths.bookie_gc_state(bookie_id), value)
+
+
 def ownership_tree(tenant: str, namespace: str) -> str:
     """The namespace's bundle ownership records (`/namespace/{tenant}/{ns}`)."""
     return paths.namespace_ownership(tenant, namespace)
@@ -401,6 +422,7 @@ __all__ = [
     "BundleOwnership",
     "Clusters",
     "FailureDomains",
+    "ForceGc",
     "IsolationPolicies",
     "NamespaceIsolation",
     "NamespaceLocalPolicies",

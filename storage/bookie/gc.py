@@ -47,7 +47,8 @@ from pathlib import Path
 from typing import Protocol
 
 from metastore.ledger_metadata import LedgerMetadata, LedgerState
-from metastore.paths import BOOKIE_GC_REQUEST, bookie_gc_state
+from metastore.paths import BOOKIE_GC_REQUEST
+from metastore.repositories import ForceGc
 from metastore.store import MetadataStore
 from storage.bookie.bookie import Bookie
 from storage.bookie.compaction import Compactor, LogUsage, Throttle, refresh_ledger_states
@@ -451,7 +452,7 @@ def encode_gc_state(in_force_gc: bool) -> bytes:
 
 
 async def publish_gc_state(store: MetadataStore, bookie_id: str, in_force_gc: bool) -> None:
-    await store.put(bookie_gc_state(bookie_id), encode_gc_state(in_force_gc))
+    await ForceGc(store).publish_state(bookie_id, encode_gc_state(in_force_gc))
 
 
 async def watch_force_requests(store: MetadataStore, collector: GarbageCollector) -> None:
