@@ -30,7 +30,7 @@ from typing import Any
 
 from metastore import paths
 from metastore.codec import load_json
-from metastore.models import LocalPolicies, Policies
+from metastore.models import FailureDomain, LocalPolicies, Policies
 
 RackConfig = dict[str, dict[str, dict[str, Any]]]
 
@@ -116,13 +116,8 @@ def namespace_of_local_policies(path: str) -> str | None:
 
 
 def decode_failure_domain(raw: bytes) -> list[str]:
-    """The broker ids of a failure domain (`{"brokers": [...]}`); unreadable: none."""
-    try:
-        data = load_json(raw) if raw else {}
-    except ValueError:
-        return []
-    members = data.get("brokers") if isinstance(data, dict) else None
-    return [b for b in members or [] if isinstance(b, str)]
+    """The broker ids of a failure domain (`FailureDomain.read`); unreadable: none."""
+    return FailureDomain.read(raw).brokers or []
 
 
 @dataclass(frozen=True)

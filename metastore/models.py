@@ -259,6 +259,19 @@ class FailureDomain(PulsarModel):
 
     brokers: list[str] | None = Field(default=None, description="Broker ids, host:webServicePort")
 
+    @classmethod
+    def read(cls, raw: bytes | None) -> FailureDomain:
+        """The reading side for lookup's placement: bytes that are not a JSON object read as
+        a domain of no brokers, and broker ids that are not strings are skipped."""
+        try:
+            data = load_json(raw) if raw else {}
+        except ValueError:
+            data = {}
+        members = data.get("brokers") if isinstance(data, dict) else None
+        if not isinstance(members, list):
+            members = []
+        return cls(brokers=[b for b in members if isinstance(b, str)])
+
 
 # -- tenants and namespaces -------------------------------------------------------------------
 
