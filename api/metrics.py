@@ -35,8 +35,8 @@ auditor), `replication_auditor_bookie_audits_total`, `replication_auditor_placem
 `replication_auditor_replicas_check_unavailable_ledgers` (ledgers with a bookie that did not
 answer the last replicas check: counted in none of the three upstream classes),
 `replication_replication_worker_stuck_ledgers` (ledgers waiting with a reason),
-`metadata_document_reads_total{document,source}` (reads of each metadata document kind through
-its repository, `source="store"` or `"cache"` for the watch-fed caches) and
+`metadata_document_reads_total{document,source}` (single-document reads of each metadata document
+kind through its repository, `source="store"` or `"cache"` for the watch-fed caches) and
 `http_requests_total{method,route,status}`.
 """
 
@@ -158,7 +158,7 @@ async def collect(state: AppState, counts: dict[RequestKey, int]) -> list[Metric
         family("replication_replication_worker_stuck_ledgers",
                "marked ledgers waiting, with a reason").add(len(worker.stuck))
     reads = family("metadata_document_reads_total",
-                   "reads of a metadata document kind, from the store or a watch-fed cache",
+                   "single-document reads of a metadata document kind, from the store or a cache",
                    "counter")
     for source, counted in (("store", READS.store), ("cache", READS.cache)):
         for kind, count in sorted(counted.items()):

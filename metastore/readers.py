@@ -1,10 +1,7 @@
 """The reads the API, the storage engine and the audit share, over the repositories
-(`metastore.repositories`).
-
-These are the reads the API, the storage engine and the audit share: a namespace's placement
-inputs, every namespace's local policies, a cluster's failure domains, the registered bookies
-and brokers. Reads that must be fast come from the watch-fed topology (`metastore.topology`)
-instead.
+(`metastore.repositories`): a namespace's placement inputs, every namespace's local policies,
+a cluster's failure domains, the registered bookies and brokers. Reads that must be fast come
+from the watch-fed topology (`metastore.topology`) and caches instead.
 """
 
 from __future__ import annotations
@@ -13,8 +10,8 @@ from dataclasses import dataclass
 
 from metastore.documents import BrokerRegistration, Registrations, decode_failure_domain
 from metastore.errors import NotFound
-from metastore.models import FailureDomain, LocalPolicies, Policies
-from metastore.repositories import Repositories, Stored
+from metastore.models import LocalPolicies, Policies
+from metastore.repositories import Repositories
 from metastore.store import MetadataStore
 from placement import AffinityGroups, EnsembleRequest, PlacementConfig, default_request
 
@@ -22,9 +19,10 @@ from placement import AffinityGroups, EnsembleRequest, PlacementConfig, default_
 async def read_policies(store: MetadataStore, tenant: str, namespace: str) -> Policies:
     """The namespace's policies as placement reads them; `NotFound` when the namespace does
     not exist."""
-    found = await Repositories(store).policies.read_placement(tenant, namespace)
+    policies = Repositories(store).policies
+    found = await policies.read_placement(tenant, namespace)
     if found is None:
-        raise NotFound(Repositories(store).policies.path(tenant, namespace))
+        raise NotFound(policies.path(tenant, namespace))
     return found
 
 
@@ -40,17 +38,9 @@ async def read_all_local_policies(store: MetadataStore) -> dict[str, LocalPolici
     return await Repositories(store).local_policies.all_for_placement()
 
 
-async def read_failure_domain_entries(
-    store: MetadataStore, cluster: str
-) -> dict[str, Stored[FailureDomain]]:
-    """The stored failure domains of a cluster, by domain name, sorted (with their versions,
-    for writers that guard on them)."""
-    return await Repositories(store).failure_domains.entries(cluster)
-
-
 async def read_failure_domains(store: MetadataStore, cluster: str) -> dict[str, list[str]]:
     """{domain: broker ids} of a cluster (unreadable domains have none)."""
-    entries = await read_failure_domain_entries(store, cluster)
+    entries = await Repositories(store).failure_domains.entries(cluster)
     return {name: decode_failure_domain(held.raw) for name, held in entries.items()}
 
 

@@ -45,10 +45,6 @@ def read_isolation_policies(path: str, raw: bytes) -> IsolationPolicies:
     return document if isinstance(document, dict) else {}
 
 
-def read_failure_domain(path: str, raw: bytes) -> FailureDomain:
-    return FailureDomain.from_stored(path, raw)
-
-
 class Tenants(Document[TenantInfo]):
     """`/admin/policies/{tenant}`: `TenantInfo`."""
 
@@ -75,12 +71,8 @@ class Tenants(Document[TenantInfo]):
         (`Stored.value` is the parsed JSON)."""
         root = paths.TENANTS + "/"
         found = await self.store.get_children_values(paths.TENANTS)
-        return {key.removeprefix(root): Stored(held.revision, held.value, key, _load_json)
+        return {key.removeprefix(root): Stored(held.revision, held.value, key, load_stored)
                 for key, held in found.items()}  # fmt: skip
-
-
-def _load_json(path: str, raw: bytes) -> Any:
-    return load_stored(path, raw)
 
 
 class NamespacePolicies(Document[Policies]):
@@ -176,7 +168,7 @@ class FailureDomains(Document[FailureDomain]):
     kind = "failure-domain"
 
     def __init__(self, store: MetadataStore) -> None:
-        super().__init__(store, paths.failure_domain, read_failure_domain, _bytes_of,
+        super().__init__(store, paths.failure_domain, FailureDomain.from_stored, _bytes_of,
                          parent=paths.failure_domains)  # fmt: skip
 
 

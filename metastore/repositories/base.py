@@ -205,8 +205,9 @@ class Transaction:
 
 
 class ReadCounts:
-    """Reads of each document kind served by the store and by a watch-fed cache, since the
-    process started (exported as metrics by the service)."""
+    """Single-document reads (`get`, `get_cached`) of each document kind served by the store
+    and by a watch-fed cache, since the process started (exported as metrics by the
+    service)."""
 
     def __init__(self) -> None:
         self.store: dict[str, int] = {}
