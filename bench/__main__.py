@@ -14,6 +14,7 @@ from bench import (
     ledger_bench,
     ledger_tail_bench,
     placement_bench,
+    produce_stores_bench,
     repair_bench,
     zookeeper_bench,
 )
@@ -44,6 +45,9 @@ def main() -> None:
     print()
     print("## Ledgers and REST produce (E=3/Qw=3/Qa=2 on three bookie processes)")
     print(ledger_bench.run(seconds=3.0))
+    print()
+    print("## REST produce on etcd and on ZooKeeper (same run, alternating rounds)")
+    print(produce_stores_bench.run(seconds=5.0, rounds=2))
     print()
     print("## Ledger tail (64 outstanding, the client's GC as CPython sets it and frozen)")
     print(ledger_tail_bench.run(3.0, 2))
