@@ -26,12 +26,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from metastore.errors import AlreadyExists, NotFound
 from metastore.ledger_metadata import LedgerMetadata
 from metastore.ledgers import LedgerMetadataStore
-from metastore.paths import underreplication_lock
+from metastore.repositories.underreplication import UnderReplication
 from metastore.store import open_metadata_store
-from metastore.underreplication_marks import encode_lock_data
 from metastore.versioned_keys import VersionedKeys
 from storage.bookie.bookie import Bookie, BookieSettings
 from storage.bookie.connections import ConnectionLimits
@@ -315,13 +313,7 @@ class MetadataLedgers:
         if self._lease is None or time.monotonic() - self._lease_at > self.LOCK_LEASE_RENEW:
             self._lease = await keys.grant_lease(self.LOCK_LEASE_TTL)
             self._lease_at = time.monotonic()
-        try:
-            await keys.create(underreplication_lock(ledger_id), encode_lock_data(self.holder),
-                              self._lease)
-        except AlreadyExists:
-            return False
-        return True
+        return await UnderReplication(keys).lock(ledger_id, self._lease, self.holder)
 
     async def unlock(self, ledger_id: int) -> None:
-        with contextlib.suppress(NotFound):
-            await self.ledgers.keys.delete(underreplication_lock(ledger_id))
+        await UnderReplication(self.ledgers.keys).unlock(ledger_id)
