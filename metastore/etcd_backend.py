@@ -12,7 +12,7 @@ maps its semantics onto etcd:
   a compacted revision or a broken connection re-establishes it with a `RESYNC`.
 
 The connection (endpoint failover, the per-call timeout, error mapping) is also what
-`metastore.store.MetadataStore` uses for its etcd-only operations (ranges, leases, history).
+`metastore.etcd_keys.EtcdKeys` uses for the store's operations (ranges, leases, history).
 """
 
 from __future__ import annotations
