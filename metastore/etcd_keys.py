@@ -10,12 +10,14 @@ numbered by an unconditional put of `prefix` itself (its version before is the n
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aetcd
-from aetcd import rpc
+from aetcd import rpc, transactions
 
 from metastore import paths
 from metastore.change_history import (
@@ -25,7 +27,14 @@ from metastore.change_history import (
     current_change,
     whole_transactions,
 )
-from metastore.errors import AlreadyExists, BadVersion, Compacted, NotFound, Unavailable
+from metastore.errors import (
+    AlreadyExists,
+    BadVersion,
+    Compacted,
+    NotFound,
+    OutcomeUnknown,
+    Unavailable,
+)
 from metastore.etcd_backend import EtcdBackend
 from metastore.guards import Guard, GuardKind
 from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff
@@ -34,6 +43,7 @@ from metastore.versioned import RangeSnapshot, Versioned, WatchEvent
 __all__ = ["EtcdKeys", "EtcdWatch", "child_range", "to_key"]
 
 PRUNE_BATCH = 100  # deletes per transaction (etcd's --max-txn-ops defaults to 128)
+SETTLE_RETRY_SECONDS = 0.05  # between the reads that find out whether a failed write landed
 
 T = TypeVar("T")
 
@@ -42,10 +52,46 @@ def to_key(path: str) -> bytes:
     return path.encode()
 
 
+def _first_key(success: Sequence[Any]) -> str:
+    key = getattr(success[0], "key", b"")
+    return key.decode(errors="replace") if isinstance(key, bytes) else str(key)
+
+
 def child_range(path: str) -> tuple[bytes, bytes]:
     """The etcd key range of everything under `path + "/"`."""
     prefix = (path.rstrip("/") + "/").encode()
     return prefix, prefix[:-1] + bytes([prefix[-1] + 1])
+
+
+@dataclass(frozen=True)
+class Landing:
+    """How to find out whether a write whose call failed was applied: its change record
+    (`record`, a key unique to the write), or the value it leaves at `path`; `since`: the
+    `mod_revision` of `path` the write requires (0: none, or that the key is absent), so a
+    key that has moved on since without the write means the write can never apply."""
+
+    path: str
+    value: bytes | None = None
+    record: str | None = None
+    since: int = 0
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """The call failed before its request left: gRPC found no connection to send it on."""
+    cause = exc.__cause__
+    return isinstance(cause, aetcd.ConnectionFailedError) and "failed to connect" in str(cause)
+
+
+def _landed_responses(success: Sequence[Any], revision: int) -> list[Any]:
+    """The responses of a transaction found applied at `revision` (only the revision is
+    known: what a caller reads of a write's response)."""
+    header = rpc.ResponseHeader(revision=revision)
+    return [
+        rpc.ResponseOp(response_delete_range=rpc.DeleteRangeResponse(header=header))
+        if isinstance(op, transactions.Delete)
+        else rpc.ResponseOp(response_put=rpc.PutResponse(header=header))
+        for op in success
+    ]
 
 
 class EtcdWatch:
@@ -89,10 +135,71 @@ class EtcdKeys:
     async def _call(self, make: Callable[[aetcd.Client], Awaitable[T]]) -> T:
         return await self.backend.call(make)
 
+    async def _write(self, path: str, make: Callable[[aetcd.Client], Awaitable[T]]) -> T:
+        """A write outside a transaction, whose outcome nothing can settle: a call that
+        failed after its request may have been sent is `OutcomeUnknown`."""
+        try:
+            return await self.backend.call(make)
+        except OutcomeUnknown:
+            raise
+        except Unavailable as exc:
+            if _never_sent(exc):
+                raise
+            raise OutcomeUnknown(path) from exc
+
     async def _transaction(
-        self, compare: list[Any], success: list[Any], failure: list[Any] | None = None
+        self,
+        compare: list[Any],
+        success: list[Any],
+        failure: list[Any] | None = None,
+        *,
+        landing: Landing | None = None,
     ) -> tuple[bool, list[Any]]:
-        return await self.backend.transaction(compare, success, failure)
+        """One transaction. When a write's call fails after its request may have been sent,
+        `landing` says how to find out whether it was applied (`_settle`): if it was, the
+        call succeeds (responses carrying only its revision); if it cannot be known in
+        time, `OutcomeUnknown`; without `landing`, `OutcomeUnknown` at once."""
+        try:
+            return await self.backend.transaction(compare, success, failure)
+        except OutcomeUnknown:
+            raise
+        except Unavailable as exc:
+            writes = [op for op in success if not isinstance(op, transactions.Get)]
+            if not writes or _never_sent(exc):
+                raise
+            if landing is None:
+                raise OutcomeUnknown(_first_key(writes)) from exc
+            revision = await self._settle(landing, exc)
+            return True, _landed_responses(success, revision)
+
+    async def _settle(self, landing: Landing, failure: Unavailable) -> int:
+        """The revision at which the write `landing` describes was applied, found within the
+        store timeout; `failure` again when it was not and never can be (its condition no
+        longer holds and it left no record), `OutcomeUnknown` when that cannot be known."""
+        tx = self._tx()
+        reads = [tx.get(to_key(landing.path))]
+        if landing.record is not None:
+            reads.append(tx.get(to_key(landing.record)))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.backend.timeout
+        while (left := deadline - loop.time()) > 0:
+            try:
+                async with asyncio.timeout(left):
+                    _, found = await self.backend.transaction([], reads)
+            except (Unavailable, TimeoutError):
+                found = None
+            if found is not None:
+                current = found[0][0] if found[0] else None
+                if landing.record is not None and found[1]:
+                    return int(found[1][0][1].mod_revision)
+                if landing.record is None and current is not None and landing.value is not None \
+                        and current[0] == landing.value:
+                    return int(current[1].mod_revision)
+                moved = current is not None and int(current[1].mod_revision) != landing.since
+                if landing.since and (moved or current is None):
+                    raise failure  # its compare fails from now on: it never applies
+            await asyncio.sleep(min(SETTLE_RETRY_SECONDS, max(0.0, deadline - loop.time())))
+        raise OutcomeUnknown(landing.path) from failure
 
     async def _recorded_transaction(
         self,
@@ -102,24 +209,29 @@ class EtcdKeys:
         *,
         writes: Mapping[str, bytes | None],
         trees: Sequence[str] = (),
+        landing: Landing | None = None,
     ) -> tuple[bool, list[Any]]:
         """`_transaction` that, when a change context is current, adds the change record to
         the same transaction. `writes`: the keys the transaction puts (their new value) or
         deletes (None); `trees`: roots it deletes with everything under them. The values
         before are read first and guarded, so the record holds exactly what the transaction
         replaced; when only that guard fails (a concurrent writer), it reads and tries again,
-        when the caller's own conditions fail, it answers as `_transaction` does."""
+        when the caller's own conditions fail, it answers as `_transaction` does. A failed
+        call is settled by its record; without one, by `landing`."""
         context = current_change()
         writes = {path: v for path, v in writes.items() if paths.in_change_history(path)}
         trees = [path for path in trees if paths.in_change_history(path + "/")]
         if context is None or not (writes or trees):
-            return await self._transaction(compare, success, failure)
+            return await self._transaction(compare, success, failure, landing=landing)
         for attempt in range(MAX_CAS_ATTEMPTS):
-            changes, guards = await self._before(writes, trees)
+            changes, guards, revisions = await self._before(writes, trees)
             key, value = self.change_log.record(context, changes)
             tx = self._tx()
+            path = next((p for p in writes if revisions[p]), next(iter([*writes, *trees])))
+            by_record = Landing(path, record=key, since=revisions.get(path, 0))
             ok, responses = await self._transaction(
-                compare + guards, [*success, tx.put(to_key(key), value)], failure
+                compare + guards, [*success, tx.put(to_key(key), value)], failure,
+                landing=by_record,
             )
             if ok:
                 return ok, responses
@@ -131,9 +243,10 @@ class EtcdKeys:
 
     async def _before(
         self, writes: Mapping[str, bytes | None], trees: Sequence[str]
-    ) -> tuple[list[KeyChange], list[Any]]:
-        """The changes `writes` and `trees` make to what etcd holds now, and the compares that
-        hold while it still holds that."""
+    ) -> tuple[list[KeyChange], list[Any], dict[str, int]]:
+        """The changes `writes` and `trees` make to what etcd holds now, the compares that
+        hold while it still holds that, and the `mod_revision` of each of `writes` (0:
+        absent)."""
         tx = self._tx()
         reads = [tx.get(to_key(path)) for path in writes]
         for path in trees:
@@ -142,8 +255,9 @@ class EtcdKeys:
         _, responses = await self._transaction([], reads)
         changes: list[KeyChange] = []
         guards: list[Any] = []
+        revisions: dict[str, int] = {}
         for (path, after), found in zip(writes.items(), responses, strict=False):
-            revision = int(found[0][1].mod_revision) if found else 0
+            revision = revisions[path] = int(found[0][1].mod_revision) if found else 0
             guards.append(tx.mod(to_key(path)) == revision)
             changes.append(KeyChange(path, found[0][0] if found else None, after))
         for path, children in zip(trees, responses[len(writes) :], strict=True):
@@ -153,7 +267,7 @@ class EtcdKeys:
                 top = max(top, int(meta.mod_revision))
             start, end = child_range(path)
             guards.append(tx.mod(start, range_end=end) < top + 1)
-        return changes, guards
+        return changes, guards, revisions
 
     def _compare(self, guard: Guard) -> Any:
         tx = self._tx()
@@ -226,12 +340,10 @@ class EtcdKeys:
 
     async def put(self, path: str, value: bytes, expected_revision: int | None) -> int:
         if expected_revision is None:
-            if current_change() is None:
-                result = await self._call(lambda c: c.put(to_key(path), value))
-                return int(result.header.revision)
             tx = self._tx()
             _, responses = await self._recorded_transaction(
-                [], [tx.put(to_key(path), value)], writes={path: value}
+                [], [tx.put(to_key(path), value)], writes={path: value},
+                landing=Landing(path, value),
             )
             return int(responses[0].response_put.header.revision)
         try:
@@ -256,7 +368,8 @@ class EtcdKeys:
             compare.append(tx.version(to_key(requires)) > 0)
             failure.append(tx.get(to_key(requires)))
         ok, responses = await self._recorded_transaction(
-            compare, [tx.put(key, value, lease=lease)], failure, writes={path: value}
+            compare, [tx.put(key, value, lease=lease)], failure, writes={path: value},
+            landing=Landing(path, value, since=expected_revision),
         )
         if ok:
             return True, Versioned(value, int(responses[0].response_put.header.revision))
@@ -307,8 +420,13 @@ class EtcdKeys:
             success += [tx.delete(to_key(path)), tx.delete(start, range_end=end)]
         writes: dict[str, bytes | None] = dict(puts)
         writes.update((path, None) for path in [*deletes, *delete_trees])
+        landing: Landing | None = None
+        if len(puts) == 1 and not deletes and not delete_trees:
+            [(path, value)] = puts.items()
+            since = [g.revision for g in guards if g.kind is GuardKind.REVISION and g.path == path]
+            landing = Landing(path, value, since=since[0] if since else 0)
         ok, responses = await self._recorded_transaction(
-            compare, success, writes=writes, trees=delete_trees
+            compare, success, writes=writes, trees=delete_trees, landing=landing
         )
         if not ok:
             raise BadVersion(", ".join(guard.path for guard in guards))
@@ -329,17 +447,26 @@ class EtcdKeys:
         key = to_key(path)
         success = [tx.delete(key) if value is None else tx.put(key, value)]
         success += [tx.put(to_key(record_key), record) for record_key, record in records]
-        ok, responses = await self._transaction([self._compare(guard)], success)
+        own = guard.kind is GuardKind.REVISION and guard.path == path
+        landing: Landing | None = Landing(
+            path, value, records[0][0] if records else None, guard.revision if own else 0
+        )
+        if value is None and not records:
+            landing = None  # a delete leaves no value to find
+        ok, responses = await self._transaction([self._compare(guard)], success, landing=landing)
         if not ok:
             raise BadVersion(path)
         first = responses[0]
         return int(getattr(first, first.WhichOneof("response")).header.revision)
 
     async def put_ephemeral(self, path: str, value: bytes, lease: int) -> None:
-        await self._call(lambda c: c.put(to_key(path), value, lease=lease))
+        tx = self._tx()
+        await self._transaction(
+            [], [tx.put(to_key(path), value, lease=lease)], landing=Landing(path, value)
+        )
 
     async def create_sequential(self, prefix: str, value: bytes, lease: int | None) -> str:
-        previous = await self._call(lambda c: c.put(to_key(prefix), b"", prev_kv=True))
+        previous = await self._write(prefix, lambda c: c.put(to_key(prefix), b"", prev_kv=True))
         n = 0 if previous.prev_kv is None else int(previous.prev_kv.version)
         path = f"{prefix}{n:010d}"
         written, _ = await self.put_at_version(path, value, 0, lease=lease)
@@ -399,12 +526,13 @@ class EtcdKeys:
         tx = self._tx()
         key = to_key(path)
         ok, responses = await self._transaction(
-            [tx.version(key) == version], [tx.put(key, value, lease=lease)], [tx.get(key)]
+            [tx.version(key) == version], [tx.put(key, value, lease=lease)], [tx.get(key)],
+            landing=Landing(path, value),
         )
         return ok, (not ok and bool(responses and responses[0]))
 
     async def put_returning_version(self, path: str, value: bytes) -> int:
-        result = await self._call(lambda c: c.put(to_key(path), value, prev_kv=True))
+        result = await self._write(path, lambda c: c.put(to_key(path), value, prev_kv=True))
         return 0 if result.prev_kv is None else int(result.prev_kv.version)
 
     async def delete_at_version(self, path: str, version: int | None) -> tuple[bool, bool]:

@@ -5,8 +5,20 @@ change history's log) and delegates every key operation to the store's `keys.Sto
 `etcd_keys.EtcdKeys` (transactions comparing `mod_revision`) or `zookeeper_keys.ZooKeeperKeys`
 (znode reads, conditional writes and `multi`s, with the znode's `mzxid` as the revision).
 Concurrent writers of one key in one process share a single write (group commit), so CAS
-conflicts only come from other processes. Every call fails within `timeout` seconds with
-`Unavailable` when the store cannot be reached; a failed call writes nothing.
+conflicts only come from other processes.
+
+Failures: a call fails within `timeout` seconds with `Unavailable` when the store cannot be
+reached. A read, or a write whose request was never sent, has then done nothing. A write
+whose etcd call failed after its request may have reached etcd (a timeout, a connection
+broken mid-call) is settled within one more `timeout`: when its change record (unique to
+the write) or, without one, the value it writes is found, the call answers as the applied
+write did; when its compare can no longer hold (the key moved on without it) and it left no
+record, it fails with `Unavailable` and never applies; otherwise it fails with
+`OutcomeUnknown` (a 503 whose reason says the outcome is unknown): it may have been applied,
+or may still be. Watch-fed caches follow etcd either way. Writes that nothing can settle
+(deletes without a change record, writes returning the version before) are `OutcomeUnknown`
+at once. On ZooKeeper a write's failed call is `Unavailable` without being settled so
+(it too may have been applied).
 """
 
 from __future__ import annotations
