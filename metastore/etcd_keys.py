@@ -174,8 +174,9 @@ class EtcdKeys:
 
     async def _settle(self, landing: Landing, failure: Unavailable) -> int:
         """The revision at which the write `landing` describes was applied, found within the
-        store timeout; `failure` again when it was not and never can be (its condition no
-        longer holds and it left no record), `OutcomeUnknown` when that cannot be known."""
+        store timeout; `failure` again when it was not and never can be (its record is
+        absent while its condition no longer holds), `OutcomeUnknown` when that cannot be
+        known."""
         tx = self._tx()
         reads = [tx.get(to_key(landing.path))]
         if landing.record is not None:
@@ -196,8 +197,10 @@ class EtcdKeys:
                         and current[0] == landing.value:
                     return int(current[1].mod_revision)
                 moved = current is not None and int(current[1].mod_revision) != landing.since
-                if landing.since and (moved or current is None):
-                    raise failure  # its compare fails from now on: it never applies
+                if landing.since and (moved or current is None):  # it can never apply now
+                    if landing.record is None:  # but it may have, and been overwritten since
+                        raise OutcomeUnknown(landing.path) from failure
+                    raise failure
             await asyncio.sleep(min(SETTLE_RETRY_SECONDS, max(0.0, deadline - loop.time())))
         raise OutcomeUnknown(landing.path) from failure
 

@@ -12,8 +12,8 @@ reached. A read, or a write whose request was never sent, has then done nothing.
 whose etcd call failed after its request may have reached etcd (a timeout, a connection
 broken mid-call) is settled within one more `timeout`: when its change record (unique to
 the write) or, without one, the value it writes is found, the call answers as the applied
-write did; when its compare can no longer hold (the key moved on without it) and it left no
-record, it fails with `Unavailable` and never applies; otherwise it fails with
+write did; when its record is absent while its compare can no longer hold (the key moved on
+without it), it fails with `Unavailable`: not applied, and never will be; otherwise with
 `OutcomeUnknown` (a 503 whose reason says the outcome is unknown): it may have been applied,
 or may still be. Watch-fed caches follow etcd either way. Writes that nothing can settle
 (deletes without a change record, writes returning the version before) are `OutcomeUnknown`
