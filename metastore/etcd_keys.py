@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import aetcd
 from aetcd import rpc, transactions
 
-from metastore import paths
+from metastore import layer_times, paths
 from metastore.change_history import (
     ChangeLog,
     ChangeRecord,
@@ -456,7 +456,9 @@ class EtcdKeys:
         )
         if value is None and not records:
             landing = None  # a delete leaves no value to find
+        started = layer_times.wall_start()
         ok, responses = await self._transaction([self._compare(guard)], success, landing=landing)
+        layer_times.wall_stop("etcd round trip (wall)", started)
         if not ok:
             raise BadVersion(path)
         first = responses[0]
