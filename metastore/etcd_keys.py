@@ -44,6 +44,9 @@ __all__ = ["EtcdKeys", "EtcdWatch", "child_range", "to_key"]
 
 PRUNE_BATCH = 100  # deletes per transaction (etcd's --max-txn-ops defaults to 128)
 SETTLE_RETRY_SECONDS = 0.05  # between the reads that find out whether a failed write landed
+# Of the store timeout, a settled write's call has this share and finding out whether it
+# landed as much again, so that the answer comes within the timeout (a request's deadline).
+SETTLED_WRITE_SHARE = 0.4
 
 T = TypeVar("T")
 
@@ -158,9 +161,11 @@ class EtcdKeys:
         """One transaction. When a write's call fails after its request may have been sent,
         `landing` says how to find out whether it was applied (`_settle`): if it was, the
         call succeeds (responses carrying only its revision); if it cannot be known in
-        time, `OutcomeUnknown`; without `landing`, `OutcomeUnknown` at once."""
+        time, `OutcomeUnknown`; without `landing`, `OutcomeUnknown` at once. With `landing`,
+        the call and the finding out each have `SETTLED_WRITE_SHARE` of the store timeout."""
+        share = None if landing is None else self.backend.timeout * SETTLED_WRITE_SHARE
         try:
-            return await self.backend.transaction(compare, success, failure)
+            return await self.backend.transaction(compare, success, failure, timeout=share)
         except OutcomeUnknown:
             raise
         except Unavailable as exc:
@@ -173,16 +178,16 @@ class EtcdKeys:
             return True, _landed_responses(success, revision)
 
     async def _settle(self, landing: Landing, failure: Unavailable) -> int:
-        """The revision at which the write `landing` describes was applied, found within the
-        store timeout; `failure` again when it was not and never can be (its record is
-        absent while its condition no longer holds), `OutcomeUnknown` when that cannot be
-        known."""
+        """The revision at which the write `landing` describes was applied, found within
+        `SETTLED_WRITE_SHARE` of the store timeout; `failure` again when it was not and
+        never can be (its record is absent while its condition no longer holds),
+        `OutcomeUnknown` when that cannot be known."""
         tx = self._tx()
         reads = [tx.get(to_key(landing.path))]
         if landing.record is not None:
             reads.append(tx.get(to_key(landing.record)))
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.backend.timeout
+        deadline = loop.time() + self.backend.timeout * SETTLED_WRITE_SHARE
         while (left := deadline - loop.time()) > 0:
             try:
                 async with asyncio.timeout(left):

@@ -10,15 +10,15 @@ conflicts only come from other processes.
 Failures: a call fails within `timeout` seconds with `Unavailable` when the store cannot be
 reached. A read, or a write whose request was never sent, has then done nothing. A write
 whose etcd call failed after its request may have reached etcd (a timeout, a connection
-broken mid-call) is settled within one more `timeout`: when its change record (unique to
-the write) or, without one, the value it writes is found, the call answers as the applied
-write did; when its record is absent while its compare can no longer hold (the key moved on
-without it), it fails with `Unavailable`: not applied, and never will be; otherwise with
-`OutcomeUnknown` (a 503 whose reason says the outcome is unknown): it may have been applied,
-or may still be. Watch-fed caches follow etcd either way. Writes that nothing can settle
-(deletes without a change record, writes returning the version before) are `OutcomeUnknown`
-at once. On ZooKeeper a write's failed call is `Unavailable` without being settled so
-(it too may have been applied).
+broken mid-call) is settled within the same `timeout` (the call has 40% of it, finding out
+another 40%): when its change record (unique to the write) or, without one, the value it
+writes is found, the call answers as the applied write did; when its record is absent while
+its compare can no longer hold (the key moved on without it), it fails with `Unavailable`:
+not applied, and never will be; otherwise with `OutcomeUnknown` (a 503 whose reason says the
+outcome is unknown): it may have been applied, or may still be. Watch-fed caches follow etcd
+either way. Writes that nothing can settle (deletes without a change record, writes
+returning the version before) are `OutcomeUnknown` at once. On ZooKeeper a write's failed
+call is `Unavailable` without being settled so (it too may have been applied).
 """
 
 from __future__ import annotations
