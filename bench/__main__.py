@@ -11,6 +11,7 @@ from bench import (
     console_bench,
     edges_bench,
     gc_bench,
+    layers_bench,
     ledger_bench,
     ledger_tail_bench,
     placement_bench,
@@ -23,6 +24,9 @@ from bench import (
 def main() -> None:
     print("## Admin API (set-bookie-rack vs raw aetcd transactions, racks-info at 10k bookies)")
     print(api_bench.report(api_bench.run(seconds=5.0)))
+    print()
+    print("## Admin API, layer by layer (defaults on; authentication off and on; vs raw)")
+    print(layers_bench.report(layers_bench.run(seconds=5.0, rounds=2, bookies=32)))
     print()
     print("## Admin API on ZooKeeper (set-bookie-rack vs a raw kazoo setData loop)")
     print(zookeeper_bench.report(zookeeper_bench.run(seconds=5.0, bookies=32)))

@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -277,9 +278,12 @@ def racks_info_latency(url: str, etcd: EmbeddedEtcd, bookies: int = 10_000) -> d
 
 def run(seconds: float, workloads: tuple[int, ...] = WORKLOADS) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": machine(), "seconds_per_point": seconds}
+    load = [os.getloadavg()[0]]
     results["workloads"] = [write_workload(bookies, seconds) for bookies in workloads]
     with tempfile.TemporaryDirectory() as tmp, running_server(Path(tmp)) as (etcd, url):
         results["racks_info"] = racks_info_latency(url, etcd)
+    load.append(os.getloadavg()[0])
+    results["load_average_1min"] = load  # at the start and at the end of the run
     return results
 
 
@@ -341,7 +345,9 @@ def level_row(
 
 def report(results: dict[str, Any]) -> str:
     first = results["workloads"][0]["writes"][0]
-    lines = [f"machine: {results['machine']}; HTTP load from {first['api']['client']}"]
+    start, end = results["load_average_1min"]
+    lines = [f"machine: {results['machine']}; HTTP load from {first['api']['client']}; "
+             f"load average (1 min) {start:.1f} at the start, {end:.1f} at the end"]
     for workload in results["workloads"]:
         lines += workload_report(workload)
     info = results["racks_info"]

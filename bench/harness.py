@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import statistics
 import subprocess
@@ -24,12 +25,15 @@ class BenchServer:
         workdir: Path,
         conf: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
-        """`conf`: broker.conf keys for the server; `headers`: sent by the readiness check."""
+        """`conf`: broker.conf keys for the server; `headers`: sent by the readiness check;
+        `env`: environment variables added to the server's."""
         self.etcd = etcd
         self.workdir = workdir
         self.conf = conf or {}
         self.headers = headers or {}
+        self.env = env or {}
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -47,7 +51,8 @@ class BenchServer:
             conf.write_text("".join(f"{key}={value}\n" for key, value in self.conf.items()))
             command += ["--config", str(conf)]
         with open(self.workdir / "server.log", "ab") as log:
-            self.process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log)
+            self.process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=log,
+                                            env={**os.environ, **self.env})
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -75,8 +80,6 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    import os
-
     return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}"
 
 

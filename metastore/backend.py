@@ -186,8 +186,10 @@ class Subscribers:
 
 class StoreBackend(Protocol):
     """One store under Pulsar's paths. Every call fails within the backend's timeout with
-    `metastore.errors.Unavailable` when the store cannot be reached; a failed call writes
-    nothing. `NotFound`, `BadVersion` and `AlreadyExists` mean what they mean in Pulsar."""
+    `metastore.errors.Unavailable` when the store cannot be reached; a write whose call
+    failed after its request was sent may still have been applied (`metastore.store` says
+    how the store finds out on etcd). `NotFound`, `BadVersion` and `AlreadyExists` mean
+    what they mean in Pulsar."""
 
     kind: str  # "etcd" or "zookeeper"
 

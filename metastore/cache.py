@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from metastore import layer_times
 from metastore.errors import Unavailable
 from metastore.store import MetadataStore
 from metastore.versioned import NOT_CACHED, NotCached, Versioned
@@ -144,7 +145,9 @@ class WatchedRange:
         self._synced.set()
         try:
             async for event in events:
+                started = layer_times.cpu_start()
                 self.observe(event.path, event.value, event.revision)
+                layer_times.cpu_stop("cache update (watch event)", started)
         finally:
             self._synced.clear()
             await events.cancel()

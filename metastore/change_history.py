@@ -130,6 +130,8 @@ def changed_parts(before: dict[str, Any], after: dict[str, Any]) -> tuple[Any, A
             removed[key] = old
             continue
         new = after[key]
+        if old is new or old == new:  # compared in C: most values of a large map are equal
+            continue
         if isinstance(old, dict) and isinstance(new, dict):
             parts = changed_parts(old, new)
             if parts[0] or parts[1]:

@@ -5,6 +5,7 @@ MetastoreError
 ├── BadVersion          a compare-and-swap lost: the key changed since it was read
 │   └── AlreadyExists   a create found the key already there
 ├── Unavailable         etcd did not answer in time or refused the connection
+│   └── OutcomeUnknown  a write's call failed and whether it was applied cannot be known
 ├── ContentDeserializationError  a stored value an update must parse is not JSON
 ├── MetadataFormatError  a stored binary/text record (ledger metadata, ...) cannot be decoded
 ├── InvalidValue        an update's new value cannot be encoded (fails that update only)
@@ -35,7 +36,21 @@ class AlreadyExists(BadVersion):
 
 
 class Unavailable(MetastoreError):
-    """etcd could not be reached; nothing was written."""
+    """The store could not be reached; nothing was written (a write that may have been is
+    `OutcomeUnknown`)."""
+
+
+class OutcomeUnknown(Unavailable):
+    """A write's call failed after the request may have reached the store, and within the
+    time allowed for finding out it could not be known whether it was applied: it may have
+    been, or may still be. Readers re-read (watch-fed caches follow the store)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"metadata store unavailable: the outcome of the write of {path} is unknown "
+            "(it may have been applied); read it again before retrying"
+        )
+        self.path = path
 
 
 class ContentDeserializationError(MetastoreError):

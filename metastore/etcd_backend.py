@@ -12,7 +12,7 @@ maps its semantics onto etcd:
   a compacted revision or a broken connection re-establishes it with a `RESYNC`.
 
 The connection (endpoint failover, the per-call timeout, error mapping) is also what
-`metastore.store.MetadataStore` uses for its etcd-only operations (ranges, leases, history).
+`metastore.etcd_keys.EtcdKeys` uses for the store's operations (ranges, leases, history).
 """
 
 from __future__ import annotations
@@ -140,10 +140,14 @@ class EtcdBackend:
             self._current = (self._current + 1) % len(self.endpoints)
             await self.close_connection()
 
-    async def call(self, make: Callable[[aetcd.Client], Awaitable[T]]) -> T:
-        """Run one etcd call within the timeout, mapping transport errors to `Unavailable`."""
+    async def call(
+        self, make: Callable[[aetcd.Client], Awaitable[T]], timeout: float | None = None
+    ) -> T:
+        """Run one etcd call within the timeout (or `timeout`, when shorter), mapping
+        transport errors to `Unavailable`."""
+        limit = self.timeout if timeout is None else min(timeout, self.timeout)
         try:
-            async with asyncio.timeout(self.timeout):  # unlike wait_for, no task per call
+            async with asyncio.timeout(limit):  # unlike wait_for, no task per call
                 return await make(self.client())
         except _UNAVAILABLE_ERRORS as exc:
             await self.failover()
@@ -158,10 +162,16 @@ class EtcdBackend:
             raise
 
     async def transaction(
-        self, compare: list[Any], success: list[Any], failure: list[Any] | None = None
+        self,
+        compare: list[Any],
+        success: list[Any],
+        failure: list[Any] | None = None,
+        *,
+        timeout: float | None = None,
     ) -> tuple[bool, list[Any]]:
         ok, responses = await self.call(
-            lambda c: c.transaction(compare=compare, success=success, failure=failure or [])
+            lambda c: c.transaction(compare=compare, success=success, failure=failure or []),
+            timeout,
         )
         return bool(ok), list(responses)
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from metastore import paths
+from metastore import layer_times, paths
 from metastore.change_history import (
     FULL_DOCUMENTS_UP_TO,
     ChangeContext,
@@ -268,12 +268,15 @@ class KeyWriter:
         recorded: Recorded = []
         failures: dict[int, Exception] = {}
         unencodable = False
+        started = layer_times.cpu_start()
         if any(context is not None for _, _, context in updates):
             try:
                 taken = apply_recording(draft, start, updates, failures, recorded,
                                         self.store.change_record)  # fmt: skip
             except Unencodable as exc:
                 taken, unencodable = exc.taken, True
+            layer_times.cpu_stop("change history records (with the mutations)", started)
+            started = layer_times.cpu_start()
             if taken < len(updates):
                 self.owner.requeue(self.path, updates[taken:])
                 updates = updates[:taken]
@@ -287,6 +290,7 @@ class KeyWriter:
                     raise Unencodable(len(updates))
                 value = draft.raw()
                 parsed = draft.parsed_doc
+                layer_times.cpu_stop("group commit (mutations, serialising)", started)
             except Exception:  # e.g. a lone surrogate: find the updates that cannot encode
                 value, changed, recorded = isolate(
                     self.path, start, updates, failures, self.store.change_record
@@ -356,9 +360,11 @@ class KeyWriter:
             resolve(head, self.committed)
 
     def _committed(self, value: bytes | None, revision: int) -> None:
+        started = layer_times.cpu_start()
         self.conflicts = 0
         self.committed = None if value is None else Versioned(value, revision)
         self.store.write_through(self.path, value, revision)
+        layer_times.cpu_stop("cache update (write-through)", started)
         if not self.in_flight and self.tip is not None and self.tip.doc is not None:
             self.owner.remember_parsed(self.path, revision, self.tip.doc)
 

@@ -89,18 +89,8 @@ class LedgerIdGenerator:
         """Create and delete the ephemeral-sequential key `parent/ID-<n>`; returns `n`.
         (On ZooKeeper a sequential znode of ZooKeeper's own, ten digits, as BookKeeper's
         `ZkLedgerIdGenerator` makes it.)"""
-        if self.keys.store.on_zookeeper:
-            created = await self.keys.create_sequential(
-                f"{parent}/{_ID_PREFIX}", b"", await self._session_lease())
-            with contextlib.suppress(NotFound):
-                await self.keys.delete(created)
-            return int(created.rsplit(_ID_PREFIX, 1)[1])
-        n = await self.keys.put(parent, b"")
-        key = f"{parent}/{_ID_PREFIX}{n}"
-        await self.keys.create(key, b"", lease=await self._session_lease())
-        with contextlib.suppress(NotFound):
-            await self.keys.delete(key)
-        return n
+        return await self.keys.store.take_sequential_number(
+            parent, _ID_PREFIX, await self._session_lease())
 
     async def _forget_old_hob_keys(self, highs: list[int]) -> None:
         # As Pulsar: only a HOB key never written since its creation (version 0) goes.

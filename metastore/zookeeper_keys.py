@@ -156,9 +156,9 @@ class ZooKeeperKeys:
         entries = {key: Versioned(stat.value, stat.revision) for key, stat in stats.items()}
         return RangeSnapshot(entries, self.backend.last_revision())
 
-    async def watch(self, path: str, *, prefix: bool) -> ZooKeeperWatch:
+    async def watch(self, path: str, *, prefix: bool, start_revision: int = 0) -> ZooKeeperWatch:
         """Changes of the key or prefix: from the last `read_range` of it when there was
-        one (nothing in between is missed), else from now."""
+        one (nothing in between is missed), else from now (`start_revision` unused)."""
         stream = self._opened.pop((path, prefix), None)
         if stream is None or stream.closed:
             stream = await self.backend.watch()
@@ -217,6 +217,9 @@ class ZooKeeperKeys:
     async def revision(self) -> int:
         await self.backend.get("/")
         return self.backend.last_revision()
+
+    async def compact(self, revision: int) -> None:
+        """Nothing: ZooKeeper keeps no history to compact."""
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -453,7 +456,8 @@ class ZooKeeperKeys:
 
     # -- leases (the session) -------------------------------------------------------------
 
-    async def grant_lease(self) -> int:
+    async def grant_lease(self, ttl: int) -> int:
+        """The session (`ttl` unused: the session timeout governs)."""
         return await self.backend.session_id()
 
     async def refresh_lease(self, lease: int) -> bool:
@@ -481,6 +485,13 @@ class ZooKeeperKeys:
         if lease is not None:
             self._lease_keys.setdefault(lease, set()).add(created)
         return created
+
+    async def take_sequential_number(self, parent: str, name: str, lease: int) -> int:
+        """As BookKeeper's `ZkLedgerIdGenerator`: create the ephemeral-sequential znode
+        `parent/<name><n>` (ten digits) and delete it; `n`."""
+        created = await self.create_sequential(f"{parent}/{name}", b"", lease)
+        await self.delete_at_version(created, None)  # already gone (the session ended)
+        return int(created.rsplit(name, 1)[1])
 
     async def lease_of(self, path: str) -> int | None:
         """The session that owns the ephemeral key (None: absent or persistent); noted, so

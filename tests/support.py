@@ -292,7 +292,9 @@ class RawEtcd(RawStore):
 class CuttableProxy:
     """A TCP relay to a local port, on a port of its own: `cut()` closes every connection
     open through it (a network cut, or a restarted load balancer, nothing faked on either
-    side); new connections are relayed as before."""
+    side); new connections are relayed as before. `hold()` stops relaying one direction
+    (a request sent but never delivered, or delivered with its reply lost) until the
+    next `cut()`, which drops what was held."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
@@ -300,6 +302,11 @@ class CuttableProxy:
         self.port = self.listener.getsockname()[1]
         self.connections: list[socket.socket] = []
         self.lock = threading.Lock()
+        self.requests_flow = threading.Event()
+        self.replies_flow = threading.Event()
+        self.requests_flow.set()
+        self.replies_flow.set()
+        self.holding = threading.Event()  # some data is held (`hold`)
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -315,26 +322,40 @@ class CuttableProxy:
             upstream = socket.create_connection(("127.0.0.1", self.target_port))
             with self.lock:
                 self.connections += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            for a, b, flow in ((client, upstream, self.requests_flow),
+                               (upstream, client, self.replies_flow)):
+                threading.Thread(target=self._pump, args=(a, b, flow), daemon=True).start()
 
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, flow: threading.Event) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
-                sink.sendall(data)
+                if not flow.is_set():
+                    self.holding.set()
+                    flow.wait()
+                sink.sendall(data)  # after a cut that ended a hold: closed, the data dropped
         for sock in (source, sink):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
+    def hold(self, *, requests: bool = False, replies: bool = False) -> None:
+        """Stop relaying requests (client to target) and/or replies until the next `cut`."""
+        if requests:
+            self.requests_flow.clear()
+        if replies:
+            self.replies_flow.clear()
+
     def cut(self) -> int:
-        """Close every open connection; returns how many there were."""
+        """Close every open connection, dropping anything held; returns how many there
+        were."""
         with self.lock:
             connections, self.connections = self.connections, []
         for sock in connections:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # wakes the pumps blocked reading it
             sock.close()
+        self.holding.clear()
+        self.requests_flow.set()
+        self.replies_flow.set()
         return len(connections)
 
     def close(self) -> None:

@@ -33,6 +33,7 @@ from api.http.deadline import send_response, send_timed_out
 from api.http.encoded_slash import has_encoded_slash
 from api.http.request_rules import read_body, replay
 from api.services.racks import RackService, parse_rack_write
+from metastore import layer_times
 from metastore.change_history import recording
 from metastore.codec import dump_json
 
@@ -47,13 +48,16 @@ class RackWriteHotPath:
         self.deadline_seconds = deadline_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = layer_times.cpu_start()
         bookie = _bookie_of_rack_write(scope)
+        layer_times.cpu_stop("hot path", started)
         if bookie is None:
             await self.app(scope, receive, send)
             return
         body = await read_body(receive)  # bounded by RequestRules in front
         if body is None:  # the client went away
             return
+        started = layer_times.cpu_start()
         if not body or _content_type(scope) != JSON_CONTENT_TYPE:
             await self.app(scope, replay(body, receive), send)
             return
@@ -67,14 +71,21 @@ class RackWriteHotPath:
                     _headers(scope),
                     client_cert=client_certificate(scope),
                 )
+                layer_times.cpu_stop("hot path", started)
+                started = layer_times.cpu_start()
                 role = await authorize(access, state.guard)
+                layer_times.cpu_stop("authorisation", started)
+                started = layer_times.cpu_start()
                 try:
                     info = parse_rack_write(body)
                 except InvalidInput:
                     await self.app(scope, replay(body, receive), send)
                     return
-                with recording(change_context(scope, role, state.settings)):
-                    await racks.set_bookie(bookie, _group(scope), info)
+                context = change_context(scope, role, state.settings)
+                group = _group(scope)
+                layer_times.cpu_stop("hot path", started)
+                with recording(context):
+                    await racks.set_bookie(bookie, group, info)
         except TimeoutError:
             await send_timed_out(send, self.deadline_seconds)
             return

@@ -39,6 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.errors import UnsupportedMediaType
 from api.http.deadline import PRODUCE_PATHS, send_response
+from metastore import layer_times
 from metastore.codec import dump_json
 
 MAX_JSON_DEPTH = 64
@@ -213,7 +214,9 @@ class RequestRules:
             await self.app(scope, receive, send)
             return
         try:
+            started = layer_times.cpu_start()
             check_uri(scope)
+            layer_times.cpu_stop("request rules", started)
             if scope["method"] not in _WITH_BODY:
                 await self.app(scope, receive, send)
                 return
@@ -225,7 +228,9 @@ class RequestRules:
             body = await read_body(receive, limit)
             if body is None:  # the client went away
                 return
+            started = layer_times.cpu_start()
             check_body(scope["method"], scope["path"], header(scope, b"content-type"), body)
+            layer_times.cpu_stop("request rules", started)
         except RequestRejected as rejected:
             if rejected.status == 413 and header(scope, b"expect") is None:
                 await drain(receive, DRAIN_BYTES)

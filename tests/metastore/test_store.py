@@ -49,7 +49,7 @@ def test_parse_metadata_store_url() -> None:
 
 
 async def test_path_is_the_key_verbatim(store: MetadataStore, raw_etcd: RawEtcd) -> None:
-    if store.on_zookeeper:
+    if store.backend.kind != "etcd":
         pytest.skip("etcd keys (ZooKeeper paths: tests/metastore/test_zookeeper_store.py)")
     await store.put("/admin/clusters/us-west", b'{"serviceUrl":"http://x:8080"}')
     assert raw_etcd.get("/admin/clusters/us-west") == b'{"serviceUrl":"http://x:8080"}'
