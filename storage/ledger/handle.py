@@ -213,6 +213,12 @@ class WriteHandle(ReadableLedger):
     def pending_adds(self) -> int:
         return len(self._pending)
 
+    @property
+    def unanswered_entries(self) -> int:
+        """Entries with a copy not yet acknowledged, failed or timed out (a gauge; past
+        their ack quorum too)."""
+        return self._ring.outstanding
+
     # -- adds ---------------------------------------------------------------------------------
 
     def add_nowait(self, payload: bytes) -> asyncio.Future[int]:
