@@ -6,6 +6,12 @@ that key first-in first-out, as BookKeeper's `PerChannelBookieClient` does for V
 that times out stays queued (cancelled) until its late answer arrives and is dropped, so a
 late answer never completes a newer request.
 
+A ledger writer's adds take another way (`send_add`): the writer registers a listener for
+its ledger (`listen_adds`) and sends its frames with no future, task or callback per request;
+each read's add answers for that ledger go to the listener's ring of acknowledgement counters
+in one compiled pass (`addacks.route_responses`), and the writer keeps their deadlines. An
+add answer whose key an `add` call awaits still goes to that call.
+
 V3 requests (GET_LIST_OF_ENTRIES_OF_LEDGER) go over the same connection and are matched by
 their header's txnId; a V3 response is told apart by its first byte (`protocol_v3`).
 """
@@ -164,7 +170,8 @@ class BookieClient:
 
     @property
     def awaiting(self) -> int:
-        """Requests sent whose answer or deadline this client still tracks (a gauge)."""
+        """Requests sent whose answer or deadline this client still tracks (a gauge; adds
+        sent with `send_add` are their writer's to track)."""
         return len(self._deadlines)
 
     async def close(self) -> None:

@@ -7,6 +7,14 @@ Adds (BookKeeper's `LedgerHandle` + `PendingAddOp`):
 - the add is quorum-complete once any Qa bookies of its write set acknowledged it, and it is
   acknowledged to the caller strictly in order: only when every earlier add was. The LAC is
   the last entry acknowledged that way.
+- The hot path holds no Python object per copy: the add frame (packaged entry, CRC32C
+  digest, request) is built once in compiled code for every bookie of the write set and
+  appended to the connections' next writes; the acknowledgements are counted in a compiled
+  ring indexed by entry id (`storage.bookie_client.AckRing`: per entry, a bit per write-set
+  position acked or failed), which each connection's read of answers updates in one pass;
+  the caller's futures complete in order in runs. An entry leaves the ring once every copy
+  answered, so a copy past the ack quorum that fails or times out (the connection's
+  timeout, swept here) still counts as its bookie's failure.
 - A bookie error on a copy starts an ensemble change (`delayEnsembleChange=false`, as
   upstream's default): the client replaces the failed bookie under the ledger's recorded
   policy and writes a new segment starting at LAC + 1 by CAS (`LedgerClient.change_ensemble`);
@@ -17,7 +25,8 @@ Adds (BookKeeper's `LedgerHandle` + `PendingAddOp`):
   `EnsembleChangeFailed` naming the constraint. Fencing fails the handle at once.
 
 Close waits for the adds in flight, then compare-and-swaps the metadata to CLOSED with
-lastEntryId = LAC and the acknowledged length (`LedgerClient.close_metadata`).
+lastEntryId = LAC and the acknowledged length (`LedgerClient.close_metadata`); copies still
+unanswered past their ack quorum are no longer tracked from then on.
 
 Reads take entry e from the first replica of its write set that serves it with a good digest,
 falling back to the next replica on any error.
