@@ -246,12 +246,14 @@ class WriteHandle(ReadableLedger):
             future.set_exception(EntryTooLarge(
                 self.ledger_id, len(payload), self.bookies.max_frame - ADD_FRAME_OVERHEAD))
             return future
-        entry_id = self._ring.push(loop.time())
-        self.last_add_pushed = entry_id
-        self._pushed_length += len(payload)
+        entry_id = self.last_add_pushed + 1
+        length = self._pushed_length + len(payload)
         # one frame (packaged entry, digest, request) for every bookie of the write set
-        frame = encode_add_frame(self.ledger_id, entry_id, self.last_add_confirmed,
-                                 self._pushed_length, self._master_key, payload)
+        frame = encode_add_frame(self.ledger_id, entry_id, self.last_add_confirmed, length,
+                                 self._master_key, payload)
+        self._ring.push(loop.time())  # entry `entry_id`
+        self.last_add_pushed = entry_id
+        self._pushed_length = length
         self._pending.append((future, frame, len(payload)))
         self._drained.clear()
         links = self._links
