@@ -205,3 +205,15 @@ async def test_a_malformed_answer_loses_that_bookie_only(garbage: bytes) -> None
             await handle.add(b"e")
     assert "ConnectionLost" in str(failure.value)
     await stop(started, handle)
+
+
+async def test_a_payload_the_encoder_refuses_leaves_the_handle_as_it_was() -> None:
+    started = await peers(ok, ok, ok)
+    handle = handle_on(started, 2)
+    with pytest.raises(TypeError):
+        handle.add_nowait(None)  # type: ignore[arg-type]
+    assert (handle.last_add_pushed, handle.pending_adds, handle.unanswered_entries) == (-1, 0, 0)
+    async with asyncio.timeout(30):
+        assert await handle.add(memoryview(b"m")) == 0  # any buffer is a payload
+    assert handle.length == 1
+    await stop(started, handle)
