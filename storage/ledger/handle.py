@@ -265,7 +265,7 @@ class WriteHandle(ReadableLedger):
             try:  # the hot path: a frame appended to the connection's next write
                 connection.send_add(frame)
             except ConnectionLost as exc:
-                self._copy_error(entry_id, index, self._ensemble[index], exc)
+                self._send_failed(entry_id, index, self._ensemble[index], exc)
         if self._sweeper is None:
             self._sweeper = loop.call_later(self._sweep_every, self._sweep)
         return future
@@ -291,7 +291,7 @@ class WriteHandle(ReadableLedger):
         try:
             connection.send_add(frame)
         except ConnectionLost as exc:
-            self._copy_error(entry_id, index, bookie, exc)
+            self._send_failed(entry_id, index, bookie, exc)
 
     async def _dial_and_send(self, entry_id: int, index: int, bookie: str,
                              frame: bytes) -> None:
@@ -307,7 +307,7 @@ class WriteHandle(ReadableLedger):
         try:
             connection.send_add(frame)
         except ConnectionLost as exc:
-            self._copy_error(entry_id, index, bookie, exc)
+            self._send_failed(entry_id, index, bookie, exc)
 
     def _link(self, index: int, connection: BookieConnection) -> None:
         """Answers to this ledger's adds on `connection` count for ensemble `index`."""
@@ -382,6 +382,13 @@ class WriteHandle(ReadableLedger):
                     for b in (self._ensemble[i] for i in self._ring.failed_indexes(entry_id))}
         failures[bookie] = why
         return failures
+
+    def _send_failed(self, entry_id: int, index: int, bookie: str,
+                     error: ConnectionLost) -> None:
+        """The connection linked at `index` refused the copy: it is gone (the next copy
+        dials again) and the copy failed."""
+        self._unlink(index)
+        self._copy_error(entry_id, index, bookie, error)
 
     def _copy_error(self, entry_id: int, index: int, bookie: str, error: BaseException) -> None:
         """`bookie` (still at `index`) failed the copy of `entry_id` with `error`."""

@@ -217,3 +217,17 @@ async def test_a_payload_the_encoder_refuses_leaves_the_handle_as_it_was() -> No
         assert await handle.add(memoryview(b"m")) == 0  # any buffer is a payload
     assert handle.length == 1
     await stop(started, handle)
+
+
+async def test_a_lost_connection_is_dialled_again_for_the_next_copy() -> None:
+    started = await peers(ok, ok, ok)
+    handle = handle_on(started, 3)  # every copy is needed
+    async with asyncio.timeout(30):
+        assert await handle.add(b"f") == 0
+        connection = handle.bookies.cached(started[2].address)
+        assert connection is not None
+        await connection.close()  # no copy was unanswered: nothing fails
+        assert await handle.add(b"g") == 1  # its copy went over a new connection
+    assert handle.bookies.cached(started[2].address) not in (None, connection)
+    assert [r.entry_id for r in started[2].requests] == [0, 1]
+    await stop(started, handle)
