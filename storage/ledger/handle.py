@@ -254,8 +254,9 @@ class WriteHandle(ReadableLedger):
         self._ring.push(loop.time())  # entry `entry_id`
         self.last_add_pushed = entry_id
         self._pushed_length = length
+        if not self._pending:
+            self._drained.clear()
         self._pending.append((future, frame, len(payload)))
-        self._drained.clear()
         links = self._links
         for index in self._write_sets[entry_id % len(links)]:
             connection = links[index]
