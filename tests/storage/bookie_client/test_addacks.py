@@ -11,12 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from storage.bookie.errors import MalformedFrame
 from storage.bookie.format import package_entry, verify_entry
 from storage.bookie.protocol import (
     ADD_IDS_AT,
     OpCode,
     ResultCode,
     decode_request,
+    decode_response_head,
     encode_add,
     encode_add_response,
     encode_response,
@@ -225,3 +227,53 @@ def test_route_responses_refuses_a_frame_past_the_span() -> None:
         route_responses(frame, 0, len(frame) - 1, {7: listener}, {})
     with pytest.raises(ValueError, match="outside"):
         route_responses(frame, 0, len(frame) + 1, {7: listener}, {})
+
+
+frame_bodies = st.one_of(
+    st.builds(lambda code, ledger, entry: encode_add_response(code, ledger, entry)[4:],
+              st.sampled_from([0, 1, 2, 103, -101]), st.integers(6, 9), st.integers(-1, 40)),
+    st.builds(lambda ledger, entry, body: encode_response(OpCode.READ_ENTRY, 0, ledger, entry,
+                                                          body)[4:],
+              st.integers(6, 9), st.integers(0, 40), st.binary(max_size=40)),
+    st.binary(max_size=40),  # anything at all, V3-looking or short
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(bodies=st.lists(frame_bodies, max_size=20),
+       awaited_entries=st.sets(st.integers(0, 40), max_size=5))
+def test_route_responses_agrees_with_the_python_decoder(bodies: list[bytes],
+                                                        awaited_entries: set[int]) -> None:
+    """Each frame goes to the listener exactly when the protocol's Python decoder reads it as
+    an add response of a listened ledger whose key no call awaits; every other frame comes
+    back, in order; the listener sees exactly the routed error answers."""
+    buf = b"".join(struct.pack(">I", len(body)) + body for body in bodies)
+    ring = AckRing(3, 3, 2)
+    for _ in range(41):
+        ring.push(0.0)
+    delivered: list[object] = []
+    listener = AckListener(ring, 0, delivered.append)
+    awaited: dict[tuple[int, int, int], object] = {
+        (OpCode.ADD_ENTRY, 7, e): None for e in awaited_entries}
+    reached, others = route_responses(buf, 0, len(buf), {7: listener}, awaited)
+    for each in reached:
+        each.deliver()
+
+    expected_others, expected_errors, expected_acks, pos = [], [], set(), 0
+    for body in bodies:
+        start, pos = pos + 4, pos + 4 + len(body)
+        try:
+            opcode, code, ledger, entry = decode_response_head(buf, start, pos)
+        except MalformedFrame:
+            expected_others.append((start, pos))
+            continue
+        if opcode != OpCode.ADD_ENTRY or ledger != 7 or (opcode, ledger, entry) in awaited:
+            expected_others.append((start, pos))
+        elif code != ResultCode.EOK:
+            expected_errors.append((entry, code))
+        else:
+            expected_acks.add(entry)
+    assert others == expected_others
+    assert delivered == ([expected_errors] if len(reached) else [])
+    # the routed acknowledgements are counted for index 0, and nothing else is
+    assert {e for e in range(41) if ring.fail(e, 0) == -1} == expected_acks - {-1}
