@@ -1,5 +1,6 @@
-"""The compiled part of the bookie's add path (storage/bookie/addpath.pyx); everything else is
-declared in pyproject.toml."""
+"""The compiled parts of the add path: the bookie's (storage/bookie/addpath.pyx) and the
+client's (storage/bookie_client/addacks.pyx), both on storage/bookie/addpath_crc.h; everything
+else is declared in pyproject.toml."""
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -7,6 +8,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=cythonize(
         [Extension("storage.bookie.addpath", ["storage/bookie/addpath.pyx"],
+                   include_dirs=["storage/bookie"], extra_compile_args=["-O2"]),
+         Extension("storage.bookie_client.addacks", ["storage/bookie_client/addacks.pyx"],
                    include_dirs=["storage/bookie"], extra_compile_args=["-O2"])],
         compiler_directives={"language_level": "3"},
     ),

@@ -6,6 +6,12 @@ that key first-in first-out, as BookKeeper's `PerChannelBookieClient` does for V
 that times out stays queued (cancelled) until its late answer arrives and is dropped, so a
 late answer never completes a newer request.
 
+A ledger writer's adds take another way (`send_add`): the writer registers a listener for
+its ledger (`listen_adds`) and sends its frames with no future, task or callback per request;
+each read's add answers for that ledger go to the listener's ring of acknowledgement counters
+in one compiled pass (`addacks.route_responses`), and the writer keeps their deadlines. An
+add answer whose key an `add` call awaits still goes to that call.
+
 V3 requests (GET_LIST_OF_ENTRIES_OF_LEDGER) go over the same connection and are matched by
 their header's txnId; a V3 response is told apart by its first byte (`protocol_v3`).
 """
@@ -60,6 +66,7 @@ from storage.bookie.protocol_v3 import (
     is_v3,
     response_status,
 )
+from storage.bookie_client.addacks import AckListener, route_responses
 
 _ERRORS: dict[int, type[ResponseError]] = {
     ResultCode.ENOLEDGER: NoLedger,
@@ -76,34 +83,7 @@ _ERRORS: dict[int, type[ResponseError]] = {
 
 Key = tuple[int, int, int]
 
-AddDone = Callable[[BaseException | None], None]
-"""Called once per `add_callback`: None once the bookie acknowledged the add durable, else
-the error (a ResponseError subclass, BookieTimeout or ConnectionLost)."""
-
-
-class _AddCallback:
-    """A pending add answered through a callback: the part of a future's interface that the
-    pending queue and the deadline sweeper use, without a future and an awaiting task."""
-
-    __slots__ = ("_done", "_finished")
-
-    def __init__(self, done: AddDone) -> None:
-        self._done = done
-        self._finished = False
-
-    def done(self) -> bool:
-        return self._finished
-
-    def answer(self, code: int, ledger_id: int, entry_id: int) -> None:
-        self._finished = True
-        self._done(None if code == ResultCode.EOK else error_for(code, ledger_id, entry_id))
-
-    def set_exception(self, error: BaseException) -> None:
-        self._finished = True
-        self._done(error)
-
-
-Pending = asyncio.Future[Response] | _AddCallback
+Pending = asyncio.Future[Response]
 
 
 def _add_request(
@@ -131,8 +111,9 @@ class _Channel(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            buf, spans = self.reader.spans(data)
-            self.client._on_frames(buf, spans)
+            buf, start, end = self.reader.whole(data)
+            if end > start:
+                self.client._on_frames(buf, start, end)
         except MalformedFrame as exc:
             self.client._on_lost(ConnectionLost(f"bad frame from bookie: {exc}"))
 
@@ -158,6 +139,8 @@ class BookieClient:
         self._deadlines: deque[tuple[float, Pending | asyncio.Future[V3Response]]] = deque()
         self._sweeper: asyncio.TimerHandle | None = None
         self._v3_pending: dict[int, asyncio.Future[V3Response]] = {}
+        # Ledger id -> the writer's listener for the answers to `send_add` requests
+        self._listeners: dict[int, AckListener] = {}
         self._txn_ids = itertools.count(1)
 
     @classmethod
@@ -187,7 +170,8 @@ class BookieClient:
 
     @property
     def awaiting(self) -> int:
-        """Requests sent whose answer or deadline this client still tracks (a gauge)."""
+        """Requests sent whose answer or deadline this client still tracks (a gauge; adds
+        sent with `send_add` are their writer's to track)."""
         return len(self._deadlines)
 
     async def close(self) -> None:
@@ -220,28 +204,25 @@ class BookieClient:
         if response.code != ResultCode.EOK:
             raise response_error(response)
 
-    def add_callback(
-        self,
-        ledger_id: int,
-        entry_id: int,
-        master_key: bytes,
-        packaged: bytes,
-        done: AddDone,
-        *,
-        recovery: bool = False,
-        encoded: bytes | None = None,
-    ) -> None:
-        """`add` without a future: `done(None)` once the bookie has the entry durably,
-        `done(error)` otherwise (also at once when the connection is already lost). For
-        callers issuing many adds, such as a ledger writing each entry to its write set,
-        which passes the request already `encoded` (`encode_add` of these arguments) once
-        for all the bookies of the set."""
-        if encoded is None:
-            encoded = _add_request(ledger_id, entry_id, master_key, packaged, recovery)
+    def listen_adds(self, ledger_id: int, listener: AckListener) -> None:
+        """Answers to the adds of `ledger_id` sent with `send_add` go to `listener` (its
+        ring counts acknowledgements; `deliver` reports each read's errors to its callback,
+        and `ConnectionLost` through `listener.callback` when this connection breaks)."""
+        self._listeners[ledger_id] = listener
+
+    def unlisten_adds(self, ledger_id: int, listener: AckListener) -> None:
+        if self._listeners.get(ledger_id) is listener:
+            del self._listeners[ledger_id]
+
+    def send_add(self, frame: bytes) -> None:
+        """Send an add request (`addacks.encode_add_frame`) whose answer goes to the listener
+        of its ledger, not to a future: no object per request. Its deadline is the
+        listener's owner's to keep. ConnectionLost when the connection is gone."""
         if self._lost is not None or self._transport is None:
-            done(self._lost or ConnectionLost("not connected"))
-            return
-        self._queue((OpCode.ADD_ENTRY, ledger_id, entry_id), encoded, _AddCallback(done))
+            raise self._lost or ConnectionLost("not connected")
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._out.append(frame)
 
     async def read(
         self,
@@ -362,15 +343,20 @@ class BookieClient:
                 )
         self._sweeper = loop.call_later(self._sweep_every, self._sweep) if deadlines else None
 
-    def _on_frames(self, buf: bytes, spans: list[tuple[int, int]]) -> None:
-        """The response frames of one read; then the answered requests at the head of the
-        deadline queue are dropped from it. Dropped here, a read's worth at a time, rather
-        than by `_sweep`: a sweep that found half a second of answered adds (~9,000 per
-        bookie at 18k ledger adds/s) stalled the event loop for several ms, every half second
-        per bookie, and that was the ledger's p99 latency (BENCHMARKS.md)."""
+    def _on_frames(self, buf: bytes, start: int, end: int) -> None:
+        """The response frames of one read (buf[start:end], whole frames): add answers of a
+        ledger with a listener go to it in one compiled pass, each listener reached then
+        delivers once; the other frames are answered here in order. Then the answered
+        requests at the head of the deadline queue are dropped from it. Dropped here, a read's
+        worth at a time, rather than by `_sweep`: a sweep that found half a second of answered
+        adds (~9,000 per bookie at 18k ledger adds/s) stalled the event loop for several ms,
+        every half second per bookie, and that was the ledger's p99 latency."""
+        reached, others = route_responses(buf, start, end, self._listeners, self._pending)
         answer = self._on_response
-        for start, end in spans:
-            answer(buf, start, end)
+        for body, stop in others:
+            answer(buf, body, stop)
+        for listener in reached:
+            listener.deliver()
         deadlines = self._deadlines
         while deadlines and deadlines[0][1].done():
             deadlines.popleft()
@@ -397,9 +383,6 @@ class BookieClient:
             del self._pending[key]
         if pending.done():
             return  # timed out meanwhile: this late answer is dropped
-        if isinstance(pending, _AddCallback):
-            pending.answer(code, ledger_id, entry_id)
-            return
         entry = buf[start + RESPONSE_HEAD_LEN : end] if opcode == OpCode.READ_ENTRY else b""
         pending.set_result(Response(OpCode(opcode), code, ledger_id, entry_id, entry))
 
@@ -421,6 +404,9 @@ class BookieClient:
             for future in waiting if isinstance(waiting, deque) else (waiting,):
                 if not future.done():
                     future.set_exception(error)
+        listeners, self._listeners = self._listeners, {}
+        for listener in listeners.values():
+            listener.callback(error)
         v3_pending, self._v3_pending = self._v3_pending, {}
         for v3_future in v3_pending.values():
             if not v3_future.done():

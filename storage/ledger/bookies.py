@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from storage.bookie.availability import EntryAvailability
 from storage.bookie.protocol import MAX_FRAME_SIZE
+from storage.bookie_client import AckListener
 
 
 class BookieConnection(Protocol):
@@ -26,14 +27,21 @@ class BookieConnection(Protocol):
         """Store a packaged entry; returns once the bookie acknowledged it durable.
         `recovery`: a recovery add (RECOVERY_ADD), accepted on a fenced ledger."""
 
-    def add_callback(
-        self, ledger_id: int, entry_id: int, master_key: bytes, packaged: bytes,
-        done: Callable[[BaseException | None], None], *, recovery: bool = False,
-        encoded: bytes | None = None,
-    ) -> None:
-        """`add` reporting through `done(None)` or `done(error)` instead of a coroutine (the
-        ledger's hot path: no task and no future per copy); `encoded`: the request as
-        `protocol.encode_add` encodes these arguments, when the caller has it already."""
+    timeout: float
+    """Seconds an answer may take; a writer fails the copies it sent with `send_add` that
+    go unanswered longer (BookieTimeout)."""
+
+    def listen_adds(self, ledger_id: int, listener: AckListener) -> None:
+        """Answers to the adds of `ledger_id` sent with `send_add` go to `listener`: its ring
+        counts the acknowledgements, its callback gets each read's error answers and the
+        `ConnectionLost` that ends the connection (the ledger's hot path: no task, future or
+        callback object per copy)."""
+
+    def unlisten_adds(self, ledger_id: int, listener: AckListener) -> None: ...
+
+    def send_add(self, frame: bytes) -> None:
+        """Send an add request frame (`encode_add_frame`) answered to the listener of its
+        ledger; ConnectionLost when the connection is gone."""
 
     async def read(
         self, ledger_id: int, entry_id: int, *, fence: bool = False,

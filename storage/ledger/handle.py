@@ -7,6 +7,14 @@ Adds (BookKeeper's `LedgerHandle` + `PendingAddOp`):
 - the add is quorum-complete once any Qa bookies of its write set acknowledged it, and it is
   acknowledged to the caller strictly in order: only when every earlier add was. The LAC is
   the last entry acknowledged that way.
+- The hot path holds no Python object per copy: the add frame (packaged entry, CRC32C
+  digest, request) is built once in compiled code for every bookie of the write set and
+  appended to the connections' next writes; the acknowledgements are counted in a compiled
+  ring indexed by entry id (`storage.bookie_client.AckRing`: per entry, a bit per write-set
+  position acked or failed), which each connection's read of answers updates in one pass;
+  the caller's futures complete in order in runs. An entry leaves the ring once every copy
+  answered, so a copy past the ack quorum that fails or times out (the connection's
+  timeout, swept here) still counts as its bookie's failure.
 - A bookie error on a copy starts an ensemble change (`delayEnsembleChange=false`, as
   upstream's default): the client replaces the failed bookie under the ledger's recorded
   policy and writes a new segment starting at LAC + 1 by CAS (`LedgerClient.change_ensemble`);
@@ -17,7 +25,8 @@ Adds (BookKeeper's `LedgerHandle` + `PendingAddOp`):
   `EnsembleChangeFailed` naming the constraint. Fencing fails the handle at once.
 
 Close waits for the adds in flight, then compare-and-swaps the metadata to CLOSED with
-lastEntryId = LAC and the acknowledged length (`LedgerClient.close_metadata`).
+lastEntryId = LAC and the acknowledged length (`LedgerClient.close_metadata`); copies still
+unanswered past their ack quorum are no longer tracked from then on.
 
 Reads take entry e from the first replica of its write set that serves it with a good digest,
 falling back to the next replica on any error.
@@ -30,19 +39,14 @@ import hashlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from placement import NotEnoughBookies, write_set
-from storage.bookie.errors import BookieError, Fenced, NoEntry, NoLedger
-from storage.bookie.format import (
-    ENTRY_OVERHEAD,
-    EntryHeader,
-    entry_payload,
-    package_entry,
-    verify_entry,
-)
-from storage.bookie.protocol import ADD_IDS_AT, encode_add
-from storage.ledger.bookies import BookiePool
+from storage.bookie.errors import BookieError, ConnectionLost, Fenced, NoEntry, NoLedger
+from storage.bookie.format import ENTRY_OVERHEAD, EntryHeader, entry_payload, verify_entry
+from storage.bookie.protocol import ADD_IDS_AT
+from storage.bookie_client import AckListener, AckRing, Answers, encode_add_frame, error_for
+from storage.ledger.bookies import BookieConnection, BookiePool
 from storage.ledger.errors import (
     AddFailed,
     EnsembleChangeFailed,
@@ -66,19 +70,6 @@ ADD_FRAME_OVERHEAD = ADD_IDS_AT + ENTRY_OVERHEAD
 def master_key(password: bytes) -> bytes:
     """The key a bookie checks on adds: SHA-1 over "ledger" + password (MacDigestManager)."""
     return hashlib.sha1(b"ledger" + password).digest()
-
-
-@dataclass(slots=True)
-class _PendingAdd:
-    entry_id: int
-    size: int
-    future: asyncio.Future[int]
-    write_set: tuple[int, ...]
-    packaged: bytes
-    frame: bytes  # the add request, encoded once for every bookie of the write set
-    acked: set[int] = field(default_factory=set)
-    failed: dict[str, str] = field(default_factory=dict)
-    quorum: bool = False
 
 
 @dataclass(frozen=True)
@@ -195,7 +186,19 @@ class WriteHandle(ReadableLedger):
         self.last_add_confirmed = -1
         self.length = 0  # acknowledged bytes
         self._pushed_length = 0
-        self._pending: deque[_PendingAdd] = deque()
+        # The acknowledgements of every entry with a copy unanswered, compiled (no object
+        # per entry or copy); the caller's future, the add frame (for a re-send to a new
+        # bookie) and the payload size of each entry from LAC + 1, in entry order.
+        self._ring = AckRing(metadata.ensemble_size, metadata.write_quorum_size,
+                             metadata.ack_quorum_size)
+        self._pending: deque[tuple[asyncio.Future[int], bytes, int]] = deque()
+        # The connection each ensemble index's copies go to, and its listener on that
+        # connection (answers of this ledger's adds go straight to the ring)
+        self._links: list[BookieConnection | None] = [None] * metadata.ensemble_size
+        self._listeners: list[AckListener | None] = [None] * metadata.ensemble_size
+        self._failures: dict[str, str] = {}  # bookie -> why its last copy failed
+        self._sweeper: asyncio.TimerHandle | None = None
+        self._sweep_every = 0.5
         self._sends: set[asyncio.Task[None]] = set()
         self._broken: Exception | None = None
         self._closing = False
@@ -219,6 +222,12 @@ class WriteHandle(ReadableLedger):
     def pending_adds(self) -> int:
         return len(self._pending)
 
+    @property
+    def unanswered_entries(self) -> int:
+        """Entries with a copy not yet acknowledged, failed or timed out (a gauge; past
+        their ack quorum too)."""
+        return self._ring.outstanding
+
     # -- adds ---------------------------------------------------------------------------------
 
     def add_nowait(self, payload: bytes) -> asyncio.Future[int]:
@@ -237,83 +246,179 @@ class WriteHandle(ReadableLedger):
             future.set_exception(EntryTooLarge(
                 self.ledger_id, len(payload), self.bookies.max_frame - ADD_FRAME_OVERHEAD))
             return future
-        md = self.metadata
         entry_id = self.last_add_pushed + 1
+        length = self._pushed_length + len(payload)
+        # one frame (packaged entry, digest, request) for every bookie of the write set
+        frame = encode_add_frame(self.ledger_id, entry_id, self.last_add_confirmed, length,
+                                 self._master_key, payload)
+        self._ring.push(loop.time())  # entry `entry_id`
         self.last_add_pushed = entry_id
-        self._pushed_length += len(payload)
-        packaged = package_entry(
-            self.ledger_id, entry_id, self.last_add_confirmed, self._pushed_length, payload
-        )
-        op = _PendingAdd(entry_id, len(payload), future,
-                         self._write_sets[entry_id % md.ensemble_size], packaged,
-                         encode_add(self.ledger_id, entry_id, self._master_key, packaged))
-        self._pending.append(op)
-        self._drained.clear()
-        for index in op.write_set:
-            self._spawn_send(op, index)
+        self._pushed_length = length
+        if not self._pending:
+            self._drained.clear()
+        self._pending.append((future, frame, len(payload)))
+        links = self._links
+        for index in self._write_sets[entry_id % len(links)]:
+            connection = links[index]
+            if connection is None:
+                self._send(entry_id, index, frame)
+                continue
+            try:  # the hot path: a frame appended to the connection's next write
+                connection.send_add(frame)
+            except ConnectionLost as exc:
+                self._send_failed(entry_id, index, self._ensemble[index], exc)
+        if self._sweeper is None:
+            self._sweeper = loop.call_later(self._sweep_every, self._sweep)
         return future
-
-    def _spawn_send(self, op: _PendingAdd, index: int) -> None:
-        bookie = self._ensemble[index]
-        connection = self.bookies.cached(bookie)
-        if connection is not None:  # the hot path: a callback, no task or future per copy
-            connection.add_callback(
-                self.ledger_id, op.entry_id, self._master_key, op.packaged,
-                lambda error: self._copy_done(op, index, bookie, error), encoded=op.frame)
-            return
-        task = asyncio.get_running_loop().create_task(self._send(op, index, bookie))
-        self._sends.add(task)
-        task.add_done_callback(self._sends.discard)
 
     async def add(self, payload: bytes) -> int:
         """Add `payload`; its entry id once it is acknowledged (in order)."""
         return await self.add_nowait(payload)
 
-    async def _send(self, op: _PendingAdd, index: int, bookie: str) -> None:
+    def _send(self, entry_id: int, index: int, frame: bytes) -> None:
+        """Send the copy at ensemble `index`: on the connection already linked, else on the
+        pool's open connection to the bookie (linked now), else after dialling it."""
+        if self._broken is not None:
+            return
+        bookie = self._ensemble[index]
+        connection = self._links[index] or self.bookies.cached(bookie)
+        if connection is None:
+            task = asyncio.get_running_loop().create_task(
+                self._dial_and_send(entry_id, index, bookie, frame))
+            self._sends.add(task)
+            task.add_done_callback(self._sends.discard)
+            return
+        self._link(index, connection)
+        try:
+            connection.send_add(frame)
+        except ConnectionLost as exc:
+            self._send_failed(entry_id, index, bookie, exc)
+
+    async def _dial_and_send(self, entry_id: int, index: int, bookie: str,
+                             frame: bytes) -> None:
         """Dial the bookie first (no open connection yet), then send the copy."""
         try:
             connection = await self.bookies.get(bookie)
-            await connection.add(self.ledger_id, op.entry_id, self._master_key, op.packaged)
         except (TimeoutError, BookieError, OSError) as exc:
-            self._copy_done(op, index, bookie, exc)
+            self._copy_error(entry_id, index, bookie, exc)
             return
-        self._copy_done(op, index, bookie, None)
+        if self._ensemble[index] != bookie or self._broken is not None:
+            return  # replaced meanwhile: the copy went to its successor
+        self._link(index, connection)
+        try:
+            connection.send_add(frame)
+        except ConnectionLost as exc:
+            self._send_failed(entry_id, index, bookie, exc)
 
-    def _copy_done(
-        self, op: _PendingAdd, index: int, bookie: str, error: BaseException | None
-    ) -> None:
-        """One copy of `op` answered by `bookie` (ensemble index `index`)."""
-        if error is not None:
+    def _link(self, index: int, connection: BookieConnection) -> None:
+        """Answers to this ledger's adds on `connection` count for ensemble `index`."""
+        if self._links[index] is connection:
+            return
+        self._unlink(index)
+        bookie = self._ensemble[index]
+        listener = AckListener(self._ring, index,
+                               lambda answers: self._answered(index, bookie, connection,
+                                                              answers))
+        connection.listen_adds(self.ledger_id, listener)
+        self._links[index] = connection
+        self._listeners[index] = listener
+        self._sweep_every = min(self._sweep_every, connection.timeout / 4)
+
+    def _unlink(self, index: int) -> None:
+        connection, listener = self._links[index], self._listeners[index]
+        if connection is not None and listener is not None:
+            connection.unlisten_adds(self.ledger_id, listener)
+        self._links[index] = self._listeners[index] = None
+
+    def _unlink_all(self) -> None:
+        for index in range(len(self._links)):
+            self._unlink(index)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+
+    def _answered(self, index: int, bookie: str, connection: BookieConnection,
+                  answers: Answers) -> None:
+        """The answers of one read from `bookie` (ensemble `index`): the acknowledgements
+        are counted in the ring already; here the error answers, or the lost connection."""
+        if isinstance(answers, BaseException):
+            if self._links[index] is connection:
+                self._links[index] = self._listeners[index] = None
+            if self._broken is None and self._ensemble[index] == bookie:
+                why = f"{type(answers).__name__}: {answers}"
+                for entry_id in self._ring.fail_index(index):
+                    self._copy_failed(entry_id, index, bookie, why)
+            return
+        if self._broken is not None:
+            return
+        for entry_id, code in answers:
+            error = error_for(code, self.ledger_id, entry_id)
             if isinstance(error, Fenced):
                 self._fail_all(LedgerFenced(self.ledger_id, bookie))
-            elif isinstance(error, TimeoutError | BookieError | OSError):
-                self._copy_failed(op, index, bookie, f"{type(error).__name__}: {error}")
-            else:
-                raise error
-            return
-        if self._ensemble[index] != bookie:
-            return  # an answer from a bookie replaced meanwhile: the new one gets the copy
-        op.acked.add(index)
-        if not op.quorum and len(op.acked) >= self.metadata.ack_quorum_size:
-            op.quorum = True
-            self._complete_in_order()
+                return
+            self._copy_error(entry_id, index, bookie, error)
+        self._complete_in_order()
 
-    def _copy_failed(self, op: _PendingAdd, index: int, bookie: str, why: str) -> None:
+    def _sweep(self) -> None:
+        """Fail the copies unanswered past their connection's timeout (BookieTimeout)."""
+        self._sweeper = None
+        if self._broken is not None:
+            return
+        now = asyncio.get_running_loop().time()
+        for index, connection in enumerate(self._links):
+            if connection is None:
+                continue
+            expired = self._ring.expire(index, now - connection.timeout)
+            if expired:
+                bookie = self._ensemble[index]
+                why = f"BookieTimeout: no answer from {bookie} in {connection.timeout}s"
+                for entry_id in expired:
+                    self._copy_failed(entry_id, index, bookie, why)
+        if self._ring.outstanding and self._broken is None:
+            self._sweeper = asyncio.get_running_loop().call_later(self._sweep_every,
+                                                                  self._sweep)
+
+    def _entry_failures(self, entry_id: int, bookie: str, why: str) -> dict[str, str]:
+        failures = {b: self._failures.get(b, "failed")
+                    for b in (self._ensemble[i] for i in self._ring.failed_indexes(entry_id))}
+        failures[bookie] = why
+        return failures
+
+    def _send_failed(self, entry_id: int, index: int, bookie: str,
+                     error: ConnectionLost) -> None:
+        """The connection linked at `index` refused the copy: it is gone (the next copy
+        dials again) and the copy failed."""
+        self._unlink(index)
+        self._copy_error(entry_id, index, bookie, error)
+
+    def _copy_error(self, entry_id: int, index: int, bookie: str, error: BaseException) -> None:
+        """`bookie` (still at `index`) failed the copy of `entry_id` with `error`."""
+        if self._ensemble[index] != bookie or self._broken is not None:
+            return
+        if self._ring.fail(entry_id, index) >= 0:  # not a copy answered already
+            self._copy_failed(entry_id, index, bookie, f"{type(error).__name__}: {error}")
+
+    def _copy_failed(self, entry_id: int, index: int, bookie: str, why: str) -> None:
+        """The copy of `entry_id` at `index` failed (the ring counts it already)."""
         if self._ensemble[index] != bookie or self._broken is not None:
             return  # already replaced; the pending adds were re-sent to its successor
-        op.failed[bookie] = why
+        self._failures[bookie] = why
         md = self.metadata
         if bookie not in self._to_replace:  # once per failed bookie, not once per copy
             log.warning("ledger %d: add of entry %d to bookie %s failed: %s", self.ledger_id,
-                        op.entry_id, bookie, why)
+                        entry_id, bookie, why)
         if self._change_ensemble is None:
-            if not op.quorum and len(op.failed) > md.write_quorum_size - md.ack_quorum_size:
-                self._fail_all(AddFailed(self.ledger_id, op.entry_id, dict(op.failed)))
+            if (not self._ring.has_quorum(entry_id)
+                    and len(self._ring.failed_indexes(entry_id))
+                    > md.write_quorum_size - md.ack_quorum_size):
+                self._fail_all(AddFailed(self.ledger_id, entry_id,
+                                         self._entry_failures(entry_id, bookie, why)))
             return
         self._to_replace.add(bookie)
         if self._changing is None:
             self._changing = asyncio.get_running_loop().create_task(
-                self._ensemble_change_loop(op.entry_id, dict(op.failed)))
+                self._ensemble_change_loop(entry_id,
+                                           self._entry_failures(entry_id, bookie, why)))
 
     async def _ensemble_change_loop(self, entry_id: int, failures: dict[str, str]) -> None:
         """Replace the failed bookies, one change at a time, until none is left."""
@@ -349,25 +454,33 @@ class WriteHandle(ReadableLedger):
         self.ensemble_changes += 1
         log.info("ledger %d: ensemble changed from entry %d: %s -> %s", self.ledger_id,
                  max(metadata.ensembles), list(old), list(self._ensemble))
-        changed = [i for i, (a, b) in enumerate(zip(old, self._ensemble, strict=True)) if a != b]
-        for op in self._pending:
-            for index in changed:
-                if index in op.write_set:
-                    op.acked.discard(index)
-                    op.failed.pop(old[index], None)
-                    self._spawn_send(op, index)
-            op.quorum = len(op.acked) >= metadata.ack_quorum_size
+        now = asyncio.get_running_loop().time()
+        first = self.last_add_confirmed + 1
+        for index, (before, after) in enumerate(zip(old, self._ensemble, strict=True)):
+            if before == after:
+                continue
+            self._unlink(index)  # answers from the replaced bookie are no longer counted
+            self._failures.pop(before, None)
+            for entry_id in self._ring.reset_index(index, now):
+                self._send(entry_id, index, self._pending[entry_id - first][1])
 
     def _complete_in_order(self) -> None:
         if self._changing is not None:
             return  # completions wait for the ensemble change (as upstream)
-        while self._pending and self._pending[0].quorum:
-            op = self._pending.popleft()
-            self.last_add_confirmed = op.entry_id
-            self.length += op.size
-            if not op.future.done():
-                op.future.set_result(op.entry_id)
-        if not self._pending:
+        count = self._ring.take_completed()
+        pending = self._pending
+        if count:
+            entry_id = self.last_add_confirmed
+            length = self.length
+            for _ in range(count):  # one run of in-order completions
+                future, _, size = pending.popleft()
+                entry_id += 1
+                length += size
+                if not future.done():
+                    future.set_result(entry_id)
+            self.last_add_confirmed = entry_id
+            self.length = length
+        if not pending:
             self._drained.set()
 
     def _fail_all(self, error: Exception) -> None:
@@ -376,10 +489,12 @@ class WriteHandle(ReadableLedger):
             self._broken = error
             log.warning("ledger %d: no more adds (%d pending fail): %s", self.ledger_id,
                         len(self._pending), error)
+        self._ring.take_all()
         while self._pending:
-            op = self._pending.popleft()
-            if not op.future.done():
-                op.future.set_exception(self._broken)
+            future = self._pending.popleft()[0]
+            if not future.done():
+                future.set_exception(self._broken)
+        self._unlink_all()
         self._drained.set()
 
     # -- close --------------------------------------------------------------------------------
@@ -388,5 +503,6 @@ class WriteHandle(ReadableLedger):
         """Wait for the adds in flight, then record CLOSED with lastEntryId = LAC."""
         self._closing = True
         await self._drained.wait()
+        self._unlink_all()  # copies still unanswered past their ack quorum are not waited for
         self.metadata = await self._close_metadata(self.last_add_confirmed, self.length)
         return self.metadata

@@ -25,7 +25,10 @@ class CountingConnection:
         self.bookie = bookie
         self.reads = reads
         self.add = inner.add
-        self.add_callback = inner.add_callback
+        self.timeout = inner.timeout
+        self.send_add = inner.send_add
+        self.listen_adds = inner.listen_adds
+        self.unlisten_adds = inner.unlisten_adds
 
     async def read(self, ledger_id: int, entry_id: int, *, fence: bool = False,
                    master_key: bytes | None = None) -> bytes:
