@@ -192,6 +192,7 @@ cdef struct Record:
     int64_t entry
     unsigned char *data
     Py_ssize_t length          # DROPPED once its ledger was dropped
+    uint32_t crc               # CRC32C of the bytes: its entry-log record's checksum
 
 
 cdef struct Block:
@@ -430,9 +431,10 @@ cdef class WriteCache:
             self.lasts[i].last = entry
 
     cdef int _insert(self, int64_t ledger, int64_t entry, const unsigned char *src,
-                     Py_ssize_t n) noexcept:
-        """Copy an entry in (replacing one under the same ids); -1 when memory ran out, and
-        then nothing changed."""
+                     Py_ssize_t n, uint32_t crc) noexcept:
+        """Copy an entry in (replacing one under the same ids), with `crc`, the CRC32C of its
+        bytes (the add path has it from the journal record); -1 when memory ran out, and then
+        nothing changed."""
         cdef Py_ssize_t r
         cdef size_t i
         cdef Record *grown
@@ -462,11 +464,13 @@ cdef class WriteCache:
         if r != NO_RECORD:
             self.size += n - self.records[r].length
             self.records[r].data, self.records[r].length = p, n
+            self.records[r].crc = crc
         else:
             r = self.used
             self.used += 1
             self.records[r].ledger, self.records[r].entry = ledger, entry
             self.records[r].data, self.records[r].length = p, n
+            self.records[r].crc = crc
             i = _key_hash(ledger, entry) & self.slots_mask
             while self.slots[i] != NO_RECORD:
                 i = (i + 1) & self.slots_mask
@@ -487,8 +491,9 @@ cdef class WriteCache:
         """Cache an entry (replacing one under the same ids); ValueError for a negative id."""
         if ledger_id < 0 or entry_id < 0:
             raise ValueError(f"negative id: ledger {ledger_id}, entry {entry_id}")
-        if self._insert(ledger_id, entry_id, <const unsigned char *>PyBytes_AS_STRING(entry),
-                        PyBytes_GET_SIZE(entry)) < 0:
+        cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(entry)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(entry)
+        if self._insert(ledger_id, entry_id, p, n, addpath_crc(0, p if n else NULL, n)) < 0:
             raise MemoryError()
 
     def get(self, int64_t ledger_id, int64_t entry_id):
@@ -562,7 +567,8 @@ cdef class WriteCache:
             if (self.records[r].length != DROPPED
                     and other._find(self.records[r].ledger, self.records[r].entry) == NO_RECORD
                     and other._insert(self.records[r].ledger, self.records[r].entry,
-                                      self.records[r].data, self.records[r].length) < 0):
+                                      self.records[r].data, self.records[r].length,
+                                      self.records[r].crc) < 0):
                 raise MemoryError()
 
     def release(self) -> None:
@@ -597,7 +603,8 @@ cdef class WriteCache:
                      Py_ssize_t offset, Py_ssize_t limit, Py_ssize_t chunk_end,
                      list keys not None):
         """`frame_records` over the sorted entries [first, stop) (`sort`), framed from the
-        blocks without the GIL; each entry's index key (`Index.key`) appended to `keys`."""
+        blocks without the GIL with the CRCs kept at `put` (no second pass over the bytes);
+        each entry's index key (`Index.key`) appended to `keys`."""
         cdef Py_ssize_t i, last, at = offset, total = 0, used = 0, size
         cdef Record *rec
         cdef unsigned char *out
@@ -623,7 +630,7 @@ cdef class WriteCache:
             for i in range(first, last):
                 rec = &self.records[self.order[i].record]
                 addpath_put_be32(out + used, <uint32_t>rec.length)
-                addpath_put_be32(out + used + 4, addpath_crc(0, rec.data, rec.length))
+                addpath_put_be32(out + used + 4, rec.crc)
                 memcpy(out + used + RECORD_HEADER_LEN, rec.data, rec.length)
                 used += RECORD_HEADER_LEN + rec.length
         at = offset
@@ -656,7 +663,7 @@ def take_adds(bytes buf not None, Py_ssize_t pos, Py_ssize_t end, dict writable 
     cdef const unsigned char *entry
     cdef Py_ssize_t size, entry_len, count = 0, entry_bytes = 0
     cdef int64_t ledger_c, entry_c
-    cdef uint32_t head_crc, payload_crc, shift
+    cdef uint32_t head_crc, payload_crc, shift, entry_crc
     cdef PyObject *key
     cdef object ledger_id
     # Worst cases: a record is its entry plus 8 bytes (< its frame: 4 + 24 + entry), one
@@ -701,11 +708,11 @@ def take_adds(bytes buf not None, Py_ssize_t pos, Py_ssize_t end, dict writable 
             if addpath_combine(head_crc, payload_crc, shift) != addpath_be32(entry + HEADER_LEN):
                 break
             head_crc = addpath_crc(head_crc, entry + HEADER_LEN, 4)
-            if cache._insert(ledger_c, entry_c, entry, entry_len) < 0:
+            entry_crc = addpath_combine(head_crc, payload_crc, shift)
+            if cache._insert(ledger_c, entry_c, entry, entry_len, entry_crc) < 0:
                 raise MemoryError()
             addpath_put_be32(record_at + records_len, <uint32_t>entry_len)
-            addpath_put_be32(record_at + records_len + 4,
-                             addpath_combine(head_crc, payload_crc, shift))
+            addpath_put_be32(record_at + records_len + 4, entry_crc)
             memcpy(record_at + records_len + RECORD_HEADER_LEN, entry, entry_len)
             records_len += RECORD_HEADER_LEN + entry_len
             addpath_put_be32(response_at + responses_len, RESPONSE_BODY)

@@ -147,6 +147,10 @@ def test_take_adds_agrees_with_the_python_decoder_on_random_frames(
         assert cache.last_entry(ledger_id) == max(eid for lid, eid in last if lid == ledger_id)
         assert sorted(cache.entry_ids(ledger_id)) == sorted(
             eid for lid, eid in last if lid == ledger_id)
+    # the checkpoint frames the cached entries with the CRCs the add path computed
+    assert cache.sort() == len(last)
+    _, _, run, _ = cache.frame_sorted(0, len(last), 0, 0, 1 << 50, 1 << 50, [])
+    assert run == b"".join(encode_record(last[key]) for key in sorted(last))
 
 
 @SETTINGS
