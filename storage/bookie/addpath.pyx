@@ -20,8 +20,11 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, qsort, realloc
-from libc.string cimport memcmp, memcpy
+from libc.stdlib cimport calloc, free, malloc, qsort, realloc
+from libc.errno cimport EINTR, EIO, errno
+from libc.string cimport memcmp, memcpy, memmove
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+from posix.types cimport time_t
 from posix.mman cimport MAP_ANONYMOUS, MAP_FAILED, MAP_PRIVATE, PROT_READ, PROT_WRITE, mmap, munmap
 
 from storage.bookie.errors import CorruptEntry, MalformedFrame
@@ -778,3 +781,421 @@ def frame_records(list bodies not None, Py_ssize_t first, Py_ssize_t stop, uint3
     if used != total:
         run = run[:used]
     return i, offset, run, locations
+
+
+# -- the journal's writer thread ---------------------------------------------------------------
+# (storage.bookie.journal): groups of records written with pwritev and synced with fdatasync by
+# a thread that never takes the GIL; each finished group is queued for the event loop and
+# signalled on an eventfd, so the loop wakes once per group and the thread never waits for
+# Python.
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef unsigned long pthread_t
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_cond_t:
+        pass
+    ctypedef struct pthread_condattr_t:
+        pass
+    int pthread_create(pthread_t *, const void *, void *(*)(void *) noexcept nogil, void *)
+    int pthread_join(pthread_t, void **)
+    int pthread_mutex_init(pthread_mutex_t *, const void *)
+    int pthread_mutex_lock(pthread_mutex_t *)
+    int pthread_mutex_unlock(pthread_mutex_t *)
+    int pthread_mutex_destroy(pthread_mutex_t *)
+    int pthread_condattr_init(pthread_condattr_t *)
+    int pthread_condattr_setclock(pthread_condattr_t *, int)
+    int pthread_condattr_destroy(pthread_condattr_t *)
+    int pthread_cond_init(pthread_cond_t *, const pthread_condattr_t *)
+    int pthread_cond_wait(pthread_cond_t *, pthread_mutex_t *)
+    int pthread_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const timespec *)
+    int pthread_cond_signal(pthread_cond_t *)
+    int pthread_cond_destroy(pthread_cond_t *)
+
+cdef extern from "<sys/eventfd.h>" nogil:
+    int eventfd(unsigned int, int)
+    int EFD_NONBLOCK
+    int EFD_CLOEXEC
+
+cdef extern from "<sys/uio.h>" nogil:
+    cdef struct iovec:
+        void *iov_base
+        size_t iov_len
+    ssize_t pwritev(int, const iovec *, int, long)
+
+cdef extern from "<fcntl.h>" nogil:
+    int posix_fallocate(int, long, long)
+    int c_open "open"(const char *, int, ...)
+    int O_RDWR
+    int O_CREAT
+    int O_EXCL
+    int O_RDONLY
+    int O_CLOEXEC
+
+cdef extern from "<unistd.h>" nogil:
+    int fdatasync(int)
+    int fsync(int)
+    int c_close "close"(int)
+    ssize_t c_read "read"(int, void *, size_t)
+    ssize_t c_write "write"(int, const void *, size_t)
+
+cdef extern from "<stdio.h>" nogil:
+    int snprintf(char *, size_t, const char *, ...)
+
+DEF PATH_MAX_LEN = 4096
+DEF IOV_PIECE = 1024          # iovecs per pwritev (IOV_MAX on Linux)
+
+
+cdef struct Batch:
+    Batch *next
+    iovec *iov
+    Py_ssize_t count
+    size_t size
+    size_t records
+    uint64_t token
+
+
+cdef struct Synced:
+    Synced *next
+    uint64_t token             # the group's last batch
+    int error                  # errno of its write or sync, or 0
+    int64_t sync_ns            # its fdatasync's duration
+    size_t size
+    size_t records
+    int64_t file_id            # the journal mark after it
+    int64_t end
+
+
+cdef struct WriterState:
+    pthread_mutex_t lock
+    pthread_cond_t wake
+    Batch *head
+    Batch *tail
+    size_t queued_bytes
+    size_t queued_records
+    int64_t oldest_ns
+    Synced *synced_head
+    Synced *synced_tail
+    int closing
+    int event_fd
+    int fd
+    int64_t file_id
+    int64_t offset
+    int64_t allocated
+    int64_t wait_ns
+    size_t threshold
+    int flush_when_empty
+    int64_t max_size
+    int64_t prealloc
+    char directory[PATH_MAX_LEN]
+
+
+cdef inline int64_t _now_ns() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
+
+
+cdef int _pwrite_all(int fd, iovec *iov, int n, int64_t *at) noexcept nogil:
+    """iov[0:n] written at *at (advanced), going on after short writes; 0 or errno."""
+    cdef size_t want = 0, skip
+    cdef ssize_t written
+    cdef int k
+    for k in range(n):
+        want += iov[k].iov_len
+    while want:
+        written = pwritev(fd, iov, n, at[0])
+        if written < 0:
+            if errno == EINTR:
+                continue
+            return errno
+        if written == 0:
+            return EIO
+        at[0] += written
+        want -= <size_t>written
+        skip = <size_t>written
+        while skip and n:
+            if skip >= iov[0].iov_len:
+                skip -= iov[0].iov_len
+                memmove(iov, iov + 1, (n - 1) * sizeof(iovec))
+                n -= 1
+            else:
+                iov[0].iov_base = <char *>iov[0].iov_base + skip
+                iov[0].iov_len -= skip
+                skip = 0
+    return 0
+
+
+cdef int _write_group(WriterState *s, Batch *group, size_t size) noexcept nogil:
+    """The group's records at the journal's offset (the file extended by the preallocation
+    step first when they would pass its end), IOV_PIECE parts per pwritev; 0 or errno."""
+    cdef int64_t end = s.offset + <int64_t>size, step, at = s.offset
+    cdef Batch *b = group
+    cdef iovec iov[IOV_PIECE]
+    cdef int n = 0, rc
+    cdef Py_ssize_t i
+    if end > s.allocated:
+        step = s.prealloc if s.prealloc > <int64_t>size else <int64_t>size
+        rc = posix_fallocate(s.fd, s.allocated, step)
+        if rc:
+            return rc
+        s.allocated += step
+    while b != NULL:
+        for i in range(b.count):
+            iov[n] = b.iov[i]
+            n += 1
+            if n == IOV_PIECE:
+                rc = _pwrite_all(s.fd, iov, n, &at)
+                if rc:
+                    return rc
+                n = 0
+        b = b.next
+    return _pwrite_all(s.fd, iov, n, &at) if n else 0
+
+
+cdef void _roll(WriterState *s) noexcept nogil:
+    """The next journal file, as `Journal._open_file` makes one (preallocated, synced, its
+    directory synced); on failure the current file goes on."""
+    cdef char path[PATH_MAX_LEN + 32]
+    cdef int fd, dir_fd
+    snprintf(path, sizeof(path), b"%s/%llx.txn", s.directory, <unsigned long long>(s.file_id + 1))
+    fd = c_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+    if fd < 0:
+        return
+    if (s.prealloc and posix_fallocate(fd, 0, s.prealloc)) or fsync(fd):
+        c_close(fd)
+        return
+    dir_fd = c_open(s.directory, O_RDONLY | O_CLOEXEC)
+    if dir_fd >= 0:
+        fsync(dir_fd)
+        c_close(dir_fd)
+    c_close(s.fd)
+    s.fd, s.file_id, s.offset, s.allocated = fd, s.file_id + 1, 0, s.prealloc
+
+
+cdef void *_writer_run(void *arg) noexcept nogil:
+    cdef WriterState *s = <WriterState *>arg
+    cdef Batch *group
+    cdef Batch *last
+    cdef Batch *b
+    cdef size_t size, records
+    cdef int64_t left, started
+    cdef timespec until
+    cdef Synced *done
+    cdef int error
+    cdef uint64_t one = 1
+    pthread_mutex_lock(&s.lock)
+    while True:
+        while s.head == NULL and not s.closing:
+            pthread_cond_wait(&s.wake, &s.lock)
+        if s.head == NULL:
+            break
+        if not s.flush_when_empty and s.wait_ns > 0:
+            # the group fills, or its oldest record reaches the maximum wait
+            while s.queued_bytes < s.threshold and not s.closing:
+                left = s.oldest_ns + s.wait_ns - _now_ns()
+                if left <= 0:
+                    break
+                until.tv_sec = <time_t>((s.oldest_ns + s.wait_ns) // 1000000000)
+                until.tv_nsec = <long>((s.oldest_ns + s.wait_ns) % 1000000000)
+                pthread_cond_timedwait(&s.wake, &s.lock, &until)
+        group = s.head
+        last = NULL
+        size = records = 0
+        while s.head != NULL and (size < s.threshold or last == NULL):
+            last = s.head
+            s.head = last.next
+            size += last.size
+            records += last.records
+        last.next = NULL
+        if s.head == NULL:
+            s.tail = NULL
+        else:
+            s.oldest_ns = _now_ns()
+        s.queued_bytes -= size
+        s.queued_records -= records
+        pthread_mutex_unlock(&s.lock)
+
+        done = <Synced *>malloc(sizeof(Synced))
+        error = _write_group(s, group, size)
+        started = _now_ns()
+        if not error and fdatasync(s.fd):
+            error = errno
+        if done != NULL:
+            done.next = NULL
+            done.token = last.token
+            done.error = error
+            done.sync_ns = _now_ns() - started
+            done.size, done.records = size, records
+        if not error:
+            s.offset += <int64_t>size
+        if done != NULL:
+            done.file_id, done.end = s.file_id, s.offset
+        if not error and s.offset >= s.max_size:
+            _roll(s)
+        while group != NULL:
+            b = group.next
+            free(group.iov)
+            free(group)
+            group = b
+
+        pthread_mutex_lock(&s.lock)
+        if done != NULL:
+            if s.synced_tail == NULL:
+                s.synced_head = done
+            else:
+                s.synced_tail.next = done
+            s.synced_tail = done
+        c_write(s.event_fd, &one, 8)
+    pthread_mutex_unlock(&s.lock)
+    c_write(s.event_fd, &one, 8)
+    return NULL
+
+
+cdef class GroupWriter:
+    """The journal's writer thread (`storage.bookie.journal.Journal`), without the GIL: takes
+    batches of records (`submit`), writes each group with pwritev at the file's offset and
+    syncs it with fdatasync (grouped as the journal's settings say), rolls the file at its
+    maximum size, and reports each group (`synced`) through `event_fd`.
+
+    It owns the journal file from construction: `fd` and `file_id` are the current file (a
+    roll closes the old one)."""
+
+    cdef WriterState *s
+    cdef pthread_t thread
+    cdef bint started, joined
+    cdef uint64_t next_token
+
+    def __cinit__(self, int fd, int64_t file_id, int64_t allocated, bytes directory not None,
+                  double max_wait_ms, Py_ssize_t threshold, bint flush_when_empty,
+                  int64_t max_size, int64_t prealloc):
+        cdef pthread_condattr_t attr
+        if PyBytes_GET_SIZE(directory) >= PATH_MAX_LEN:
+            raise ValueError("journal directory path too long")
+        self.s = <WriterState *>calloc(1, sizeof(WriterState))
+        if self.s == NULL:
+            raise MemoryError()
+        memcpy(self.s.directory, PyBytes_AS_STRING(directory), PyBytes_GET_SIZE(directory))
+        self.s.fd, self.s.file_id, self.s.allocated = fd, file_id, allocated
+        self.s.wait_ns = <int64_t>(max_wait_ms * 1e6)
+        self.s.threshold = threshold
+        self.s.flush_when_empty = flush_when_empty
+        self.s.max_size, self.s.prealloc = max_size, prealloc
+        self.s.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)
+        if self.s.event_fd < 0:
+            raise OSError(errno, "eventfd failed")
+        pthread_mutex_init(&self.s.lock, NULL)
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(&self.s.wake, &attr)
+        pthread_condattr_destroy(&attr)
+        if pthread_create(&self.thread, NULL, _writer_run, self.s):
+            raise OSError(EIO, "cannot start the journal writer thread")
+        self.started = True
+        self.next_token = 1
+
+    def __dealloc__(self):
+        cdef Batch *b
+        cdef Synced *d
+        if self.s == NULL:
+            return
+        if self.started and not self.joined:
+            self._stop()
+        while self.s.head != NULL:
+            b = self.s.head.next
+            free(self.s.head.iov)
+            free(self.s.head)
+            self.s.head = b
+        while self.s.synced_head != NULL:
+            d = self.s.synced_head.next
+            free(self.s.synced_head)
+            self.s.synced_head = d
+        if self.s.event_fd >= 0:
+            c_close(self.s.event_fd)
+        pthread_mutex_destroy(&self.s.lock)
+        pthread_cond_destroy(&self.s.wake)
+        free(self.s)
+        self.s = NULL
+
+    cdef void _stop(self) noexcept:
+        pthread_mutex_lock(&self.s.lock)
+        self.s.closing = 1
+        pthread_cond_signal(&self.s.wake)
+        pthread_mutex_unlock(&self.s.lock)
+        with nogil:
+            pthread_join(self.thread, NULL)
+        self.joined = True
+
+    @property
+    def event_fd(self) -> int:
+        return self.s.event_fd
+
+    @property
+    def fd(self) -> int:
+        return self.s.fd
+
+    def submit(self, list parts not None, Py_ssize_t records) -> int:
+        """Queue `parts` (bytes, kept alive by the caller until `synced` reports the batch's
+        token) holding `records` records; returns the batch's token (ascending)."""
+        cdef Py_ssize_t n = len(parts), i
+        cdef size_t size = 0
+        cdef Batch *b
+        cdef object part
+        if self.joined or self.s.closing:
+            raise RuntimeError("journal writer is closed")
+        for part in parts:
+            if type(part) is not bytes:
+                raise TypeError(f"a journal record part must be bytes, not {type(part).__name__}")
+        b = <Batch *>malloc(sizeof(Batch))
+        if b == NULL:
+            raise MemoryError()
+        b.iov = <iovec *>malloc((n if n else 1) * sizeof(iovec))
+        if b.iov == NULL:
+            free(b)
+            raise MemoryError()
+        for i in range(n):
+            part = parts[i]
+            b.iov[i].iov_base = PyBytes_AS_STRING(part)
+            b.iov[i].iov_len = PyBytes_GET_SIZE(part)
+            size += PyBytes_GET_SIZE(part)
+        b.next = NULL
+        b.count, b.size, b.records = n, size, records
+        b.token = self.next_token
+        self.next_token += 1
+        pthread_mutex_lock(&self.s.lock)
+        if self.s.tail == NULL:
+            self.s.head = b
+            self.s.oldest_ns = _now_ns()
+        else:
+            self.s.tail.next = b
+        self.s.tail = b
+        self.s.queued_bytes += size
+        self.s.queued_records += records
+        pthread_cond_signal(&self.s.wake)
+        pthread_mutex_unlock(&self.s.lock)
+        return b.token
+
+    def synced(self) -> list:
+        """The groups finished since the last call, oldest first: (last token, errno or 0,
+        fdatasync seconds, bytes, records, file id, offset after it)."""
+        cdef uint64_t count
+        cdef Synced *d
+        cdef Synced *next_d
+        cdef list out = []
+        c_read(self.s.event_fd, &count, 8)
+        pthread_mutex_lock(&self.s.lock)
+        d = self.s.synced_head
+        self.s.synced_head = self.s.synced_tail = NULL
+        pthread_mutex_unlock(&self.s.lock)
+        while d != NULL:
+            out.append((d.token, d.error, d.sync_ns / 1e9, d.size, d.records, d.file_id,
+                        d.end))
+            next_d = d.next
+            free(d)
+            d = next_d
+        return out
+
+    def close(self) -> None:
+        """Write and sync what was submitted, then stop the thread (blocking)."""
+        if self.started and not self.joined:
+            self._stop()
