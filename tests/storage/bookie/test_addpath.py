@@ -4,12 +4,15 @@ negative ids, in process and through a real bookie process."""
 
 from __future__ import annotations
 
+import errno
 import os
+import select
 import socket
 import struct
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import crc32c as wheel
 import pytest
@@ -17,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage.bookie.addpath import (
+    GroupWriter,
     WriteCache,
     crc32c,
     entry_digest,
@@ -31,6 +35,7 @@ from storage.bookie.entrylog import Location
 from storage.bookie.errors import MalformedFrame
 from storage.bookie.format import decode_record, encode_record, package_entry
 from storage.bookie.index import Index
+from storage.bookie.journal import journal_path
 from storage.bookie.protocol import (
     MAX_FRAME_SIZE,
     AddRequest,
@@ -444,6 +449,66 @@ def test_frame_records_from_a_later_body() -> None:
     assert placed == [Location(7, 108, 2).encode(), Location(7, 118, 3).encode()]
 
 
+def _writer(directory: Path, fd: int, max_size: int = 1 << 30) -> GroupWriter:
+    return GroupWriter(fd, 1, 0, os.fsencode(directory), 1.0, 512 * 1024, True, max_size,
+                       1 << 16)
+
+
+def _reports(writer: GroupWriter, token: int) -> list[tuple[int, int, float, int, int, int, int]]:
+    """The writer's reports up to the one covering `token` (each wait bounded)."""
+    reports: list[tuple[int, int, float, int, int, int, int]] = []
+    while not reports or reports[-1][0] < token:
+        ready, _, _ = select.select([writer.event_fd], [], [], 10)
+        assert ready, "the journal writer reported nothing in 10 s"
+        reports += writer.synced()
+    return reports
+
+
+def test_group_writer_writes_many_parts_in_order_and_rolls_the_file(tmp_path: Path) -> None:
+    """More parts than one pwritev takes, of many sizes, land in order at the file's offset;
+    a group that passes the maximum size is reported at the old file's end and the next one
+    goes to a new file, preallocated."""
+    fd = os.open(journal_path(tmp_path, 1), os.O_RDWR | os.O_CREAT, 0o644)
+    writer = _writer(tmp_path, fd, max_size=100_000)
+    try:
+        parts = [bytes([i % 251]) * (i % 97) for i in range(3000)]
+        size = sum(len(part) for part in parts)
+        first = writer.submit(parts[:1500], 1500)
+        second = writer.submit(parts[1500:], 1500)
+        reports = _reports(writer, second)
+        assert sum(r[4] for r in reports) == 3000 and sum(r[3] for r in reports) == size
+        assert all(r[1] == 0 for r in reports) and reports[0][0] >= first
+        assert reports[-1][5:] == (1, size)  # the mark: file 1, after the records
+        assert journal_path(tmp_path, 1).read_bytes()[:size] == b"".join(parts)
+        assert journal_path(tmp_path, 2).stat().st_size == 1 << 16
+        third = writer.submit([b"next"], 1)
+        assert _reports(writer, third)[-1][5:] == (2, 4)
+        assert journal_path(tmp_path, 2).read_bytes()[:4] == b"next"
+    finally:
+        writer.close()
+        os.close(writer.fd)
+
+
+def test_group_writer_reports_a_failed_write_and_takes_more(tmp_path: Path) -> None:
+    """A group whose write fails is reported with its errno (the journal answers its adds
+    EIO) and the mark does not move; the writer takes more batches afterwards."""
+    journal_path(tmp_path, 1).write_bytes(b"")
+    fd = os.open(journal_path(tmp_path, 1), os.O_RDONLY)
+    writer = _writer(tmp_path, fd)
+    try:
+        token = writer.submit([b"abc"], 1)
+        (report,) = _reports(writer, token)
+        assert report[0] == token and report[1] == errno.EBADF
+        assert report[5:] == (1, 0)
+        again = writer.submit([b"def"], 1)
+        assert _reports(writer, again)[-1][1] == errno.EBADF
+    finally:
+        writer.close()
+        os.close(writer.fd)
+    with pytest.raises(RuntimeError, match="closed"):
+        writer.submit([b"late"], 1)
+
+
 # Each call in a child interpreter: a read or write out of bounds shows as its crash (or
 # a wrong answer) there, not as this test run's.
 MISUSES = {
@@ -470,6 +535,10 @@ MISUSES = {
     "frame_records([bytearray(100)], 0, 1, 0, 0, 1 << 30, 1 << 30)": "TypeError",
     "frame_records([b'a', memoryview(b'b')], 0, 2, 0, 0, 1 << 30, 1 << 30)": "TypeError",
     "frame_records(None, 0, 1, 0, 0, 1, 1)": "TypeError",
+    "GroupWriter(-1, 0, 0, b'/tmp', 1.0, 1, True, 1, 1).submit([b'a', bytearray(2)], 2)":
+        "TypeError",
+    "GroupWriter(-1, 0, 0, b'/tmp', 1.0, 1, True, 1, 1).submit(None, 1)": "TypeError",
+    "GroupWriter(-1, 0, 0, b'x' * 5000, 1.0, 1, True, 1, 1)": "ValueError",
     "crc32c(None)": "TypeError",
     "record_header(None)": "TypeError",
     "entry_digest(None)": "TypeError",
