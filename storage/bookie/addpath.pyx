@@ -13,7 +13,12 @@ handler), which answers every refusal with its code, so the refusal rules live t
 
 One CRC pass per add: the payload's CRC32C is computed once and combined (in GF(2)) with the
 CRC of the 32-byte header to check the digest and with that of header and digest to give the
-journal record's checksum (`storage.bookie.format`: length u32, CRC32C u32, body).
+journal record's checksum (`storage.bookie.format`: length u32, CRC32C u32, body), which the
+write cache keeps with the entry for its entry-log record.
+
+Also here: `WriteCache` (one half of the write cache: entries in large blocks of C memory, a C
+index, no Python object per entry), `frame_records` (entry-log records of a list of bodies) and
+`GroupWriter` (the journal's writer thread: pwritev + fdatasync per group, without the GIL).
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
