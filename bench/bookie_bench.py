@@ -74,6 +74,7 @@ class Row:
     cpu_us: float  # the bookie's CPU per add
     client_cpu_us: float
     group: float  # records per synced journal group
+    sync_ms: float  # the bookie's mean journal fdatasync over the row
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -157,35 +158,47 @@ def lean_row(address: str, pid: int, stats_port: int, outstanding: int, seconds:
     client_cpu = (time.process_time() - client0) / adds * 1e6
     result = Result(outstanding, adds / elapsed, percentile(latencies, 0.5),
                     percentile(latencies, 0.99))
-    return Row(f"{outstanding}, lean generator", result, raw, cpu, client_cpu, groups.mean())
+    return Row(f"{outstanding}, lean generator", result, raw, cpu, client_cpu, groups.mean(),
+               groups.sync_ms())
 
 
 _BATCH = "bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES"
+_SYNC = "bookie_journal_JOURNAL_SYNC"
 
 
-def journal_groups(stats_port: int) -> tuple[float, float]:
-    """Synced journal groups so far and the records they held, from the bookie's
-    Prometheus endpoint (the records-per-group summary's count and sum)."""
+def journal_groups(stats_port: int) -> tuple[float, float, float]:
+    """Synced journal groups so far, the records they held and their fdatasyncs' total ms,
+    from the bookie's Prometheus endpoint (the records-per-group and sync summaries)."""
     text = httpx.get(f"http://127.0.0.1:{stats_port}/metrics", timeout=10).text
-    found = {"count": 0.0, "sum": 0.0}
+    found = {(_BATCH, "count"): 0.0, (_BATCH, "sum"): 0.0, (_SYNC, "sum"): 0.0}
     for line in text.splitlines():
-        for part in found:
-            if line.startswith(f'{_BATCH}_{part}{{success="true"}} '):
-                found[part] = float(line.rsplit(" ", 1)[1])
-    return found["count"], found["sum"]
+        for name, part in found:
+            if line.startswith(f'{name}_{part}{{success="true"}} '):
+                found[name, part] = float(line.rsplit(" ", 1)[1])
+    return found[_BATCH, "count"], found[_BATCH, "sum"], found[_SYNC, "sum"]
 
 
 class GroupCounter:
-    """Records per synced journal group over a span of a run."""
+    """Records per synced journal group, and its mean fdatasync, over a span of a run."""
 
     def __init__(self, stats_port: int) -> None:
         self.stats_port = stats_port
         self.start = journal_groups(stats_port)
+        self.end: tuple[float, float, float] | None = None
+
+    def _delta(self) -> tuple[float, float, float]:
+        if self.end is None:
+            self.end = journal_groups(self.stats_port)
+        groups, records, sync = (e - s for e, s in zip(self.end, self.start, strict=True))
+        return groups, records, sync
 
     def mean(self) -> float:
-        count, records = journal_groups(self.stats_port)
-        groups = count - self.start[0]
-        return (records - self.start[1]) / groups if groups else 0.0
+        groups, records, _ = self._delta()
+        return records / groups if groups else 0.0
+
+    def sync_ms(self) -> float:
+        groups, _, sync = self._delta()
+        return sync / groups if groups else 0.0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -310,7 +323,7 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
                         cpu = (cpu_seconds(process.pid) - cpu0) / adds * 1e6
                         client_cpu = (time.process_time() - client0) / adds * 1e6
                         rows.append(Row(str(level), result, raw, cpu, client_cpu,
-                                        groups.mean()))
+                                        groups.mean(), groups.sync_ms()))
                         if level == LEAN_LEVEL:
                             rows.append(lean_row(address, process.pid, stats_port, level,
                                                  seconds, raw))
@@ -326,16 +339,17 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
         "",
         "| outstanding | bookie adds/s | p50 / p99 ms | raw grouped records/s | raw p50 / p99 ms "
         "| bookie / raw | bookie CPU µs/add | client CPU µs/add | bookie records per journal "
-        "group |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "group | round ms (outstanding / adds/s) | bookie journal fdatasync mean ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         result, raw = row.bookie, row.raw
         lines.append(
             f"| {row.label} | {result.rate:,.0f} | {result.p50_ms:.2f} / {result.p99_ms:.2f} "
             f"| {raw.rate:,.0f} | {raw.p50_ms:.2f} / {raw.p99_ms:.2f} "
-            f"| {result.rate / raw.rate:.0%} | {row.cpu_us:.0f} | {row.client_cpu_us:.0f} "
-            f"| {row.group:.1f} |"
+            f"| {result.rate / raw.rate:.0%} | {row.cpu_us:.1f} | {row.client_cpu_us:.1f} "
+            f"| {row.group:.1f} | {result.outstanding / result.rate * 1e3:.2f} "
+            f"| {row.sync_ms:.2f} |"
         )
     lines += [
         "",

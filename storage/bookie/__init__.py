@@ -4,8 +4,9 @@ registration. One module a job; each storage layer names its commit point.
 Bytes and frames (pure, no I/O): `format` (the packaged entry, the on-disk records),
 `protocol` (V2 frames), `protocol_v3` (V3 protobuf frames), `availability` (BookKeeper's
 availability-of-entries bytes), `addpath` (compiled: a read's worth of plain adds cut, checked,
-cached, journalled and answered in one call; the checkpoint's per-entry packing), `fileio`
-(positioned writes of many buffers), `errors`.
+cached, journalled and answered in one call; the write cache in C memory; the journal's
+writer thread, without the GIL; the entry-log record framing), `fileio` (positioned writes of
+many buffers), `errors`.
 
 Storage: `journal` (group commit, the group's fdatasync), `entrylog` (batch fdatasync),
 `index` (one LMDB transaction per checkpoint), `ledger_storage` (BookKeeper's LedgerStorage:

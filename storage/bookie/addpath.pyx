@@ -13,18 +13,26 @@ handler), which answers every refusal with its code, so the refusal rules live t
 
 One CRC pass per add: the payload's CRC32C is computed once and combined (in GF(2)) with the
 CRC of the 32-byte header to check the digest and with that of header and digest to give the
-journal record's checksum (`storage.bookie.format`: length u32, CRC32C u32, body).
+journal record's checksum (`storage.bookie.format`: length u32, CRC32C u32, body), which the
+write cache keeps with the entry for its entry-log record.
+
+Also here: `WriteCache` (one half of the write cache: entries in large blocks of C memory, a C
+index, no Python object per entry), `frame_records` (entry-log records of a list of bodies) and
+`GroupWriter` (the journal's writer thread: pwritev + fdatasync per group, without the GIL).
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
-from cpython.list cimport PyList_Append
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy
+from libc.stdlib cimport calloc, free, malloc, qsort, realloc
+from libc.errno cimport EINTR, EIO, errno
+from libc.string cimport memcmp, memcpy, memmove
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+from posix.types cimport time_t
+from posix.mman cimport MAP_ANONYMOUS, MAP_FAILED, MAP_PRIVATE, PROT_READ, PROT_WRITE, mmap, munmap
 
 from storage.bookie.errors import CorruptEntry, MalformedFrame
-from storage.runtime import hand_over_gil
 
 cdef extern from "addpath_crc.h":
     void addpath_crc_init()
@@ -66,7 +74,6 @@ DEF RESPONSE_LEN = 28        # frame length, header, result, ledger id, entry id
 DEF RESPONSE_BODY = 24
 DEF ADD_RESPONSE_HEAD = 0x02010000
 DEF RECORD_HEADER_LEN = 8
-DEF RELEASE_PIECE = 512
 
 cdef uint64_t _shift_len = 0
 cdef uint32_t _shift = 0x80000000u  # x^0
@@ -170,76 +177,486 @@ def with_result(bytes responses not None, int code):
     return out
 
 
-cdef class WriteCache:
-    """One half of the bookie's write cache: entries by (ledger, entry), the last entry per
-    ledger, and each ledger's entry ids in arrival order (for the checkpoint's sort, see
-    `sorted_ids`); `size` is the bytes of its entries."""
+cdef inline void _put_be64(unsigned char *p, uint64_t v) noexcept nogil:
+    addpath_put_be32(p, <uint32_t>(v >> 32))
+    addpath_put_be32(p + 4, <uint32_t>v)
 
-    cdef public dict entries
-    cdef public dict ids
-    cdef public dict last
-    cdef public Py_ssize_t size
+
+# The write cache's storage: entries are copied into BLOCK_SIZE blocks (an entry of
+# OWN_BLOCK_AT bytes or more into a block of its own) and found through an open-addressing
+# table of (ledger, entry) -> record; a second table keeps each ledger's last entry id.
+DEF BLOCK_SIZE = 1048576
+DEF OWN_BLOCK_AT = 262144
+DEF POOL_BLOCKS = 128        # emptied blocks kept for the next half (64 MiB cache: ~1.5x)
+DEF FIRST_RECORDS = 1024
+DEF FIRST_LEDGERS = 64
+DEF NO_RECORD = -1
+DEF NO_LEDGER = -1
+DEF DROPPED = -1
+
+
+cdef struct Record:
+    int64_t ledger
+    int64_t entry
+    unsigned char *data
+    Py_ssize_t length          # DROPPED once its ledger was dropped
+    uint32_t crc               # CRC32C of the bytes: its entry-log record's checksum
+
+
+cdef struct Block:
+    unsigned char *base
+    size_t size
+
+
+cdef struct LedgerLast:
+    int64_t ledger             # NO_LEDGER: a free slot
+    int64_t last
+
+
+cdef struct SortKey:
+    int64_t ledger
+    int64_t entry
+    Py_ssize_t record
+
+
+# Emptied blocks, handed from a released half to the next one: a fresh mapping costs a page
+# fault per 4 KiB touched. Both threads that use it (the event loop filling, the flush thread
+# releasing) hold the GIL while they do.
+cdef unsigned char *_pool[POOL_BLOCKS]
+cdef Py_ssize_t _pooled = 0
+
+
+cdef inline size_t _key_hash(int64_t ledger, int64_t entry) noexcept nogil:
+    cdef uint64_t h = (<uint64_t>ledger * 0x9E3779B97F4A7C15ULL) ^ (
+        (<uint64_t>entry + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL)
+    return <size_t>(h ^ (h >> 31))
+
+
+cdef unsigned char *_map(size_t size) noexcept nogil:
+    cdef void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+    return NULL if p == MAP_FAILED else <unsigned char *>p
+
+
+cdef int _compare_keys(const void *a, const void *b) noexcept nogil:
+    cdef const SortKey *x = <const SortKey *>a
+    cdef const SortKey *y = <const SortKey *>b
+    if x.ledger != y.ledger:
+        return -1 if x.ledger < y.ledger else 1
+    if x.entry != y.entry:
+        return -1 if x.entry < y.entry else 1
+    return 0
+
+
+cdef class WriteCache:
+    """One half of the bookie's write cache, in C memory: the entries' bytes in large blocks,
+    an index (ledger, entry) -> bytes, each ledger's last entry id; no Python object per
+    entry. `size` is the bytes of its entries, `entries` their number, `mapped` the bytes of
+    blocks it holds (entries plus each block's unused tail).
+
+    One thread writes it (the event loop); the checkpoint's thread reads a half that is no
+    longer written (`sort`, `frame_sorted`) and empties it (`release`), which detaches
+    everything under the GIL first, so a concurrent `get` finds either the entry or nothing
+    (and then the index has it)."""
+
+    cdef Record *records
+    cdef Py_ssize_t used, records_cap      # records (live and dropped), allocated
+    cdef Py_ssize_t *slots                  # record index or NO_RECORD
+    cdef size_t slots_mask
+    cdef LedgerLast *lasts
+    cdef size_t lasts_mask
+    cdef Py_ssize_t ledgers
+    cdef Block *blocks
+    cdef Py_ssize_t nblocks, blocks_cap
+    cdef unsigned char *fill               # the free tail of the current block
+    cdef size_t room
+    cdef SortKey *order                    # `sort`'s result, NULL until then
+    cdef Py_ssize_t ordered
+    cdef readonly Py_ssize_t size
+    cdef readonly Py_ssize_t entries
+    cdef readonly Py_ssize_t mapped
 
     def __cinit__(self):
-        self.entries = {}
-        self.ids = {}
-        self.last = {}
-        self.size = 0
+        self._empty_tables()
 
-    cdef inline void _put(self, object ledger_id, object entry_id, int64_t entry_c,
-                          bytes entry) except *:
-        cdef tuple key = (ledger_id, entry_id)
-        cdef PyObject *old = PyDict_GetItem(self.entries, key)
-        cdef Py_ssize_t old_size = 0
-        cdef PyObject *found
-        if old is not NULL:  # (`entries` is public: what it holds is checked, not assumed)
-            old_size = len(<object>old)
-        self.entries[key] = entry
-        if old is NULL:
-            found = PyDict_GetItem(self.ids, ledger_id)
-            if found is NULL:
-                self.ids[ledger_id] = [entry_id]
-            else:
-                PyList_Append(<object>found, entry_id)
-        self.size += PyBytes_GET_SIZE(entry) - old_size
-        found = PyDict_GetItem(self.last, ledger_id)
-        if found is NULL or entry_c > <int64_t>(<object>found):
-            self.last[ledger_id] = entry_id
+    def __dealloc__(self):
+        self._free_all()
 
-    def put(self, ledger_id: int, entry_id: int, bytes entry not None) -> None:
-        self._put(ledger_id, entry_id, entry_id, entry)
+    cdef int _empty_tables(self) except -1:
+        cdef size_t i
+        self.records = <Record *>malloc(FIRST_RECORDS * sizeof(Record))
+        self.slots = <Py_ssize_t *>malloc(2 * FIRST_RECORDS * sizeof(Py_ssize_t))
+        self.lasts = <LedgerLast *>malloc(FIRST_LEDGERS * sizeof(LedgerLast))
+        self.blocks = <Block *>malloc(64 * sizeof(Block))
+        if self.records == NULL or self.slots == NULL or self.lasts == NULL or self.blocks == NULL:
+            free(self.records)
+            free(self.slots)
+            free(self.lasts)
+            free(self.blocks)
+            self.records = NULL
+            self.slots = NULL
+            self.lasts = NULL
+            self.blocks = NULL
+            raise MemoryError()
+        self.used, self.records_cap = 0, FIRST_RECORDS
+        self.slots_mask = 2 * FIRST_RECORDS - 1
+        for i in range(2 * FIRST_RECORDS):
+            self.slots[i] = NO_RECORD
+        self.lasts_mask = FIRST_LEDGERS - 1
+        for i in range(FIRST_LEDGERS):
+            self.lasts[i].ledger = NO_LEDGER
+        self.ledgers = 0
+        self.nblocks, self.blocks_cap = 0, 64
+        self.fill, self.room = NULL, 0
+        self.order, self.ordered = NULL, 0
+        self.size = self.entries = self.mapped = 0
+        return 0
+
+    cdef void _free_all(self) noexcept:
+        """Everything this half holds, detached under the GIL (a reader sees an empty half
+        or a whole one), blocks to the pool while it has room, the rest unmapped without the
+        GIL."""
+        global _pooled
+        cdef Block *blocks = self.blocks
+        cdef Py_ssize_t nblocks = self.nblocks, i
+        cdef Record *records = self.records
+        cdef Py_ssize_t *slots = self.slots
+        cdef LedgerLast *lasts = self.lasts
+        cdef SortKey *order = self.order
+        self.blocks = NULL
+        self.records = NULL
+        self.slots = NULL
+        self.lasts = NULL
+        self.order = NULL
+        self.nblocks = self.blocks_cap = self.used = self.records_cap = self.ledgers = 0
+        self.slots_mask = self.lasts_mask = 0
+        self.fill, self.room = NULL, 0
+        self.ordered = self.size = self.entries = self.mapped = 0
+        for i in range(nblocks):
+            if blocks[i].size == BLOCK_SIZE and _pooled < POOL_BLOCKS:
+                _pool[_pooled] = blocks[i].base
+                _pooled += 1
+                blocks[i].base = NULL
+        with nogil:
+            for i in range(nblocks):
+                if blocks[i].base != NULL:
+                    munmap(blocks[i].base, blocks[i].size)
+            free(blocks)
+            free(records)
+            free(slots)
+            free(lasts)
+            free(order)
+
+    cdef unsigned char *_alloc(self, size_t n) noexcept:
+        """`n` bytes in this half's blocks; NULL when memory ran out."""
+        global _pooled
+        cdef unsigned char *p
+        cdef size_t size = n if n >= OWN_BLOCK_AT else BLOCK_SIZE
+        cdef Block *grown
+        if n < OWN_BLOCK_AT and n <= self.room:
+            p = self.fill
+            self.fill += n
+            self.room -= n
+            return p
+        if self.nblocks == self.blocks_cap:
+            grown = <Block *>realloc(self.blocks, 2 * self.blocks_cap * sizeof(Block))
+            if grown == NULL:
+                return NULL
+            self.blocks, self.blocks_cap = grown, 2 * self.blocks_cap
+        if size == BLOCK_SIZE and _pooled:
+            _pooled -= 1
+            p = _pool[_pooled]
+        else:
+            p = _map(size)
+            if p == NULL:
+                return NULL
+        self.blocks[self.nblocks].base = p
+        self.blocks[self.nblocks].size = size
+        self.nblocks += 1
+        self.mapped += size
+        if size == BLOCK_SIZE:
+            self.fill, self.room = p + n, BLOCK_SIZE - n
+        return p
+
+    cdef inline Py_ssize_t _find(self, int64_t ledger, int64_t entry) noexcept nogil:
+        cdef size_t i
+        cdef Py_ssize_t r
+        if self.slots == NULL:
+            return NO_RECORD
+        i = _key_hash(ledger, entry) & self.slots_mask
+        while True:
+            r = self.slots[i]
+            if r == NO_RECORD or (self.records[r].ledger == ledger
+                                  and self.records[r].entry == entry):
+                return r
+            i = (i + 1) & self.slots_mask
+
+    cdef int _index_records(self, size_t capacity) noexcept:
+        """The (ledger, entry) table rebuilt with `capacity` slots (a power of two) from the
+        live records; -1 when memory ran out (the old table is kept)."""
+        cdef Py_ssize_t *slots = <Py_ssize_t *>malloc(capacity * sizeof(Py_ssize_t))
+        cdef size_t i, mask = capacity - 1
+        cdef Py_ssize_t r
+        if slots == NULL:
+            return -1
+        for i in range(capacity):
+            slots[i] = NO_RECORD
+        for r in range(self.used):
+            if self.records[r].length != DROPPED:
+                i = _key_hash(self.records[r].ledger, self.records[r].entry) & mask
+                while slots[i] != NO_RECORD:
+                    i = (i + 1) & mask
+                slots[i] = r
+        free(self.slots)
+        self.slots, self.slots_mask = slots, mask
+        return 0
+
+    cdef int _index_ledgers(self, size_t capacity) noexcept:
+        """The last-entry table rebuilt with `capacity` slots from the live records."""
+        cdef LedgerLast *lasts = <LedgerLast *>malloc(capacity * sizeof(LedgerLast))
+        cdef LedgerLast *old = self.lasts
+        cdef size_t i, old_mask = self.lasts_mask
+        cdef Py_ssize_t r
+        if lasts == NULL:
+            return -1
+        for i in range(capacity):
+            lasts[i].ledger = NO_LEDGER
+        self.lasts, self.lasts_mask, self.ledgers = lasts, capacity - 1, 0
+        for r in range(self.used):
+            if self.records[r].length != DROPPED:
+                self._note_last(self.records[r].ledger, self.records[r].entry)
+        free(old)
+        return 0
+
+    cdef inline void _note_last(self, int64_t ledger, int64_t entry) noexcept:
+        """(The table has room: `_insert` grows it first.)"""
+        cdef size_t i = _key_hash(ledger, 0) & self.lasts_mask
+        while self.lasts[i].ledger != NO_LEDGER and self.lasts[i].ledger != ledger:
+            i = (i + 1) & self.lasts_mask
+        if self.lasts[i].ledger == NO_LEDGER:
+            self.lasts[i].ledger, self.lasts[i].last = ledger, entry
+            self.ledgers += 1
+        elif entry > self.lasts[i].last:
+            self.lasts[i].last = entry
+
+    cdef int _insert(self, int64_t ledger, int64_t entry, const unsigned char *src,
+                     Py_ssize_t n, uint32_t crc) noexcept:
+        """Copy an entry in (replacing one under the same ids), with `crc`, the CRC32C of its
+        bytes (the add path has it from the journal record); -1 when memory ran out, and then
+        nothing changed."""
+        cdef Py_ssize_t r
+        cdef size_t i
+        cdef Record *grown
+        cdef unsigned char *p
+        if self.records == NULL and self._reopen() < 0:
+            return -1
+        if <size_t>(self.ledgers + 1) * 2 > self.lasts_mask + 1:
+            if self._index_ledgers(2 * (self.lasts_mask + 1)) < 0:
+                return -1
+        if self.used == self.records_cap:
+            grown = <Record *>realloc(self.records, 2 * self.records_cap * sizeof(Record))
+            if grown == NULL:
+                return -1
+            self.records, self.records_cap = grown, 2 * self.records_cap
+        if <size_t>(self.used + 1) * 2 > self.slots_mask + 1:
+            if self._index_records(2 * (self.slots_mask + 1)) < 0:
+                return -1
+        p = self._alloc(n) if n else self.fill
+        if p == NULL and n:
+            return -1
+        if n:
+            memcpy(p, src, n)
+        if self.order != NULL:  # a later put makes a sorted walk stale
+            free(self.order)
+            self.order, self.ordered = NULL, 0
+        r = self._find(ledger, entry)
+        if r != NO_RECORD:
+            self.size += n - self.records[r].length
+            self.records[r].data, self.records[r].length = p, n
+            self.records[r].crc = crc
+        else:
+            r = self.used
+            self.used += 1
+            self.records[r].ledger, self.records[r].entry = ledger, entry
+            self.records[r].data, self.records[r].length = p, n
+            self.records[r].crc = crc
+            i = _key_hash(ledger, entry) & self.slots_mask
+            while self.slots[i] != NO_RECORD:
+                i = (i + 1) & self.slots_mask
+            self.slots[i] = r
+            self.entries += 1
+            self.size += n
+        self._note_last(ledger, entry)
+        return 0
+
+    cdef int _reopen(self) noexcept:
+        try:
+            self._empty_tables()
+        except MemoryError:
+            return -1
+        return 0
+
+    def put(self, int64_t ledger_id, int64_t entry_id, bytes entry not None) -> None:
+        """Cache an entry (replacing one under the same ids); ValueError for a negative id."""
+        if ledger_id < 0 or entry_id < 0:
+            raise ValueError(f"negative id: ledger {ledger_id}, entry {entry_id}")
+        cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(entry)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(entry)
+        if self._insert(ledger_id, entry_id, p, n, addpath_crc(0, p if n else NULL, n)) < 0:
+            raise MemoryError()
+
+    def get(self, int64_t ledger_id, int64_t entry_id):
+        """The entry's bytes (a copy), or None."""
+        cdef Py_ssize_t r = self._find(ledger_id, entry_id)
+        if r == NO_RECORD:
+            return None
+        return PyBytes_FromStringAndSize(<const char *>self.records[r].data,
+                                         self.records[r].length)
+
+    def __contains__(self, key) -> bool:
+        ledger_id, entry_id = key
+        return self._find(ledger_id, entry_id) != NO_RECORD
+
+    def last_entry(self, int64_t ledger_id) -> int:
+        """The ledger's largest entry id here, or -1."""
+        cdef size_t i
+        if self.lasts == NULL:
+            return -1
+        i = _key_hash(ledger_id, 0) & self.lasts_mask
+        while self.lasts[i].ledger != NO_LEDGER:
+            if self.lasts[i].ledger == ledger_id:
+                return self.lasts[i].last
+            i = (i + 1) & self.lasts_mask
+        return -1
+
+    def entry_ids(self, int64_t ledger_id) -> list:
+        """The ledger's entry ids here, in the order they first arrived."""
+        cdef list ids = []
+        cdef Py_ssize_t r
+        for r in range(self.used):
+            if self.records[r].ledger == ledger_id and self.records[r].length != DROPPED:
+                ids.append(self.records[r].entry)
+        return ids
+
+    def items(self) -> list:
+        """Every (ledger, entry, bytes), in arrival order (tests and diagnostics)."""
+        cdef list out = []
+        cdef Py_ssize_t r
+        for r in range(self.used):
+            if self.records[r].length != DROPPED:
+                out.append((self.records[r].ledger, self.records[r].entry,
+                            PyBytes_FromStringAndSize(<const char *>self.records[r].data,
+                                                      self.records[r].length)))
+        return out
 
     def drop(self, ledger_ids: set) -> None:
-        for key in [key for key in self.entries if key[0] in ledger_ids]:
-            self.size -= len(self.entries.pop(key))
-        for ledger_id in ledger_ids:
-            self.last.pop(ledger_id, None)
-            self.ids.pop(ledger_id, None)
+        """Forget the entries of these ledgers (their bytes stay in the blocks until
+        `release`)."""
+        cdef Py_ssize_t r
+        cdef bint dropped = False
+        for r in range(self.used):
+            if self.records[r].length != DROPPED and self.records[r].ledger in ledger_ids:
+                self.size -= self.records[r].length
+                self.records[r].length = DROPPED
+                self.entries -= 1
+                dropped = True
+        if dropped:
+            if (self._index_records(self.slots_mask + 1) < 0
+                    or self._index_ledgers(self.lasts_mask + 1) < 0):
+                raise MemoryError()
+            if self.order != NULL:
+                free(self.order)
+                self.order, self.ordered = NULL, 0
+
+    def restore_into(self, WriteCache other not None) -> None:
+        """Put into `other` every entry of this half that `other` does not hold (a failed
+        checkpoint's half back into the filling one)."""
+        cdef Py_ssize_t r
+        for r in range(self.used):
+            if (self.records[r].length != DROPPED
+                    and other._find(self.records[r].ledger, self.records[r].entry) == NO_RECORD
+                    and other._insert(self.records[r].ledger, self.records[r].entry,
+                                      self.records[r].data, self.records[r].length,
+                                      self.records[r].crc) < 0):
+                raise MemoryError()
 
     def release(self) -> None:
-        """Empty this half, one entry at a time, handing the GIL over every 512 (one `clear()`
-        of 32 MiB of 1 KiB entries is one C call holding it ~4 ms)."""
-        cdef Py_ssize_t count
-        for table in (self.entries, self.ids):
-            pop = table.popitem
-            for count in range(1, len(table) + 1):
-                pop()
-                if not count % RELEASE_PIECE:
-                    hand_over_gil()
-        self.last.clear()
-        self.size = 0
+        """Empty this half: its tables freed and its blocks pooled or unmapped (outside the
+        GIL); it takes entries again afterwards."""
+        self._free_all()
 
-    def sorted_ids(self) -> list:
-        """(ledger, its entry ids ascending), by ledger. One ledger at a time: each ledger's
-        ids arrive almost in order, so each sort is short and linear, whereas one `sorted()`
-        of all the (ledger, entry) keys is a single C call that held the GIL, and so stalled
-        the event loop, for 10-20 ms per 30,000 entries."""
-        ordered = []
-        for ledger_id in sorted(self.ids):
-            ids = self.ids[ledger_id]
-            ids.sort()
-            ordered.append((ledger_id, ids))
-        return ordered
+    def sort(self) -> int:
+        """Order the entries by (ledger, entry) for `frame_sorted`, without the GIL; returns
+        their number."""
+        cdef Py_ssize_t r, n = 0
+        cdef SortKey *order
+        free(self.order)
+        self.order, self.ordered = NULL, 0
+        if not self.entries:
+            return 0
+        order = <SortKey *>malloc(self.entries * sizeof(SortKey))
+        if order == NULL:
+            raise MemoryError()
+        for r in range(self.used):
+            if self.records[r].length != DROPPED:
+                order[n].ledger = self.records[r].ledger
+                order[n].entry = self.records[r].entry
+                order[n].record = r
+                n += 1
+        with nogil:
+            qsort(order, n, sizeof(SortKey), _compare_keys)
+        self.order, self.ordered = order, n
+        return n
+
+    def frame_sorted(self, Py_ssize_t first, Py_ssize_t stop, uint32_t log_id,
+                     Py_ssize_t offset, Py_ssize_t limit, Py_ssize_t chunk_end,
+                     list keys not None):
+        """`frame_records` over the sorted entries [first, stop) (`sort`), framed from the
+        blocks without the GIL with the CRCs kept at `put` (no second pass over the bytes);
+        each entry's index key (`Index.key`) appended to `keys`."""
+        cdef Py_ssize_t i, last, at = offset, total = 0, used = 0, size
+        cdef Record *rec
+        cdef unsigned char *out
+        cdef bytes run, location, key
+        cdef unsigned char *loc
+        cdef list locations = []
+        if first < 0 or first > self.ordered:
+            raise ValueError(f"first index {first} outside 0..{self.ordered}")
+        if stop > self.ordered:
+            stop = self.ordered
+        i = first
+        while i < stop and at < limit:
+            size = self.records[self.order[i].record].length
+            total += RECORD_HEADER_LEN + size
+            at += RECORD_HEADER_LEN + size
+            i += 1
+            if at >= chunk_end:
+                break
+        last = i
+        run = PyBytes_FromStringAndSize(NULL, total)
+        out = <unsigned char *>PyBytes_AS_STRING(run)
+        with nogil:
+            for i in range(first, last):
+                rec = &self.records[self.order[i].record]
+                addpath_put_be32(out + used, <uint32_t>rec.length)
+                addpath_put_be32(out + used + 4, rec.crc)
+                memcpy(out + used + RECORD_HEADER_LEN, rec.data, rec.length)
+                used += RECORD_HEADER_LEN + rec.length
+        at = offset
+        for i in range(first, last):
+            rec = &self.records[self.order[i].record]
+            location = PyBytes_FromStringAndSize(NULL, 16)
+            loc = <unsigned char *>PyBytes_AS_STRING(location)
+            addpath_put_be32(loc, log_id)
+            _put_be64(loc + 4, <uint64_t>(at + RECORD_HEADER_LEN))
+            addpath_put_be32(loc + 12, <uint32_t>rec.length)
+            locations.append(location)
+            key = PyBytes_FromStringAndSize(NULL, 16)
+            loc = <unsigned char *>PyBytes_AS_STRING(key)
+            _put_be64(loc, <uint64_t>rec.ledger)
+            _put_be64(loc + 8, <uint64_t>rec.entry)
+            keys.append(key)
+            at += RECORD_HEADER_LEN + rec.length
+        return last, at, run, locations
 
 
 def take_adds(bytes buf not None, Py_ssize_t pos, Py_ssize_t end, dict writable not None,
@@ -254,10 +671,9 @@ def take_adds(bytes buf not None, Py_ssize_t pos, Py_ssize_t end, dict writable 
     cdef const unsigned char *entry
     cdef Py_ssize_t size, entry_len, count = 0, entry_bytes = 0
     cdef int64_t ledger_c, entry_c
-    cdef uint32_t head_crc, payload_crc, shift
+    cdef uint32_t head_crc, payload_crc, shift, entry_crc
     cdef PyObject *key
-    cdef object ledger_id, entry_id
-    cdef bytes value
+    cdef object ledger_id
     # Worst cases: a record is its entry plus 8 bytes (< its frame: 4 + 24 + entry), one
     # response per frame of at least 4 + ADD_MIN_BODY bytes.
     if pos < 0 or end > PyBytes_GET_SIZE(buf) or pos > end:
@@ -300,12 +716,11 @@ def take_adds(bytes buf not None, Py_ssize_t pos, Py_ssize_t end, dict writable 
             if addpath_combine(head_crc, payload_crc, shift) != addpath_be32(entry + HEADER_LEN):
                 break
             head_crc = addpath_crc(head_crc, entry + HEADER_LEN, 4)
-            value = PyBytes_FromStringAndSize(<const char *>entry, entry_len)
-            entry_id = entry_c
-            cache._put(ledger_id, entry_id, entry_c, value)
+            entry_crc = addpath_combine(head_crc, payload_crc, shift)
+            if cache._insert(ledger_c, entry_c, entry, entry_len, entry_crc) < 0:
+                raise MemoryError()
             addpath_put_be32(record_at + records_len, <uint32_t>entry_len)
-            addpath_put_be32(record_at + records_len + 4,
-                             addpath_combine(head_crc, payload_crc, shift))
+            addpath_put_be32(record_at + records_len + 4, entry_crc)
             memcpy(record_at + records_len + RECORD_HEADER_LEN, entry, entry_len)
             records_len += RECORD_HEADER_LEN + entry_len
             addpath_put_be32(response_at + responses_len, RESPONSE_BODY)
@@ -322,32 +737,6 @@ def take_adds(bytes buf not None, Py_ssize_t pos, Py_ssize_t end, dict writable 
         Py_XDECREF(records)
         Py_XDECREF(responses)
     return pos, count, entry_bytes, records_out, responses_out
-
-
-cdef inline void _put_be64(unsigned char *p, uint64_t v) noexcept:
-    addpath_put_be32(p, <uint32_t>(v >> 32))
-    addpath_put_be32(p + 4, <uint32_t>v)
-
-
-def pack_keys(dict entries not None, ledger_id, list ids not None, Py_ssize_t first,
-              Py_ssize_t stop, list bodies not None, list keys not None):
-    """The checkpoint's packing of one ledger's entries ids[first:stop] (ascending): each entry
-    (`entries[ledger_id, entry_id]`) appended to `bodies` and its index key (ledger and entry
-    id, big-endian u64 each: `Index.key`) to `keys`. The ids are taken as a copy first: the
-    loop allocates, so other threads may run and change `ids` meanwhile."""
-    cdef bytes key
-    cdef uint64_t ledger_c = <uint64_t>(<int64_t>ledger_id)
-    cdef unsigned char *out
-    if first < 0:
-        raise ValueError(f"first index {first} below 0")
-    cdef list chosen = ids[first:stop]
-    for entry_id in chosen:
-        bodies.append(entries[ledger_id, entry_id])
-        key = PyBytes_FromStringAndSize(NULL, 16)
-        out = <unsigned char *>PyBytes_AS_STRING(key)
-        _put_be64(out, ledger_c)
-        _put_be64(out + 8, <uint64_t>(<int64_t>entry_id))
-        keys.append(key)
 
 
 def frame_records(list bodies not None, Py_ssize_t first, Py_ssize_t stop, uint32_t log_id,
@@ -397,3 +786,421 @@ def frame_records(list bodies not None, Py_ssize_t first, Py_ssize_t stop, uint3
     if used != total:
         run = run[:used]
     return i, offset, run, locations
+
+
+# -- the journal's writer thread ---------------------------------------------------------------
+# (storage.bookie.journal): groups of records written with pwritev and synced with fdatasync by
+# a thread that never takes the GIL; each finished group is queued for the event loop and
+# signalled on an eventfd, so the loop wakes once per group and the thread never waits for
+# Python.
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef unsigned long pthread_t
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_cond_t:
+        pass
+    ctypedef struct pthread_condattr_t:
+        pass
+    int pthread_create(pthread_t *, const void *, void *(*)(void *) noexcept nogil, void *)
+    int pthread_join(pthread_t, void **)
+    int pthread_mutex_init(pthread_mutex_t *, const void *)
+    int pthread_mutex_lock(pthread_mutex_t *)
+    int pthread_mutex_unlock(pthread_mutex_t *)
+    int pthread_mutex_destroy(pthread_mutex_t *)
+    int pthread_condattr_init(pthread_condattr_t *)
+    int pthread_condattr_setclock(pthread_condattr_t *, int)
+    int pthread_condattr_destroy(pthread_condattr_t *)
+    int pthread_cond_init(pthread_cond_t *, const pthread_condattr_t *)
+    int pthread_cond_wait(pthread_cond_t *, pthread_mutex_t *)
+    int pthread_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const timespec *)
+    int pthread_cond_signal(pthread_cond_t *)
+    int pthread_cond_destroy(pthread_cond_t *)
+
+cdef extern from "<sys/eventfd.h>" nogil:
+    int eventfd(unsigned int, int)
+    int EFD_NONBLOCK
+    int EFD_CLOEXEC
+
+cdef extern from "<sys/uio.h>" nogil:
+    cdef struct iovec:
+        void *iov_base
+        size_t iov_len
+    ssize_t pwritev(int, const iovec *, int, long)
+
+cdef extern from "<fcntl.h>" nogil:
+    int posix_fallocate(int, long, long)
+    int c_open "open"(const char *, int, ...)
+    int O_RDWR
+    int O_CREAT
+    int O_EXCL
+    int O_RDONLY
+    int O_CLOEXEC
+
+cdef extern from "<unistd.h>" nogil:
+    int fdatasync(int)
+    int fsync(int)
+    int c_close "close"(int)
+    ssize_t c_read "read"(int, void *, size_t)
+    ssize_t c_write "write"(int, const void *, size_t)
+
+cdef extern from "<stdio.h>" nogil:
+    int snprintf(char *, size_t, const char *, ...)
+
+DEF PATH_MAX_LEN = 4096
+DEF IOV_PIECE = 1024          # iovecs per pwritev (IOV_MAX on Linux)
+
+
+cdef struct Batch:
+    Batch *next
+    iovec *iov
+    Py_ssize_t count
+    size_t size
+    size_t records
+    uint64_t token
+
+
+cdef struct Synced:
+    Synced *next
+    uint64_t token             # the group's last batch
+    int error                  # errno of its write or sync, or 0
+    int64_t sync_ns            # its fdatasync's duration
+    size_t size
+    size_t records
+    int64_t file_id            # the journal mark after it
+    int64_t end
+
+
+cdef struct WriterState:
+    pthread_mutex_t lock
+    pthread_cond_t wake
+    Batch *head
+    Batch *tail
+    size_t queued_bytes
+    size_t queued_records
+    int64_t oldest_ns
+    Synced *synced_head
+    Synced *synced_tail
+    int closing
+    int event_fd
+    int fd
+    int64_t file_id
+    int64_t offset
+    int64_t allocated
+    int64_t wait_ns
+    size_t threshold
+    int flush_when_empty
+    int64_t max_size
+    int64_t prealloc
+    char directory[PATH_MAX_LEN]
+
+
+cdef inline int64_t _now_ns() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
+
+
+cdef int _pwrite_all(int fd, iovec *iov, int n, int64_t *at) noexcept nogil:
+    """iov[0:n] written at *at (advanced), going on after short writes; 0 or errno."""
+    cdef size_t want = 0, skip
+    cdef ssize_t written
+    cdef int k
+    for k in range(n):
+        want += iov[k].iov_len
+    while want:
+        written = pwritev(fd, iov, n, at[0])
+        if written < 0:
+            if errno == EINTR:
+                continue
+            return errno
+        if written == 0:
+            return EIO
+        at[0] += written
+        want -= <size_t>written
+        skip = <size_t>written
+        while skip and n:
+            if skip >= iov[0].iov_len:
+                skip -= iov[0].iov_len
+                memmove(iov, iov + 1, (n - 1) * sizeof(iovec))
+                n -= 1
+            else:
+                iov[0].iov_base = <char *>iov[0].iov_base + skip
+                iov[0].iov_len -= skip
+                skip = 0
+    return 0
+
+
+cdef int _write_group(WriterState *s, Batch *group, size_t size) noexcept nogil:
+    """The group's records at the journal's offset (the file extended by the preallocation
+    step first when they would pass its end), IOV_PIECE parts per pwritev; 0 or errno."""
+    cdef int64_t end = s.offset + <int64_t>size, step, at = s.offset
+    cdef Batch *b = group
+    cdef iovec iov[IOV_PIECE]
+    cdef int n = 0, rc
+    cdef Py_ssize_t i
+    if end > s.allocated:
+        step = s.prealloc if s.prealloc > <int64_t>size else <int64_t>size
+        rc = posix_fallocate(s.fd, s.allocated, step)
+        if rc:
+            return rc
+        s.allocated += step
+    while b != NULL:
+        for i in range(b.count):
+            iov[n] = b.iov[i]
+            n += 1
+            if n == IOV_PIECE:
+                rc = _pwrite_all(s.fd, iov, n, &at)
+                if rc:
+                    return rc
+                n = 0
+        b = b.next
+    return _pwrite_all(s.fd, iov, n, &at) if n else 0
+
+
+cdef void _roll(WriterState *s) noexcept nogil:
+    """The next journal file, as `Journal._open_file` makes one (preallocated, synced, its
+    directory synced); on failure the current file goes on."""
+    cdef char path[PATH_MAX_LEN + 32]
+    cdef int fd, dir_fd
+    snprintf(path, sizeof(path), b"%s/%llx.txn", s.directory, <unsigned long long>(s.file_id + 1))
+    fd = c_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+    if fd < 0:
+        return
+    if (s.prealloc and posix_fallocate(fd, 0, s.prealloc)) or fsync(fd):
+        c_close(fd)
+        return
+    dir_fd = c_open(s.directory, O_RDONLY | O_CLOEXEC)
+    if dir_fd >= 0:
+        fsync(dir_fd)
+        c_close(dir_fd)
+    c_close(s.fd)
+    s.fd, s.file_id, s.offset, s.allocated = fd, s.file_id + 1, 0, s.prealloc
+
+
+cdef void *_writer_run(void *arg) noexcept nogil:
+    cdef WriterState *s = <WriterState *>arg
+    cdef Batch *group
+    cdef Batch *last
+    cdef Batch *b
+    cdef size_t size, records
+    cdef int64_t left, started
+    cdef timespec until
+    cdef Synced *done
+    cdef int error
+    cdef uint64_t one = 1
+    pthread_mutex_lock(&s.lock)
+    while True:
+        while s.head == NULL and not s.closing:
+            pthread_cond_wait(&s.wake, &s.lock)
+        if s.head == NULL:
+            break
+        if not s.flush_when_empty and s.wait_ns > 0:
+            # the group fills, or its oldest record reaches the maximum wait
+            while s.queued_bytes < s.threshold and not s.closing:
+                left = s.oldest_ns + s.wait_ns - _now_ns()
+                if left <= 0:
+                    break
+                until.tv_sec = <time_t>((s.oldest_ns + s.wait_ns) // 1000000000)
+                until.tv_nsec = <long>((s.oldest_ns + s.wait_ns) % 1000000000)
+                pthread_cond_timedwait(&s.wake, &s.lock, &until)
+        group = s.head
+        last = NULL
+        size = records = 0
+        while s.head != NULL and (size < s.threshold or last == NULL):
+            last = s.head
+            s.head = last.next
+            size += last.size
+            records += last.records
+        last.next = NULL
+        if s.head == NULL:
+            s.tail = NULL
+        else:
+            s.oldest_ns = _now_ns()
+        s.queued_bytes -= size
+        s.queued_records -= records
+        pthread_mutex_unlock(&s.lock)
+
+        done = <Synced *>malloc(sizeof(Synced))
+        error = _write_group(s, group, size)
+        started = _now_ns()
+        if not error and fdatasync(s.fd):
+            error = errno
+        if done != NULL:
+            done.next = NULL
+            done.token = last.token
+            done.error = error
+            done.sync_ns = _now_ns() - started
+            done.size, done.records = size, records
+        if not error:
+            s.offset += <int64_t>size
+        if done != NULL:
+            done.file_id, done.end = s.file_id, s.offset
+        if not error and s.offset >= s.max_size:
+            _roll(s)
+        while group != NULL:
+            b = group.next
+            free(group.iov)
+            free(group)
+            group = b
+
+        pthread_mutex_lock(&s.lock)
+        if done != NULL:
+            if s.synced_tail == NULL:
+                s.synced_head = done
+            else:
+                s.synced_tail.next = done
+            s.synced_tail = done
+        c_write(s.event_fd, &one, 8)
+    pthread_mutex_unlock(&s.lock)
+    c_write(s.event_fd, &one, 8)
+    return NULL
+
+
+cdef class GroupWriter:
+    """The journal's writer thread (`storage.bookie.journal.Journal`), without the GIL: takes
+    batches of records (`submit`), writes each group with pwritev at the file's offset and
+    syncs it with fdatasync (grouped as the journal's settings say), rolls the file at its
+    maximum size, and reports each group (`synced`) through `event_fd`.
+
+    It owns the journal file from construction: `fd` and `file_id` are the current file (a
+    roll closes the old one)."""
+
+    cdef WriterState *s
+    cdef pthread_t thread
+    cdef bint started, joined
+    cdef uint64_t next_token
+
+    def __cinit__(self, int fd, int64_t file_id, int64_t allocated, bytes directory not None,
+                  double max_wait_ms, Py_ssize_t threshold, bint flush_when_empty,
+                  int64_t max_size, int64_t prealloc):
+        cdef pthread_condattr_t attr
+        if PyBytes_GET_SIZE(directory) >= PATH_MAX_LEN:
+            raise ValueError("journal directory path too long")
+        self.s = <WriterState *>calloc(1, sizeof(WriterState))
+        if self.s == NULL:
+            raise MemoryError()
+        memcpy(self.s.directory, PyBytes_AS_STRING(directory), PyBytes_GET_SIZE(directory))
+        self.s.fd, self.s.file_id, self.s.allocated = fd, file_id, allocated
+        self.s.wait_ns = <int64_t>(max_wait_ms * 1e6)
+        self.s.threshold = threshold
+        self.s.flush_when_empty = flush_when_empty
+        self.s.max_size, self.s.prealloc = max_size, prealloc
+        self.s.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)
+        if self.s.event_fd < 0:
+            raise OSError(errno, "eventfd failed")
+        pthread_mutex_init(&self.s.lock, NULL)
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(&self.s.wake, &attr)
+        pthread_condattr_destroy(&attr)
+        if pthread_create(&self.thread, NULL, _writer_run, self.s):
+            raise OSError(EIO, "cannot start the journal writer thread")
+        self.started = True
+        self.next_token = 1
+
+    def __dealloc__(self):
+        cdef Batch *b
+        cdef Synced *d
+        if self.s == NULL:
+            return
+        if self.started and not self.joined:
+            self._stop()
+        while self.s.head != NULL:
+            b = self.s.head.next
+            free(self.s.head.iov)
+            free(self.s.head)
+            self.s.head = b
+        while self.s.synced_head != NULL:
+            d = self.s.synced_head.next
+            free(self.s.synced_head)
+            self.s.synced_head = d
+        if self.s.event_fd >= 0:
+            c_close(self.s.event_fd)
+        pthread_mutex_destroy(&self.s.lock)
+        pthread_cond_destroy(&self.s.wake)
+        free(self.s)
+        self.s = NULL
+
+    cdef void _stop(self) noexcept:
+        pthread_mutex_lock(&self.s.lock)
+        self.s.closing = 1
+        pthread_cond_signal(&self.s.wake)
+        pthread_mutex_unlock(&self.s.lock)
+        with nogil:
+            pthread_join(self.thread, NULL)
+        self.joined = True
+
+    @property
+    def event_fd(self) -> int:
+        return self.s.event_fd
+
+    @property
+    def fd(self) -> int:
+        return self.s.fd
+
+    def submit(self, list parts not None, Py_ssize_t records) -> int:
+        """Queue `parts` (bytes, kept alive by the caller until `synced` reports the batch's
+        token) holding `records` records; returns the batch's token (ascending)."""
+        cdef Py_ssize_t n = len(parts), i
+        cdef size_t size = 0
+        cdef Batch *b
+        cdef object part
+        if self.joined or self.s.closing:
+            raise RuntimeError("journal writer is closed")
+        for part in parts:
+            if type(part) is not bytes:
+                raise TypeError(f"a journal record part must be bytes, not {type(part).__name__}")
+        b = <Batch *>malloc(sizeof(Batch))
+        if b == NULL:
+            raise MemoryError()
+        b.iov = <iovec *>malloc((n if n else 1) * sizeof(iovec))
+        if b.iov == NULL:
+            free(b)
+            raise MemoryError()
+        for i in range(n):
+            part = parts[i]
+            b.iov[i].iov_base = PyBytes_AS_STRING(part)
+            b.iov[i].iov_len = PyBytes_GET_SIZE(part)
+            size += PyBytes_GET_SIZE(part)
+        b.next = NULL
+        b.count, b.size, b.records = n, size, records
+        b.token = self.next_token
+        self.next_token += 1
+        pthread_mutex_lock(&self.s.lock)
+        if self.s.tail == NULL:
+            self.s.head = b
+            self.s.oldest_ns = _now_ns()
+        else:
+            self.s.tail.next = b
+        self.s.tail = b
+        self.s.queued_bytes += size
+        self.s.queued_records += records
+        pthread_cond_signal(&self.s.wake)
+        pthread_mutex_unlock(&self.s.lock)
+        return b.token
+
+    def synced(self) -> list:
+        """The groups finished since the last call, oldest first: (last token, errno or 0,
+        fdatasync seconds, bytes, records, file id, offset after it)."""
+        cdef uint64_t count
+        cdef Synced *d
+        cdef Synced *next_d
+        cdef list out = []
+        c_read(self.s.event_fd, &count, 8)
+        pthread_mutex_lock(&self.s.lock)
+        d = self.s.synced_head
+        self.s.synced_head = self.s.synced_tail = NULL
+        pthread_mutex_unlock(&self.s.lock)
+        while d != NULL:
+            out.append((d.token, d.error, d.sync_ns / 1e9, d.size, d.records, d.file_id,
+                        d.end))
+            next_d = d.next
+            free(d)
+            d = next_d
+        return out
+
+    def close(self) -> None:
+        """Write and sync what was submitted, then stop the thread (blocking)."""
+        if self.started and not self.joined:
+            self._stop()

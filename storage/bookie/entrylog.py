@@ -13,11 +13,12 @@ import contextlib
 import os
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from storage.bookie.addpath import frame_records
+from storage.bookie.addpath import WriteCache, frame_records
 from storage.bookie.errors import CorruptEntry
 from storage.bookie.fileio import pwrite_all
 from storage.bookie.format import (
@@ -32,6 +33,10 @@ _LOCATION = struct.Struct(">IQI")
 DEFAULT_LOG_SIZE_LIMIT = 1024 * 1024 * 1024
 WRITE_CHUNK = 1024 * 1024  # bytes per pwrite + fdatasync of a batch (see append_batch)
 HAND_OVER_EVERY = 128  # records handled between two hand_over_gil() (~100 µs of work)
+
+Framer = Callable[[int, int, int, int, int, int], tuple[int, int, bytes, list[bytes]]]
+"""Records [first, stop) of a source framed from `offset` of log `log_id` as `frame_records`
+frames them: (first, stop, log_id, offset, limit, chunk_end) -> (next, offset, run, locations)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +105,29 @@ class EntryLogger:
         A log that reaches `logSizeLimit` is synced and the next one started mid-batch (as
         upstream's entry logger rolls per add), so a large checkpoint never makes one
         oversized log that compaction cannot reclaim in parts."""
-        if not bodies:
+        return self._append([(len(bodies), partial(frame_records, bodies))])
+
+    def append_cache(self, cache: WriteCache, bodies: list[bytes]) -> tuple[list[bytes],
+                                                                             list[bytes]]:
+        """`append_encoded` of a write-cache half's entries sorted by (ledger, entry)
+        (`WriteCache.sort`, framed from its blocks by `WriteCache.frame_sorted`), then of
+        `bodies`, in one run with one commit point: (the entries' index keys, the locations
+        of the entries and then of the bodies)."""
+        keys: list[bytes] = []
+
+        def frame_cache(first: int, stop: int, log_id: int, offset: int, limit: int,
+                        chunk_end: int) -> tuple[int, int, bytes, list[bytes]]:
+            return cache.frame_sorted(first, stop, log_id, offset, limit, chunk_end, keys)
+
+        count = cache.sort()
+        locations = self._append([(count, frame_cache),
+                                  (len(bodies), partial(frame_records, bodies))])
+        return keys, locations
+
+    def _append(self, sources: list[tuple[int, Framer]]) -> list[bytes]:
+        """The records of each source in turn ((count, framer of records [first, stop))),
+        written and synced as `append_encoded` describes."""
+        if not any(count for count, _ in sources):
             return []
         if self._fd < 0 or self._offset >= self.log_size_limit:
             self._roll()
@@ -109,25 +136,25 @@ class EntryLogger:
         parts: list[bytes] = []
         start = offset = self._offset
         limit = self.log_size_limit
-        index, count = 0, len(bodies)
-        while index < count:
-            if offset >= limit:
-                if parts:
+        for count, frame in sources:
+            index = 0
+            while index < count:
+                if offset >= limit:
+                    if parts:
+                        self._write_synced(parts, start)
+                        parts = []
+                    self._roll()
+                    log_id, start = self._log_id, 0
+                    offset = 0
+                index, offset, run, placed = frame(
+                    index, index + HAND_OVER_EVERY, log_id, offset, limit, start + WRITE_CHUNK,
+                )
+                parts.append(run)
+                locations += placed
+                if offset - start >= WRITE_CHUNK:
                     self._write_synced(parts, start)
-                    parts = []
-                self._roll()
-                log_id, start = self._log_id, 0
-                offset = 0
-            index, offset, run, placed = frame_records(
-                bodies, index, index + HAND_OVER_EVERY, log_id, offset, limit,
-                start + WRITE_CHUNK,
-            )
-            parts.append(run)
-            locations += placed
-            if offset - start >= WRITE_CHUNK:
-                self._write_synced(parts, start)
-                parts, start = [], offset
-            hand_over_gil()
+                    parts, start = [], offset
+                hand_over_gil()
         if parts:
             self._write_synced(parts, start)
         self._offset = offset

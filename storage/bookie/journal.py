@@ -8,10 +8,12 @@ rest of the journal's per-record work.
 Records appended during one event-loop iteration are handed to a dedicated journal thread in
 one go (one lock and one wake-up per iteration, not per record); that thread does `pwritev` +
 `fdatasync` for a whole group (the design measured best in
-reference/storage-pipeline-anchors.md §2.3) and hands the group's callbacks back to the loop
-with one `call_soon_threadsafe`. While one group is being synced, the next one gathers, which
-is BookKeeper's second level of grouping (its ForceWriteThread). A group closes (BookKeeper's
-settings, `Journal.java`):
+reference/storage-pipeline-anchors.md §2.3) and reports the group to the loop on an eventfd,
+whose reader runs the group's callbacks: one wake-up of the loop per group. The thread is
+compiled (`storage.bookie.addpath.GroupWriter`) and never takes the GIL, so a group's write
+and sync never wait for Python work on the loop or in the checkpoint. While one group is being
+synced, the next one gathers, which is BookKeeper's second level of grouping (its
+ForceWriteThread). A group closes (BookKeeper's settings, `Journal.java`):
 - when the queue drains, if `journalFlushWhenQueueEmpty` (our default: true, because a fixed
   wait cost throughput at low concurrency in the measurements; upstream's default is false);
 - otherwise when its oldest record has waited `journalMaxGroupWaitMSec`;
@@ -30,15 +32,14 @@ import logging
 import mmap
 import os
 import struct
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.bookie.fileio import pwrite_all
-from storage.bookie.format import RECORD_HEADER_LEN, decode_record, record_header
+from storage.bookie.addpath import GroupWriter
+from storage.bookie.format import decode_record, record_header
 from storage.bookie.metrics import BookieMetrics
 
 log = logging.getLogger(__name__)
@@ -117,23 +118,19 @@ class Journal:
         self.directory = directory
         self.settings = settings or JournalSettings()
         # Gathered on the loop during one iteration: record parts (header, body, header, ...,
-        # or runs of whole records) and their callbacks, handed to the thread by `_hand_over`.
+        # or runs of whole records) and their callbacks, handed to the writer by `_hand_over`.
         self._parts: list[bytes] = []
         self._dones: list[Done] = []
-        self._bytes = 0
         self._records = 0
-        # Handed over, waiting for the journal thread (guarded by `_cond`).
-        self._cond = threading.Condition()
-        self._queue: deque[tuple[list[bytes], list[Done], int, int]] = deque()
-        self._queued_bytes = 0
-        self._queued_records = 0
-        self._oldest = 0.0
-        self._thread: threading.Thread | None = None
+        # Handed over, not yet reported synced: (token, parts kept alive for the writer,
+        # callbacks, records), in token order.
+        self._pending: deque[tuple[int, list[bytes], list[Done], int]] = deque()
+        self._pending_records = 0
+        self._writer: GroupWriter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
         self._fd = -1
         self._file_id = 0
-        self._offset = 0
         self._allocated = 0
         self.last_mark = ZERO_MARK
         self.groups = 0
@@ -143,26 +140,37 @@ class Journal:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Open a fresh journal file (after replay) and start the journal thread."""
+        """Open a fresh journal file (after replay) and start the journal thread, which owns
+        the file from then on (it rolls it at journalMaxSizeMB)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         existing = journal_files(self.directory)
         self._open_file(max(existing[-1] + 1 if existing else 0, int(time.time() * 1000)))
         self.last_mark = LogMark(self._file_id, 0)
         self._loop = asyncio.get_running_loop()
-        self._thread = threading.Thread(target=self._run, name="journal", daemon=True)
-        self._thread.start()
+        settings = self.settings
+        mib = 1024 * 1024
+        self._writer = GroupWriter(
+            self._fd, self._file_id, self._allocated, os.fsencode(self.directory),
+            settings.journalMaxGroupWaitMSec, settings.journalBufferedWritesThreshold,
+            settings.journalFlushWhenQueueEmpty, settings.journalMaxSizeMB * mib,
+            settings.journalPreAllocSizeMB * mib,
+        )
+        self._fd = -1
+        self._loop.add_reader(self._writer.event_fd, self._on_synced)
 
     async def close(self) -> None:
         """Sync what was appended, answer its callbacks, stop the thread, close the file."""
         if self._closing:
             return
         self._hand_over()
-        with self._cond:
-            self._closing = True
-            self._cond.notify()
-        if self._thread is not None:
-            await asyncio.to_thread(self._thread.join)
-            await asyncio.sleep(0)  # run the last group's callbacks
+        self._closing = True
+        writer = self._writer
+        if writer is not None:
+            await asyncio.to_thread(writer.close)
+            assert self._loop is not None
+            self._loop.remove_reader(writer.event_fd)
+            self._on_synced()  # the last groups' callbacks
+            os.close(writer.fd)
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -181,12 +189,12 @@ class Journal:
             os.close(dir_fd)
         if self._fd >= 0:
             os.close(self._fd)
-        self._fd, self._file_id, self._offset, self._allocated = fd, file_id, 0, step
+        self._fd, self._file_id, self._allocated = fd, file_id, step
 
     @property
     def queue_size(self) -> int:
-        """Records waiting for their group's fdatasync (a gauge: read without the lock)."""
-        return self._records + self._queued_records
+        """Records waiting for their group's fdatasync."""
+        return self._records + self._pending_records
 
     # -- appends (event loop) -------------------------------------------------------------------
 
@@ -197,7 +205,6 @@ class Journal:
         if not self._parts and not self._dones:
             self._loop.call_soon(self._hand_over)
         self._parts += (record_header(body), body)
-        self._bytes += RECORD_HEADER_LEN + len(body)
         self._records += 1
         if done is not None:
             self._dones.append(done)
@@ -210,7 +217,6 @@ class Journal:
         if not self._parts and not self._dones:
             self._loop.call_soon(self._hand_over)
         self._parts.append(records)
-        self._bytes += len(records)
         self._records += count
 
     def when_durable(self, done: Done) -> None:
@@ -239,15 +245,36 @@ class Journal:
     def _hand_over(self) -> None:
         if not self._parts and not self._dones:
             return
-        batch = (self._parts, self._dones, self._bytes, self._records)
-        self._parts, self._dones, self._bytes, self._records = [], [], 0, 0
-        with self._cond:
-            if not self._queue:
-                self._oldest = time.monotonic()
-            self._queue.append(batch)
-            self._queued_bytes += batch[2]
-            self._queued_records += batch[3]
-            self._cond.notify()
+        assert self._writer is not None
+        token = self._writer.submit(self._parts, self._records)
+        self._pending.append((token, self._parts, self._dones, self._records))
+        self._pending_records += self._records
+        self._parts, self._dones, self._records = [], [], 0
+
+    def _on_synced(self) -> None:
+        """The eventfd's reader: each group the writer finished, its batches' callbacks run
+        (`done(None)`, or `done(OSError)` when its write or sync failed) after the synced mark
+        moved past it."""
+        assert self._writer is not None
+        pending = self._pending
+        for token, error, seconds, size, records, file_id, end in self._writer.synced():
+            dones: list[Done] = []
+            while pending and pending[0][0] <= token:
+                _, _, batch_dones, count = pending.popleft()
+                dones += batch_dones
+                self._pending_records -= count
+            failure: OSError | None = None
+            if error:
+                failure = OSError(error, os.strerror(error))
+                log.error("journal write failed: %s", failure)
+            else:
+                self.groups += 1
+                self.records += records
+                self.last_mark = LogMark(file_id, end)
+                if self.metrics is not None:
+                    self.metrics.journal_synced(seconds, records, size)
+            if dones:
+                self._complete(dones, failure)
 
     def _complete(self, dones: list[Done], error: BaseException | None) -> None:
         for done in dones:
@@ -255,81 +282,6 @@ class Journal:
                 done(error)
             except Exception:
                 log.exception("journal callback failed")
-
-    # -- the journal thread ---------------------------------------------------------------------
-
-    def _run(self) -> None:
-        assert self._loop is not None
-        while True:
-            group = self._next_group()
-            if group is None:
-                return
-            parts, dones, count = group
-            error: BaseException | None = None
-            size = sum(len(part) for part in parts)
-            try:
-                synced = self._write(parts, size)
-            except OSError as exc:
-                log.exception("journal write failed")
-                error = exc
-            else:
-                self.groups += 1
-                self.records += count
-                if self.metrics is not None:
-                    self.metrics.journal_synced(synced, count, size)
-            if dones:
-                self._loop.call_soon_threadsafe(self._complete, dones, error)
-
-    def _next_group(self) -> tuple[list[bytes], list[Done], int] | None:
-        """Block until a group closes; None once closing with nothing left."""
-        settings = self.settings
-        wait_s = settings.journalMaxGroupWaitMSec / 1000
-        threshold = settings.journalBufferedWritesThreshold
-        with self._cond:
-            while not self._queue:
-                if self._closing:
-                    return None
-                self._cond.wait()
-            if not settings.journalFlushWhenQueueEmpty and wait_s > 0:
-                # Wait for the group to fill or for its oldest record to reach the max wait.
-                while self._queued_bytes < threshold and not self._closing:
-                    left = self._oldest + wait_s - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
-            parts: list[bytes] = []
-            dones: list[Done] = []
-            size = records = 0
-            queue = self._queue
-            while queue and (size < threshold or not parts):
-                batch_parts, batch_dones, batch_bytes, batch_records = queue.popleft()
-                parts += batch_parts
-                dones += batch_dones
-                size += batch_bytes
-                records += batch_records
-            self._queued_bytes -= size
-            self._queued_records -= records
-            if queue:
-                self._oldest = time.monotonic()
-        return parts, dones, records
-
-    def _write(self, parts: list[bytes], size: int) -> float:
-        """In the journal thread: one pwritev (the record parts as they are, not joined) and
-        one fdatasync for a whole group; the fdatasync's duration (s)."""
-        end = self._offset + size
-        if end > self._allocated:
-            step = max(self.settings.journalPreAllocSizeMB * 1024 * 1024, size)
-            os.posix_fallocate(self._fd, self._allocated, step)
-            self._allocated += step
-        pwrite_all(self._fd, parts, self._offset, "journal")
-        synced = time.perf_counter()
-        os.fdatasync(self._fd)
-        synced = time.perf_counter() - synced
-        self._offset = end
-        self.last_mark = LogMark(self._file_id, end)
-        if end >= self.settings.journalMaxSizeMB * 1024 * 1024:
-            self._open_file(self._file_id + 1)
-        return synced
 
     # -- checkpoint -----------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from storage.bookie.addpath import WriteCache, pack_keys
+from storage.bookie.addpath import WriteCache
 from storage.bookie.entrylog import DEFAULT_LOG_SIZE_LIMIT, EntryLogger, Location, log_ids
 from storage.bookie.format import check_entry, fence_record, master_key_record
 from storage.bookie.index import Index, LedgerState
@@ -46,12 +46,13 @@ one half: a ledger writes the same entries to its Qw bookies at once, so a fixed
 their checkpoints coincide, and on a shared disk and CPU the writers' p99 rose with them
 (measured, E=3/Qw=3/Qa=2 on three bookies: 8.7-9.5 ms fixed, 5.8-6.3 ms drawn)."""
 
-RELEASE_PIECE = 512  # items freed, or cache entries listed, between two hand_over_gil()
+RELEASE_PIECE = 512  # items freed between two hand_over_gil()
 # (WriteCache, one half of the write cache, is compiled with the add path: storage.bookie.addpath)
 
 
 def release(items: list[Any]) -> None:
-    """Empty a large list a piece at a time (as `WriteCache.release` empties a cache half)."""
+    """Empty a large list a piece at a time (one `clear()` of a checkpoint's 30,000 keys is one
+    C call holding the GIL for milliseconds)."""
     while items:
         del items[-RELEASE_PIECE:]
         hand_over_gil()
@@ -163,10 +164,9 @@ class LedgerStorage:
     def get(self, ledger_id: int, entry_id: int) -> bytes | None:
         """The packaged entry, or None; CorruptEntry when its digest does not match."""
         assert self.index is not None and self.logger is not None
-        key = (ledger_id, entry_id)
-        entry = self._active.entries.get(key)
+        entry = self._active.get(ledger_id, entry_id)
         if entry is None and self._flushing is not None:
-            entry = self._flushing.entries.get(key)
+            entry = self._flushing.get(ledger_id, entry_id)
         if entry is not None:
             check_entry(entry, ledger_id, entry_id)
             return entry
@@ -177,9 +177,9 @@ class LedgerStorage:
 
     def last_entry(self, ledger_id: int) -> int | None:
         assert self.index is not None
-        candidates = [self._active.last.get(ledger_id, -1), self.index.last_entry(ledger_id)]
+        candidates = [self._active.last_entry(ledger_id), self.index.last_entry(ledger_id)]
         if self._flushing is not None:
-            candidates.append(self._flushing.last.get(ledger_id, -1))
+            candidates.append(self._flushing.last_entry(ledger_id))
         best = max(c for c in candidates if c is not None)
         return best if best >= 0 else None
 
@@ -193,7 +193,7 @@ class LedgerStorage:
             # each half's ids of the ledger, in one C call: the flushing half may be emptied
             # by the flush thread meanwhile (its entries are in the index by then)
             if cache is not None:
-                cached.update(cache.ids.get(ledger_id, ()))
+                cached.update(cache.entry_ids(ledger_id))
         scan = asyncio.get_running_loop().run_in_executor(None, self.index.entry_ids, ledger_id)
         self._scans.add(scan)
         try:
@@ -241,9 +241,7 @@ class LedgerStorage:
                 )
             except BaseException:
                 # Keep everything readable and retry on the next checkpoint.
-                for (lid, eid), entry in flushing.entries.items():
-                    if (lid, eid) not in self._active.entries:
-                        self._active.put(lid, eid, entry)
+                flushing.restore_into(self._active)
                 self._dirty = {**dirty, **self._dirty}
                 raise
             finally:
@@ -256,25 +254,19 @@ class LedgerStorage:
         """In the flush thread: the swapped cache (no longer written to) into the entry log,
         sorted by (ledger, entry), then its locations, the ledger states and the mark into
         the index in one transaction. This thread holds the GIL between its system calls, and
-        the event loop waits for it there, so the per-entry work is compiled (`pack_keys`,
-        and `frame_records` in `append_encoded`) or one C call (`commit_encoded`)."""
+        the event loop waits for it there, so the per-entry work is compiled and mostly runs
+        without the GIL (`WriteCache.sort`, `WriteCache.frame_sorted` in `append_cache`) or
+        is one C call (`commit_encoded`)."""
         assert self.index is not None and self.logger is not None
-        entries = flushing.entries
         bodies: list[bytes] = []
-        keys: list[bytes] = []  # Index.key of each, packed by the compiled add path
-        for ledger_id, ids in flushing.sorted_ids():
-            for first in range(0, len(ids), RELEASE_PIECE):
-                pack_keys(entries, ledger_id, ids, first, first + RELEASE_PIECE, bodies, keys)
-                hand_over_gil()
         for ledger_id, state in dirty.items():
             bodies.append(master_key_record(ledger_id, state.master_key))
             if state.fenced:
                 bodies.append(fence_record(ledger_id))
-        locations = self.logger.append_encoded(bodies)
+        keys, locations = self.logger.append_cache(flushing, bodies)
         self.index.commit_encoded(zip(keys, locations, strict=False), dirty, mark)
-        # Freed here a piece at a time: dropping the half on the event loop in one go (32 MiB
-        # of 1 KiB entries) stalled it ~4 ms. From now on a read that misses in the emptied
-        # half finds the entry in the index.
+        # Freed here a piece at a time (see `release`). From now on a read that misses in the
+        # emptied half finds the entry in the index.
         release(keys)
         release(locations)
         flushing.release()
