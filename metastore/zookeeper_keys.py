@@ -42,7 +42,8 @@ _MEMO_LIMIT = 100_000
 
 class ZooKeeperWatch:
     """The changes of one key or prefix from the backend's change stream, each re-read
-    (ZooKeeper notifications carry no data). A `RESYNC` ends the iteration with
+    (ZooKeeper notifications carry no data) unless this process's own write covers it
+    (`ZooKeeperBackend.state_after`). A `RESYNC` ends the iteration with
     `Unavailable`: the reader re-reads, as after a broken etcd watch."""
 
     def __init__(
@@ -58,7 +59,7 @@ class ZooKeeperWatch:
                 raise Unavailable("watch broken: ZooKeeper reconnected")
             if not self._covers(change.path):
                 continue
-            found = await self._keys.backend.get(change.path)
+            found = await self._keys.backend.state_after(change)
             if found is None:
                 yield WatchEvent(change.path, None, self._keys.backend.last_revision())
             else:
