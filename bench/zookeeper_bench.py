@@ -1,6 +1,6 @@
 """`set-bookie-rack` on ZooKeeper against a raw ZooKeeper `setData` loop, in one run.
 
-    python -m bench.zookeeper_bench [--seconds 5] [--bookies 32] [--layers]
+    python -m bench.zookeeper_bench [--seconds 5] [--bookies 32] [--rounds 1] [--layers]
 
 The service runs on a ZooKeeper of its own (Debian's package); at 1, 8 and 32 concurrent
 clients it measures:
@@ -18,7 +18,7 @@ say little, same-run ratios do.
 With `--layers`, each level also measures, in this process and on the same ZooKeeper (under
 a chroot of its own, which the service does not watch), what a rack write is built from, one
 layer added at a time (`LAYERS`): the raw `multi` a recorded write sends, the same through
-the store's backend, group commit's read-modify-write, the change record, the watch-fed cache.
+the store's backend, group commit's read-modify-write, the watch-fed cache, the change record.
 A layer's share at a level is the mean latency it adds over the layer below, out of the
 service's mean latency (the HTTP layer: the service's over the last in-process layer).
 """
@@ -62,21 +62,25 @@ from metastore.store import MetadataStore, open_metadata_store
 
 RAW_PREFIX = "/bench/raw"
 LAYERS_CHROOT = "/bench/layers"
+LAYER_RUNS = itertools.count()
 # In-process layers of a rack write, each adding one thing to the one before (`--layers`).
 LAYERS = (
     ("raw multi", "kazoo `multi`: guarded setData of the rack map, create of a record-sized znode"),
     ("backend multi", "the same two ops through the store's ZooKeeper backend"),
-    ("group commit", "`update_json` of the rack map (read-modify-write, batches), no record"),
+    ("group commit", "`update_json` of the rack map (read-modify-write, batches): each batch"
+     " reads the key first"),
+    ("+ watch-fed cache", "the same with the rack map mirrored by a watch, as the service has"
+     " it: batches start from the cache"),
     ("+ change record", "the same with a change context: the record built and created"),
-    ("+ watch-fed cache", "the same with the rack map mirrored by a watch, as the service has"),
 )
 
 
 async def timed_clients(
     clients: int, seconds: float, operation: Callable[[int], Awaitable[Any]]
 ) -> dict[str, float]:
-    """`clients` concurrent loops of `await operation(client)` for `seconds`: the rate and
-    latencies (`summary`, with the mean)."""
+    """`clients` concurrent loops of `await operation(client)` for `seconds`: the rate,
+    latencies (`summary`, with the mean) and this process's CPU time (all its threads) per
+    operation."""
     latencies: list[float] = []
     stop_at = time.perf_counter() + seconds
 
@@ -86,11 +90,12 @@ async def timed_clients(
             await operation(w)
             latencies.append(time.perf_counter() - begin)
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker(w) for w in range(clients)))
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     return {**summary(len(latencies) / elapsed, latencies),
-            "mean_ms": statistics.fmean(latencies) * 1000}  # fmt: skip
+            "mean_ms": statistics.fmean(latencies) * 1000,
+            "cpu_ms": cpu / len(latencies) * 1000}  # fmt: skip
 
 
 def completer(loop: asyncio.AbstractEventLoop) -> Callable[[Any], Awaitable[Any]]:
@@ -151,7 +156,7 @@ async def layers(hosts: str, clients: int, seconds: float, bookies: int) -> dict
     record = record_sized(document)
     sequence = itertools.count()
     results: dict[str, Any] = {}
-    chroot = f"{LAYERS_CHROOT}/{clients}"  # records deleted after the level, the rest kept
+    chroot = f"{LAYERS_CHROOT}/{next(LAYER_RUNS)}"  # records deleted afterwards, the rest kept
     client = raw_client(hosts)
     complete = completer(asyncio.get_running_loop())
     try:
@@ -230,11 +235,11 @@ async def store_layers(
 
     await store.put(paths.BOOKIES_RACK_CONFIG, document)
     results["group commit"] = await timed_clients(clients, seconds, group_commit)
-    results["+ change record"] = await timed_clients(clients, seconds, recorded)
     watched = WatchedRange(store, paths.BOOKIES_RACK_CONFIG)
     await watched.start()
     try:
-        results["+ watch-fed cache"] = await timed_clients(clients, seconds, recorded)
+        results["+ watch-fed cache"] = await timed_clients(clients, seconds, group_commit)
+        results["+ change record"] = await timed_clients(clients, seconds, recorded)
     finally:
         await watched.stop()
     return results
@@ -261,7 +266,9 @@ def reset_rack_map(url: str, hosts: str, bookies: int) -> int:
     return len(document)
 
 
-def run(seconds: float, bookies: int, with_layers: bool = False) -> dict[str, Any]:
+def run(
+    seconds: float, bookies: int, with_layers: bool = False, rounds: int = 1
+) -> dict[str, Any]:
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
         # change records pile up at 1,000s a second (the service prunes them every 10 s)
@@ -273,12 +280,13 @@ def run(seconds: float, bookies: int, with_layers: bool = False) -> dict[str, An
                 levels = []
                 for clients in CONCURRENCY:
                     levels.append(level(server.url, zookeeper.hosts(), clients, seconds,
-                                        bookies, with_layers))  # fmt: skip
+                                        bookies, with_layers, rounds,
+                                        server_pid(server)))  # fmt: skip
                     loads.append(os.getloadavg()[0])
         finally:
             zookeeper.stop()
     return {"machine": machine(), "seconds_per_point": seconds, "bookies": bookies,
-            "load_average": [min(loads), max(loads)], "levels": levels}
+            "rounds": rounds, "load_average": [min(loads), max(loads)], "levels": levels}
 
 
 class _ZooKeeperUrl:
@@ -288,25 +296,67 @@ class _ZooKeeperUrl:
         self.url = url
 
 
+def server_pid(server: BenchServer) -> int:
+    assert server.process is not None
+    return server.process.pid
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process `pid` so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def level(
-    url: str, hosts: str, clients: int, seconds: float, bookies: int, with_layers: bool
+    url: str, hosts: str, clients: int, seconds: float, bookies: int, with_layers: bool,
+    rounds: int, server_pid: int,
 ) -> dict[str, Any]:
-    raw = asyncio.run(raw_set_data(hosts, clients, seconds, b"{}"))
+    """`rounds` rounds of every measurement at `clients`, one after the other within each
+    round; each figure is the median of its rounds."""
     document = rack_map_document(bookies)
-    raw_document = asyncio.run(raw_set_data(hosts, clients, seconds, document))
-    measured = asyncio.run(layers(hosts, clients, seconds, bookies)) if with_layers else {}
-    size = reset_rack_map(url, hosts, bookies)
-    api = set_bookie_rack(url, clients, seconds, bookies)
-    if with_layers:  # the service's mean latency: clients over its rate (closed loop)
-        api["mean_ms"] = clients / api["rps"] * 1000
-    return {**level_row(clients, raw, raw_document, api, size), "layers": measured}
+    samples: dict[str, list[dict[str, Any]]] = {}
+    size = 0
+    for _ in range(rounds):
+        taken = {
+            "raw": asyncio.run(raw_set_data(hosts, clients, seconds, b"{}")),
+            "raw_document": asyncio.run(raw_set_data(hosts, clients, seconds, document)),
+        }
+        if with_layers:
+            for name, measured in asyncio.run(layers(hosts, clients, seconds, bookies)).items():
+                taken[f"layer {name}"] = measured
+        size = reset_rack_map(url, hosts, bookies)
+        cpu = process_cpu_seconds(server_pid)
+        api = set_bookie_rack(url, clients, seconds, bookies)
+        api["cpu_ms"] = (process_cpu_seconds(server_pid) - cpu) / (api["rps"] * seconds) * 1000
+        api["mean_ms"] = clients / api["rps"] * 1000  # closed loop: clients over the rate
+        taken["api"] = api
+        for key, measured in taken.items():
+            samples.setdefault(key, []).append(measured)
+    medians = {key: median_of(taken) for key, taken in samples.items()}
+    row = level_row(clients, medians["raw"], medians["raw_document"], medians["api"], size)
+    row["layers"] = {key.removeprefix("layer "): measured for key, measured in medians.items()
+                     if key.startswith("layer ")}  # fmt: skip
+    return row
+
+
+def median_of(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's median over the rounds (other entries from the first), and every
+    round's rate."""
+    middle = dict(samples[0])
+    for key, value in samples[0].items():
+        if isinstance(value, float | int):
+            middle[key] = statistics.median(sample[key] for sample in samples)
+    middle["rounds_rps"] = [sample["rps"] for sample in samples]
+    return middle
 
 
 def layer_table(levels: list[dict[str, Any]]) -> list[str]:
-    """Each layer's rate, p50, mean, and the mean latency it adds as a share of the
-    service's, by client count."""
-    lines = ["| clients | layer | ops/s | p50 ms | p99 ms | mean ms | adds ms | share |",
-             "|---:|:---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    """Each layer's rate, p50, mean, the mean latency it adds as a share of the service's,
+    and the CPU time per operation of the process it runs in (the bench's; the server's
+    for the service), by client count."""
+    lines = ["| clients | layer | ops/s | p50 ms | p99 ms | mean ms | adds ms | share "
+             "| CPU ms/op |",
+             "|---:|:---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for row in levels:
         total = row["api"]["mean_ms"]
         below = 0.0
@@ -316,7 +366,7 @@ def layer_table(levels: list[dict[str, Any]]) -> list[str]:
             lines.append(
                 f"| {row['clients']} | {name} | {measured['rps']:.0f} | {measured['p50_ms']:.2f} "
                 f"| {measured['p99_ms']:.2f} | {mean:.2f} | {mean - below:+.2f} "
-                f"| {(mean - below) / total:.0%} |"
+                f"| {(mean - below) / total:.0%} | {measured['cpu_ms']:.2f} |"
             )
             below = mean
     return lines
@@ -327,7 +377,7 @@ def report(results: dict[str, Any]) -> str:
     low, high = results["load_average"]
     lines = [
         f"machine: {results['machine']}; load average {low:.1f}-{high:.1f}; "
-        f"HTTP load from {levels[0]['api']['client']}",
+        f"HTTP load from {levels[0]['api']['client']}; median of {results['rounds']} round(s)",
         "",
         f"set-bookie-rack on ZooKeeper, rack map of {results['bookies']:,} bookies "
         f"({levels[-1]['document_bytes']:,} bytes):",
@@ -346,10 +396,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--bookies", type=int, default=32)
     parser.add_argument("--json", type=Path, help="also write the raw results here")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds per level; each figure is the median of its rounds")
     parser.add_argument("--layers", action="store_true",
                         help="also measure a rack write layer by layer (module docstring)")
     args = parser.parse_args()
-    results = run(args.seconds, args.bookies, args.layers)
+    results = run(args.seconds, args.bookies, args.layers, args.rounds)
     print(report(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
