@@ -173,6 +173,8 @@ class ZooKeeperBackend:
 
     async def _connect(self) -> None:
         """Start the session on first use and make the chroot (kazoo then prefixes it)."""
+        if self._started is not None and self._started.done():  # started (it never fails)
+            return
         loop = asyncio.get_running_loop()
         if self._started is None:
             self._inbox = LoopInbox(loop)

@@ -70,6 +70,14 @@ class ZooKeeperWatch:
         self._stream.close()
 
 
+def _covering(path: str, prefix: bool) -> Callable[[str], bool]:
+    """Whether a changed path is the key (`prefix=False`) or under it (`prefix=True`)."""
+    if prefix:
+        under = path.rstrip("/") + "/"
+        return lambda key: key.startswith(under)
+    return lambda key: key == path
+
+
 class ZooKeeperKeys:
     """See the module docstring."""
 
@@ -143,6 +151,7 @@ class ZooKeeperKeys:
         so the change stream is opened first (see `watch`)."""
         if watching:
             stream = await self.backend.watch()
+            stream.accepts = _covering(path, prefix)
             previous = self._opened.pop((path, prefix), None)
             if previous is not None:
                 previous.close()
@@ -163,10 +172,8 @@ class ZooKeeperKeys:
         stream = self._opened.pop((path, prefix), None)
         if stream is None or stream.closed:
             stream = await self.backend.watch()
-        if prefix:
-            under = path.rstrip("/") + "/"
-            return ZooKeeperWatch(self, stream, lambda key: key.startswith(under))
-        return ZooKeeperWatch(self, stream, lambda key: key == path)
+        covers = stream.accepts = _covering(path, prefix)
+        return ZooKeeperWatch(self, stream, covers)
 
     async def watch_keys(self, first: str, end: str, *, start_revision: int) -> ZooKeeperWatch:
         """Changes of every key in [`first`, `end`) (as UTF-8 bytes) from now; ZooKeeper
@@ -176,7 +183,8 @@ class ZooKeeperKeys:
             raise Compacted(current + 1)
         low, high = first.encode(), end.encode()
         stream = await self.backend.watch()
-        return ZooKeeperWatch(self, stream, lambda key: low <= key.encode() < high)
+        stream.accepts = lambda key: low <= key.encode() < high
+        return ZooKeeperWatch(self, stream, stream.accepts)
 
     async def scan(
         self, start: str, end: str, *, limit: int, keys_only: bool
