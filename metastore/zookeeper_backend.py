@@ -15,7 +15,8 @@ The client is kazoo (maintained; sessions, reconnection and `multi`): its calls 
 with its asynchronous API and completed on the event loop by `metastore.kazoo_bridge`
 (straight from kazoo's connection thread, in the order ZooKeeper answered), so nothing here
 blocks the loop. A notification that arrives while a `multi` of this process writing the
-same path is in flight, and before its reply, was caused by that write or an earlier one
+same path is in flight (one with a `setData`, whose reply carries the multi's zxid), and
+before its reply, was caused by that write or an earlier one
 (ZooKeeper sends a session's notifications and replies in zxid order, a write's
 notifications before its reply): when the write succeeds, the path's state as of the
 notification is the one written, and a watch need not read it again (`state_after`).
@@ -323,6 +324,7 @@ class ZooKeeperBackend:
                 tx.delete(op.path)
             else:
                 tx.check(op.path, op.expected_version)
+        sets = False  # a setData's reply carries the multi's zxid (a create's only its path)
         for op in writes:
             if isinstance(op, Put):
                 if op.expected_version == CREATE or (
@@ -332,9 +334,12 @@ class ZooKeeperBackend:
                 else:
                     version = -1 if op.expected_version is None else op.expected_version
                     tx.set_data(op.path, op.value, version)
+                    sets = True
             else:
                 tx.delete(op.path, -1 if op.expected_version is None else op.expected_version)
-        puts = [op for op in writes if isinstance(op, Put)]
+        # The writes whose state the reply will tell (see `state_after`); without a setData
+        # the revision is read after the reply, and a watch reads the path as for any write.
+        puts = [op for op in writes if isinstance(op, Put)] if sets else []
         outcomes: list[asyncio.Future[Stat | None]] = []
 
         def send() -> Any:  # the writes are in flight from now
