@@ -134,11 +134,17 @@ class ChangeStream:
         self._queue: asyncio.Queue[Change | None] = asyncio.Queue()
         self._on_close = on_close
         self.closed = False
+        # The paths this subscriber wants (None: all); `RESYNC` and the end always pass.
+        self.accepts: Callable[[str], bool] | None = None
 
     def publish(self, change: Change | None) -> None:
         """Queue `change` (None: the stream ends)."""
-        if not self.closed:
-            self._queue.put_nowait(change)
+        if self.closed:
+            return
+        if (self.accepts is not None and change is not None
+                and change.kind is not ChangeKind.RESYNC and not self.accepts(change.path)):
+            return
+        self._queue.put_nowait(change)
 
     async def __aiter__(self) -> AsyncIterator[Change]:
         while True:

@@ -25,8 +25,10 @@ def available() -> bool:
 
 
 class EmbeddedZooKeeper:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, heap: str = "128m") -> None:
+        """`heap`: the JVM's maximum heap (ZooKeeper holds every znode in memory)."""
         self.workdir = workdir
+        self.heap = heap
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -44,7 +46,7 @@ class EmbeddedZooKeeper:
                        "4lw.commands.whitelist=ruok\n")
         log = (self.workdir / "zookeeper.log").open("wb")
         self.process = subprocess.Popen(
-            dying_with_parent(["java", "-Xmx128m", "-cp", str(ZOOKEEPER_JAR),
+            dying_with_parent(["java", f"-Xmx{self.heap}", "-cp", str(ZOOKEEPER_JAR),
                                "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)]),
             stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

@@ -12,8 +12,15 @@
   connection's watches, and events while disconnected are not replayed).
 
 The client is kazoo (maintained; sessions, reconnection and `multi`): its calls are made
-with its asynchronous API and completed on the event loop through `call_soon_threadsafe`,
-so nothing here blocks the loop. kazoo does not know `addWatch` (opcode 106), so
+with its asynchronous API and completed on the event loop by `metastore.kazoo_bridge`
+(straight from kazoo's connection thread, in the order ZooKeeper answered), so nothing here
+blocks the loop. A notification that arrives while a `multi` of this process writing the
+same path is in flight (one with a `setData`, whose reply carries the multi's zxid), and
+before its reply, was caused by that write or an earlier one
+(ZooKeeper sends a session's notifications and replies in zxid order, a write's
+notifications before its reply): when the write succeeds, the path's state as of the
+notification is the one written, and a watch need not read it again (`state_after`).
+kazoo does not know `addWatch` (opcode 106), so
 `_AddWatch` is that request in ZooKeeper's jute encoding, queued like kazoo's own, and the
 notifications it produces (which kazoo would drop as unregistered) are taken from kazoo's
 reader before its own dispatch: the only two places that reach into kazoo's internals.
@@ -27,7 +34,9 @@ import functools
 import logging
 import struct
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from kazoo.client import KazooClient
@@ -67,8 +76,9 @@ from metastore.errors import (
     NotFound,
     Unavailable,
 )
+from metastore.kazoo_bridge import InlineCallbackHandler, LoopInbox
 
-__all__ = ["ZooKeeperBackend"]
+__all__ = ["ZooKeeperBackend", "ZooKeeperChange"]
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +106,24 @@ class _AddWatch(NamedTuple):
     @classmethod
     def deserialize(cls, buffer: bytes, offset: int) -> bool:
         return True
+
+
+@dataclass(frozen=True, eq=False)
+class ZooKeeperChange(Change):
+    """A notification; `written`: the outcome of this process's write of the path that was
+    in flight when it arrived (the path's state as written, None when that write failed or
+    its revision is unknown); see the module docstring. Equal to the `Change` of the same
+    kind and path."""
+
+    written: asyncio.Future[Stat | None] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Change):
+            return (self.kind, self.path) == (other.kind, other.path)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.path))
 
 
 def _stat(value: bytes, stat: ZnodeStat) -> Stat:
@@ -127,9 +155,12 @@ class ZooKeeperBackend:
         self._zk = KazooClient(
             hosts=hosts,
             timeout=session_timeout,
+            handler=InlineCallbackHandler(),
             connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
         )
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._inbox: LoopInbox | None = None
+        # Per path, the outcomes of this process's multis writing it, in the order sent.
+        self._writing: dict[str, deque[asyncio.Future[Stat | None]]] = {}
         self._started: asyncio.Future[None] | None = None
         self._subscribers = Subscribers()
         self._watching = False
@@ -143,9 +174,11 @@ class ZooKeeperBackend:
 
     async def _connect(self) -> None:
         """Start the session on first use and make the chroot (kazoo then prefixes it)."""
+        if self._started is not None and self._started.done():  # started (it never fails)
+            return
         loop = asyncio.get_running_loop()
         if self._started is None:
-            self._loop = loop
+            self._inbox = LoopInbox(loop)
             self._started = loop.create_future()
             self._zk.add_listener(self._on_state)
             self._install_reader_hook()
@@ -173,32 +206,23 @@ class ZooKeeperBackend:
                 except KazooException:
                     connected.wait(0.5)
             self._zk.chroot = self.chroot
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(_succeed, done, None)
+        if self._inbox is not None:
+            self._inbox.post(_succeed, done, None)
 
-    async def _result(self, make: Callable[[], Any]) -> Any:
+    async def _result(
+        self, make: Callable[[], Any], on_delivery: Callable[[Any], None] | None = None
+    ) -> Any:
         """Issue a kazoo asynchronous call and await its result on the loop, all within the
-        timeout. While disconnected it waits for the connection (bounded by the same
-        timeout) rather than let kazoo queue the request, which could then be sent after
-        the caller was told it failed."""
+        timeout (`on_delivery`: `LoopInbox.settle`'s). While disconnected it waits for the
+        connection (bounded by the same timeout) rather than let kazoo queue the request,
+        which could then be sent after the caller was told it failed."""
         await self._connect()
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-
-        def settle(outcome: Any) -> None:
-            try:
-                value = outcome.get_nowait()
-            except BaseException as exc:
-                loop.call_soon_threadsafe(_fail, future, exc)
-            else:
-                loop.call_soon_threadsafe(_succeed, future, value)
-
+        assert self._inbox is not None
         try:
             async with asyncio.timeout(self.timeout):
                 while not self._zk.connected:
                     await asyncio.sleep(0.02)
-                make().rawlink(settle)
-                return await future
+                return await self._inbox.settle(make(), on_delivery)
         except TimeoutError:
             raise Unavailable("metadata store unavailable: ZooKeeper did not answer") from None
         except _TRANSPORT_ERRORS as exc:
@@ -300,6 +324,7 @@ class ZooKeeperBackend:
                 tx.delete(op.path)
             else:
                 tx.check(op.path, op.expected_version)
+        sets = False  # a setData's reply carries the multi's zxid (a create's only its path)
         for op in writes:
             if isinstance(op, Put):
                 if op.expected_version == CREATE or (
@@ -309,9 +334,34 @@ class ZooKeeperBackend:
                 else:
                     version = -1 if op.expected_version is None else op.expected_version
                     tx.set_data(op.path, op.value, version)
+                    sets = True
             else:
                 tx.delete(op.path, -1 if op.expected_version is None else op.expected_version)
-        results = await self._result(tx.commit_async)
+        # The writes whose state the reply will tell (see `state_after`); without a setData
+        # the revision is read after the reply, and a watch reads the path as for any write.
+        puts = [op for op in writes if isinstance(op, Put)] if sets else []
+        outcomes: list[asyncio.Future[Stat | None]] = []
+
+        def send() -> Any:  # the writes are in flight from now
+            loop = asyncio.get_running_loop()
+            for op in puts:
+                outcome: asyncio.Future[Stat | None] = loop.create_future()
+                self._writing.setdefault(op.path, deque()).append(outcome)
+                outcomes.append(outcome)
+            return tx.commit_async()
+
+        def delivered(result: Any) -> None:  # on the loop, in order with notifications
+            written = _written(puts, writes, result)
+            for op, outcome in zip(puts, outcomes, strict=True):
+                _succeed(outcome, written.get(id(op)))
+                in_flight = self._writing.get(op.path)
+                if in_flight is not None:
+                    with contextlib.suppress(ValueError):
+                        in_flight.remove(outcome)
+                    if not in_flight:
+                        del self._writing[op.path]
+
+        results = await self._result(send, delivered)
         failures = [r for r in results if isinstance(r, Exception)]
         if failures:
             causes = [r for r in failures if not isinstance(r, RolledBackError)]
@@ -340,6 +390,25 @@ class ZooKeeperBackend:
             stats[id(op)] = Stat(op.value, 0, zxid)
         return [stats.get(id(op)) for op in ops]
 
+    async def state_after(self, change: Change) -> Stat | None:
+        """The state of `change.path` as of `change` or later: what this process's write
+        that covers it wrote (see the module docstring), else read now."""
+        written = change.written if isinstance(change, ZooKeeperChange) else None
+        if written is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.timeout):
+                    stat = await asyncio.shield(written)
+                if stat is not None:
+                    return stat
+        return await self.get(change.path)
+
+    def _deliver_change(self, kind: ChangeKind, path: str) -> None:
+        """A notification, on the loop in order with replies: published, with the outcome
+        of the first write of `path` still in flight (whose reply is yet to come)."""
+        in_flight = self._writing.get(path) if kind is not ChangeKind.DELETED else None
+        written = in_flight[0] if in_flight else None
+        self._subscribers.publish(ZooKeeperChange(kind, path, written))
+
     # -- session ------------------------------------------------------------------------
 
     def _on_state(self, state: str) -> None:
@@ -363,10 +432,9 @@ class ZooKeeperBackend:
                 events.append(SessionEvent.SESSION_REESTABLISHED)
             if self._watching:
                 self._add_watch(resync=True)
-        loop = self._loop
-        if events and loop is not None and not loop.is_closed():
+        if self._inbox is not None:
             for event in events:
-                loop.call_soon_threadsafe(self._subscribers.emit, event)
+                self._inbox.post(self._subscribers.emit, event)
 
     def add_session_listener(self, listener: SessionListener) -> None:
         self._subscribers.listeners.append(listener)
@@ -413,10 +481,8 @@ class ZooKeeperBackend:
         def read_watch_event(buffer: bytes, offset: int) -> Any:
             watch, _ = Watch.deserialize(buffer, offset)
             kind = _EVENT_KINDS.get(watch.type)
-            loop = self._loop
-            if kind is not None and self._watching and loop is not None and not loop.is_closed():
-                path = self._zk.unchroot(watch.path)
-                loop.call_soon_threadsafe(self._subscribers.publish, Change(kind, path))
+            if kind is not None and self._watching and self._inbox is not None:
+                self._inbox.post(self._deliver_change, kind, self._zk.unchroot(watch.path))
             return read_event(buffer, offset)
 
         connection._read_watch_event = read_watch_event
@@ -428,10 +494,8 @@ class ZooKeeperBackend:
         self._zk._call(_AddWatch(root, _PERSISTENT_RECURSIVE), outcome)
         if resync:
             def announce(result: Any) -> None:
-                loop = self._loop
-                if result.successful() and loop is not None and not loop.is_closed():
-                    resync = Change(ChangeKind.RESYNC, "/")
-                    loop.call_soon_threadsafe(self._subscribers.publish, resync)
+                if result.successful() and self._inbox is not None:
+                    self._inbox.post(self._subscribers.publish, Change(ChangeKind.RESYNC, "/"))
 
             outcome.rawlink(announce)
         return outcome
@@ -466,3 +530,26 @@ def _succeed(future: asyncio.Future[Any], value: Any) -> None:
 def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
     if not future.done():
         future.set_exception(exc)
+
+
+def _written(puts: Sequence[Put], writes: Sequence[Op], result: Any) -> dict[int, Stat]:
+    """By `id` of each `Put` of a committed multi, the state it wrote (a create's revision is
+    the multi's zxid, known from a setData's reply in the same multi); empty when the multi
+    failed."""
+    try:
+        results = result.get_nowait()
+    except BaseException:
+        return {}
+    if any(isinstance(r, Exception) for r in results):
+        return {}
+    replies = list(results[len(results) - len(writes):])
+    zxid = next((int(r.mzxid) for r in replies if isinstance(r, ZnodeStat)), None)
+    by_op = {id(op): reply for op, reply in zip(writes, replies, strict=True)}
+    written: dict[int, Stat] = {}
+    for op in puts:
+        reply = by_op[id(op)]
+        if isinstance(reply, ZnodeStat):
+            written[id(op)] = _stat(op.value, reply)
+        elif zxid is not None:
+            written[id(op)] = Stat(op.value, 0, zxid)
+    return written

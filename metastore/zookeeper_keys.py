@@ -42,7 +42,8 @@ _MEMO_LIMIT = 100_000
 
 class ZooKeeperWatch:
     """The changes of one key or prefix from the backend's change stream, each re-read
-    (ZooKeeper notifications carry no data). A `RESYNC` ends the iteration with
+    (ZooKeeper notifications carry no data) unless this process's own write covers it
+    (`ZooKeeperBackend.state_after`). A `RESYNC` ends the iteration with
     `Unavailable`: the reader re-reads, as after a broken etcd watch."""
 
     def __init__(
@@ -58,7 +59,7 @@ class ZooKeeperWatch:
                 raise Unavailable("watch broken: ZooKeeper reconnected")
             if not self._covers(change.path):
                 continue
-            found = await self._keys.backend.get(change.path)
+            found = await self._keys.backend.state_after(change)
             if found is None:
                 yield WatchEvent(change.path, None, self._keys.backend.last_revision())
             else:
@@ -67,6 +68,14 @@ class ZooKeeperWatch:
 
     async def cancel(self) -> None:
         self._stream.close()
+
+
+def _covering(path: str, prefix: bool) -> Callable[[str], bool]:
+    """Whether a changed path is the key (`prefix=False`) or under it (`prefix=True`)."""
+    if prefix:
+        under = path.rstrip("/") + "/"
+        return lambda key: key.startswith(under)
+    return lambda key: key == path
 
 
 class ZooKeeperKeys:
@@ -142,6 +151,7 @@ class ZooKeeperKeys:
         so the change stream is opened first (see `watch`)."""
         if watching:
             stream = await self.backend.watch()
+            stream.accepts = _covering(path, prefix)
             previous = self._opened.pop((path, prefix), None)
             if previous is not None:
                 previous.close()
@@ -162,10 +172,8 @@ class ZooKeeperKeys:
         stream = self._opened.pop((path, prefix), None)
         if stream is None or stream.closed:
             stream = await self.backend.watch()
-        if prefix:
-            under = path.rstrip("/") + "/"
-            return ZooKeeperWatch(self, stream, lambda key: key.startswith(under))
-        return ZooKeeperWatch(self, stream, lambda key: key == path)
+        covers = stream.accepts = _covering(path, prefix)
+        return ZooKeeperWatch(self, stream, covers)
 
     async def watch_keys(self, first: str, end: str, *, start_revision: int) -> ZooKeeperWatch:
         """Changes of every key in [`first`, `end`) (as UTF-8 bytes) from now; ZooKeeper
@@ -175,7 +183,8 @@ class ZooKeeperKeys:
             raise Compacted(current + 1)
         low, high = first.encode(), end.encode()
         stream = await self.backend.watch()
-        return ZooKeeperWatch(self, stream, lambda key: low <= key.encode() < high)
+        stream.accepts = lambda key: low <= key.encode() < high
+        return ZooKeeperWatch(self, stream, stream.accepts)
 
     async def scan(
         self, start: str, end: str, *, limit: int, keys_only: bool

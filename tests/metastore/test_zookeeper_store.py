@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from metastore.backend import Change, ChangeKind, ChangeStream
 from metastore.cache import WatchedRange
 from metastore.errors import Unavailable
 from metastore.ledger_ids import LedgerIdGenerator
@@ -120,6 +121,73 @@ async def test_cache_serves_another_clients_writes(
     finally:
         await cache.stop()
         await children.stop()
+
+
+async def test_a_watch_takes_this_processs_own_write_from_its_reply(
+    open_store: StoreFactory, kazoo: KazooClient, zookeeper: EmbeddedZooKeeper
+) -> None:
+    """The notification of a write this process has in flight is answered with what the
+    write wrote, without reading ZooKeeper (here paused); another client's write is read."""
+    store = await open_store()
+    backend = store.backend
+    assert isinstance(backend, ZooKeeperBackend)
+    await store.put("/bookies", b"{}")
+    stream = await backend.watch()
+    await store.put("/bookies", b'{"mine":{}}')
+    mine = await _next_change(stream, "/bookies")
+    zookeeper.pause()
+    try:
+        async with asyncio.timeout(1):
+            found = await backend.state_after(mine)
+    finally:
+        zookeeper.resume()
+    assert found is not None and found.value == b'{"mine":{}}'
+    assert found.revision == (await store.get("/bookies") or Versioned(b"", 0)).revision
+    kazoo.set(f"{CHROOT}/bookies", b'{"theirs":{}}')
+    theirs = await _next_change(stream, "/bookies")
+    found = await backend.state_after(theirs)
+    assert found is not None and found.value == b'{"theirs":{}}'
+    stream.close()
+
+
+async def _next_change(stream: ChangeStream, path: str) -> Change:
+    while True:
+        change = await stream.next(timeout=10)
+        assert change is not None
+        if change.path == path and change.kind is not ChangeKind.RESYNC:
+            return change
+
+
+async def test_cache_ends_at_the_stored_value_after_interleaved_writers(
+    open_store: StoreFactory, kazoo: KazooClient
+) -> None:
+    """This process's writes (answered from their replies) and another client's (read)
+    interleaved on one key: the watch-fed cache ends where ZooKeeper is, both ways round."""
+    store = await open_store()
+    await store.put("/bookies", b"{}")
+    cache = WatchedRange(store, "/bookies")
+    await cache.start()
+
+    def other_client(rounds: int) -> None:
+        for n in range(rounds):
+            kazoo.set(f"{CHROOT}/bookies", f'{{"other":{{"n":{n}}}}}'.encode())
+
+    def stored() -> bool:
+        found = cache.peek("/bookies")
+        value, _ = kazoo.get(f"{CHROOT}/bookies")
+        return isinstance(found, Versioned) and found.value == value
+
+    try:
+        ours = [store.update_json("/bookies", lambda doc, n=n: {**(doc or {}), "ours": n})
+                for n in range(100)]
+        await asyncio.gather(asyncio.to_thread(other_client, 100), *ours)
+        await _eventually(stored)
+        await store.update_json("/bookies", lambda doc: {**(doc or {}), "last": True})
+        await _eventually(stored)
+        other_client(1)
+        await _eventually(stored)
+    finally:
+        await cache.stop()
 
 
 async def test_lease_is_the_session(open_store: StoreFactory, kazoo: KazooClient) -> None:
