@@ -201,8 +201,11 @@ class MetadataStore:
 
     async def put(self, path: str, value: bytes, expected_revision: int | None = None) -> int:
         """Write `value`; with `expected_revision`, only if the key is still at that revision
-        (0 means: only if the key does not exist). Returns the new revision."""
-        return await self._keys.put(path, value, expected_revision)
+        (0 means: only if the key does not exist). Returns the new revision. The attached
+        caches hold the write at once (this process reads its own writes)."""
+        revision = await self._keys.put(path, value, expected_revision)
+        self.write_through(path, value, revision)
+        return revision
 
     async def create(self, path: str, value: bytes) -> int:
         return await self.put(path, value, expected_revision=0)
@@ -220,14 +223,19 @@ class MetadataStore:
         (0: absent) and the key `requires` (if given) exists. Returns (True, what was written)
         or (False, what the key holds now; None when absent); `NotFound(requires)` when that
         key is gone."""
-        return await self._keys.put_if_revision(
+        done, now = await self._keys.put_if_revision(
             path, value, expected_revision, lease=lease, requires=requires
         )
+        if done and now is not None:
+            self.write_through(path, now.value, now.revision)
+        return done, now
 
     async def delete(self, path: str, expected_revision: int | None = None) -> int:
         """Delete the key and return the revision of the deletion; `NotFound` when it is
         absent, `BadVersion` when it changed since `expected_revision`."""
-        return await self._keys.delete(path, expected_revision)
+        revision = await self._keys.delete(path, expected_revision)
+        self.write_through(path, None, revision)
+        return revision
 
     async def delete_tree(self, path: str) -> int:
         """Delete `path` and everything under it, atomically; the revision after it."""
