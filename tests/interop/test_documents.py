@@ -324,7 +324,98 @@ def test_what_ours_writes_upstream_reads_and_writes_identically(
     check()
 
 
-def test_odd_documents_placeholder() -> None:
-    assert load_json(b"{}") == {}
+# -- odd documents another tool may store ---------------------------------------------------
+
+UNREADABLE = [b"", b"not json", b"[]", b'"text"', b"7"]
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_unknown_fields_are_ignored_as_upstream_ignores_them(
+    upstream_documents: UpstreamJvm, name: str
+) -> None:
+    """Pulsar's mapper has FAIL_ON_UNKNOWN_PROPERTIES off: an unknown field reads as if it
+    were absent, on both sides."""
+    kind = KINDS[name]
+    plain, extended = {
+        "isolation": (b'{"p":{"namespaces":["a"]}}', b'{"p":{"namespaces":["a"],"x":[1]}}'),
+        "bookies": (b'{"g":{"b:1":{"rack":"/r"}}}', b'{"g":{"b:1":{"rack":"/r","x":{}}}}'),
+    }.get(name, (b"{}", b'{"someFutureField":{"a":[1,null]}}'))
+    theirs = upstream_documents.pulsar_json(name, [plain, extended])
+    assert theirs[0] == theirs[1] and isinstance(theirs[0], bytes)
+    ours = kind.read(extended)
+    if name == "bookies":  # kept as stored: our rack map is never rewritten by a reader
+        assert ours == {"g": {"b:1": {"rack": "/r", "x": {}}}}
+        return
+    if name in ("policies", "local-policies"):  # kept, so a later write does not drop it
+        assert kind.write(ours).endswith(b',"someFutureField":{"a":[1,null]}}')
+        ours = kind.build({k: v for k, v in ours.dump().items() if k != "someFutureField"})
+    assert kind.write(ours) == kind.write(kind.read(plain))
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_unreadable_documents(upstream_documents: UpstreamJvm, name: str) -> None:
+    """Bytes that are not a JSON object: upstream's reader fails on each. Ours: /bookies reads
+    as no racks (placement is never taken down by another tool's rack map), a cluster's
+    isolation policies that are JSON but not a map as none; every other document is
+    `ContentDeserializationError` with Pulsar's message (a namespace's own unreadable
+    document is an error, never "no policy")."""
+    theirs = upstream_documents.pulsar_json(name, UNREADABLE)
+    assert all(isinstance(answer, str) for answer in theirs), theirs
+    for raw in UNREADABLE:
+        if name == "bookies" or (name == "isolation" and raw.startswith((b"[", b'"', b"7"))):
+            assert KINDS[name].read(raw) == {}
+            continue
+        with pytest.raises(ContentDeserializationError) as failed:
+            KINDS[name].read(raw)
+        assert str(failed.value) == f"Failed to deserialize payload for key '{PATH}'"
+
+
+def test_wrong_types_inside_documents(upstream_documents: UpstreamJvm) -> None:
+    """Fields of the wrong type. Upstream fails on each; our reading sides follow their rules:
+    the strict model (the API's view) fails alike, the tolerant reading side for placement
+    and lookup reads what it can."""
+    odd_local = [
+        b'{"bookieAffinityGroup":7}',
+        b'{"bookieAffinityGroup":{"bookkeeperAffinityGroupPrimary":["a"]}}',
+        b'{"namespaceAntiAffinityGroup":{"g":1}}',
+        b'{"bundles":"0x0"}',
+    ]
+    assert all(isinstance(a, str) for a in upstream_documents.pulsar_json("local-policies",
+                                                                          odd_local))
+    for raw in odd_local:
+        with pytest.raises(ContentDeserializationError):
+            LocalPolicies.from_stored(PATH, raw)
+    read = [LocalPolicies.read(PATH, raw) for raw in odd_local]
+    assert [r.bookie_affinity for r in read] == [None, None, None, None]
+    assert read[2].anti_affinity_group is None and read[3].bundle_boundaries is None
+
+    odd_policies = [b'{"persistence":"x"}', b'{"persistence":{"bookkeeperEnsemble":"three"}}']
+    assert all(isinstance(a, str) for a in upstream_documents.pulsar_json("policies",
+                                                                          odd_policies))
+    assert Policies.read(PATH, odd_policies[0]).persistence_request is None
     with pytest.raises(ContentDeserializationError):
-        Policies.read(PATH, b"nope")
+        Policies.read(PATH, odd_policies[1])  # a count that is not a number: an error
+
+    odd_bookies = [b'{"g":7,"h":{"b:1":{"rack":"/r"}}}']
+    assert isinstance(upstream_documents.pulsar_json("bookies", odd_bookies)[0], str)
+    assert decode_rack_config(odd_bookies[0]) == {"h": {"b:1": {"rack": "/r"}}}
+
+    odd_domain = [b'{"brokers":"b:8080"}', b'{"brokers":[{"b":1}]}']
+    assert all(isinstance(a, str) for a in upstream_documents.pulsar_json("failure-domain",
+                                                                          odd_domain))
+    assert [FailureDomain.read(raw).brokers for raw in odd_domain] == [[], []]
+
+
+def test_nulls_and_scalars_where_upstream_coerces(upstream_documents: UpstreamJvm) -> None:
+    """Where Jackson coerces, ours reads the same values: a null primitive is its default, a
+    scalar in a list of strings is its text."""
+    documents = [
+        b'{"deleted":null,"offload_threshold":null,"replication_clusters":[1,true]}',
+        b'{"p":{"namespaces":[1,true],"auto_failover_policy":{"parameters":{"a":1}}}}',
+    ]
+    policies, isolation = (upstream_documents.pulsar_json("policies", documents[:1])[0],
+                           upstream_documents.pulsar_json("isolation", documents[1:])[0])
+    assert isinstance(policies, bytes) and isinstance(isolation, bytes)
+    assert KINDS["isolation"].write(KINDS["isolation"].read(documents[1])) == isolation
+    assert load_json(policies)["replication_clusters"] == ["1", "true"]
+    assert load_json(policies)["offload_threshold"] == 0
