@@ -42,9 +42,12 @@ JavaLinkedHashSet = Annotated[
 
 
 def _java_numbers(value: Any) -> Any:
-    """Doubles as Jackson writes them (`Double.toString`: 1.5E10, 1.0E-5, 100.0)."""
+    """Doubles as Jackson writes them (`Double.toString`: 1.5E10, 1.0E-5, 100.0); integers
+    beyond 64 bits (only in fields kept as another tool stored them) as their digits."""
     if isinstance(value, float):
         return orjson.Fragment(java_double(value))
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:
+        return orjson.Fragment(str(value))
     if isinstance(value, dict):
         return {key: _java_numbers(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -192,7 +195,8 @@ class BookiesClusterInfo(PulsarModel):
     bookies: list[RawBookieInfo]
 
 
-# `/bookies`: {group: {bookieId: BookieInfo}}, both levels sorted by key (a Java TreeMap).
+# `/bookies`: {group: {bookieId: BookieInfo}}: groups sorted by key (a Java TreeMap), each
+# group's bookies in stored order (Jackson reads a group as a LinkedHashMap).
 BookiesRackConfiguration = dict[str, dict[str, BookieInfo]]
 
 

@@ -223,6 +223,12 @@ HAND: dict[str, list[bytes]] = {
         b'"properties":{"\xc3\xa9":"\xf0\x9f\x98\x80"},"replication_clusters":["r"]}',
         b'{"schema_auto_update_compatibility_strategy":"Backward",'
         b'"is_allow_auto_update_schema":false,"subscription_auth_mode":"Prefix"}',
+        b'{"backlog_quota_map":{"message_age":{"limitTime":5,"policy":"producer_request_hold"},'
+        b'"destination_storage":{"limitSize":10,"policy":"consumer_backlog_eviction"}},'
+        b'"retention_policies":{"retentionTimeInMinutes":1,"retentionSizeInMB":2},'
+        b'"auth_policies":{"namespace_auth":{"r":["produce","consume"]},"destination_auth":{},'
+        b'"subscription_auth_roles":{"s":["b","a"]}},'
+        b'"clusterDispatchRate":{"c":{"dispatchThrottlingRateInMsg":1}}}',
     ],
     "local-policies": [
         b"{}",
@@ -419,3 +425,11 @@ def test_nulls_and_scalars_where_upstream_coerces(upstream_documents: UpstreamJv
     assert KINDS["isolation"].write(KINDS["isolation"].read(documents[1])) == isolation
     assert load_json(policies)["replication_clusters"] == ["1", "true"]
     assert load_json(policies)["offload_threshold"] == 0
+
+
+def test_a_kept_integer_beyond_64_bits_is_written_back() -> None:
+    """A field another tool stored with an integer Java could not hold is kept as given."""
+    raw = b'{"someFutureField":123456789012345678901234567890,"persistence":{}}'
+    assert Policies.from_stored(PATH, raw).to_bytes().endswith(
+        b',"someFutureField":123456789012345678901234567890}'
+    )
