@@ -12,10 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import orjson
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    field_validator,
+    model_validator,
+)
 from pydantic.config import JsonDict
 
-from javaformats import jackson_text
+from javaformats import hash_set_order, jackson_text, java_double
 from metastore.codec import dump_json, load_json
 from metastore.errors import ContentDeserializationError
 from placement import AffinityGroups, EnsembleRequest
@@ -25,6 +33,26 @@ M = TypeVar("M", bound="PulsarModel")
 # Numbers as Java holds them: a field Pulsar declares `int` is 32-bit, `long` 64-bit.
 JavaInt = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 JavaLong = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+# A `Set<String>` Jackson fills with `new HashSet<>()` and `add`: written in that set's iteration
+# order, duplicates collapsed. A `LinkedHashSet<String>`: insertion order, duplicates collapsed.
+JavaHashSet = Annotated[list[str], PlainSerializer(hash_set_order, return_type=list[str])]
+JavaLinkedHashSet = Annotated[
+    list[str], PlainSerializer(lambda v: list(dict.fromkeys(v)), return_type=list[str])
+]
+
+
+def _java_numbers(value: Any) -> Any:
+    """Doubles as Jackson writes them (`Double.toString`: 1.5E10, 1.0E-5, 100.0); integers
+    beyond 64 bits (only in fields kept as another tool stored them) as their digits."""
+    if isinstance(value, float):
+        return orjson.Fragment(java_double(value))
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:
+        return orjson.Fragment(str(value))
+    if isinstance(value, dict):
+        return {key: _java_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_java_numbers(item) for item in value]
+    return value
 
 
 def _unknown_enum_as_null(allowed: tuple[str, ...]) -> Any:
@@ -118,7 +146,7 @@ class PulsarModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def to_bytes(self) -> bytes:
-        return dump_json(self.dump())
+        return dump_json(_java_numbers(self.dump()))
 
     @classmethod
     def from_bytes(cls: type[M], raw: bytes) -> M:
@@ -167,7 +195,8 @@ class BookiesClusterInfo(PulsarModel):
     bookies: list[RawBookieInfo]
 
 
-# `/bookies`: {group: {bookieId: BookieInfo}}, both levels sorted by key (a Java TreeMap).
+# `/bookies`: {group: {bookieId: BookieInfo}}: groups sorted by key (a Java TreeMap), each
+# group's bookies in stored order (Jackson reads a group as a LinkedHashMap).
 BookiesRackConfiguration = dict[str, dict[str, BookieInfo]]
 
 
@@ -177,6 +206,7 @@ BookiesRackConfiguration = dict[str, dict[str, BookieInfo]]
 class ClusterData(PulsarModel):
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_CLUSTER]})
 
+    # In the order Jackson writes ClusterDataImpl's properties.
     serviceUrl: str | None = Field(
         default=None, description="HTTP admin URL of the cluster (scheme http)"
     )
@@ -190,18 +220,18 @@ class ClusterData(PulsarModel):
     proxyServiceUrl: str | None = Field(
         default=None, description="URL of a proxy in front of the cluster (pulsar or pulsar+ssl)"
     )
+    proxyProtocol: Literal["SNI"] | None = Field(
+        default=None, description="How to reach brokers through the proxy: only SNI"
+    )
+    peerClusterNames: JavaLinkedHashSet | None = Field(
+        default=None,
+        description="Clusters lookups are redirected to for namespaces not replicated here",
+    )
     authenticationPlugin: str | None = Field(
         default=None, description="Client auth plugin class brokers use towards this cluster"
     )
     authenticationParameters: str | None = Field(
         default=None, description="Parameters of the authentication plugin"
-    )
-    proxyProtocol: Literal["SNI"] | None = Field(
-        default=None, description="How to reach brokers through the proxy: only SNI"
-    )
-    peerClusterNames: list[str] | None = Field(
-        default=None,
-        description="Clusters lookups are redirected to for namespaces not replicated here",
     )
     brokerClientTlsEnabled: bool = Field(
         default=False, description="Brokers use TLS towards this cluster"
@@ -213,28 +243,28 @@ class ClusterData(PulsarModel):
         default=False, description="TLS with key stores instead of PEM files"
     )
     brokerClientTlsTrustStoreType: str | None = Field(
-        default="JKS", description="Trust store type (JKS or PKCS12)"
+        default=None, description="Trust store type (JKS or PKCS12; JKS when unset)"
     )
     brokerClientTlsTrustStore: str | None = Field(default=None, description="Trust store path")
     brokerClientTlsTrustStorePassword: str | None = Field(
         default=None, description="Trust store password"
     )
-    brokerClientTlsKeyStoreType: str | None = Field(
-        default="JKS", description="Key store type (JKS or PKCS12)"
-    )
-    brokerClientTlsKeyStore: str | None = Field(default=None, description="Key store path")
-    brokerClientTlsKeyStorePassword: str | None = Field(
-        default=None, description="Key store password"
-    )
     brokerClientTrustCertsFilePath: str | None = Field(
         default=None, description="Trusted CA certificates (PEM) path"
-    )
-    brokerClientKeyFilePath: str | None = Field(
-        default=None, description="Client private key (PEM) path"
     )
     brokerClientCertificateFilePath: str | None = Field(
         default=None, description="Client certificate (PEM) path"
     )
+    brokerClientKeyFilePath: str | None = Field(
+        default=None, description="Client private key (PEM) path"
+    )
+    brokerClientTlsKeyStoreType: str | None = Field(
+        default=None, description="Key store type (JKS or PKCS12; JKS when unset)"
+    )
+    brokerClientTlsKeyStorePassword: str | None = Field(
+        default=None, description="Key store password"
+    )
+    brokerClientTlsKeyStore: str | None = Field(default=None, description="Key store path")
     brokerClientSslFactoryPlugin: str | None = Field(
         default=None, description="SSL factory plugin class (Pulsar 3.x/4.x)"
     )
@@ -249,6 +279,20 @@ class ClusterData(PulsarModel):
         _unknown_enum_as_null(("SNI",))
     )
 
+    @classmethod
+    def built(cls, **fields: Any) -> ClusterData:
+        """`ClusterData.builder()...build()`: the builder's defaults (JKS stores, Pulsar's
+        default SSL factory) under `fields`. A document read from JSON (the REST body, the
+        store) has no such defaults: Jackson starts from the no-argument constructor."""
+        return cls(**{**BUILDER_DEFAULTS, **fields})
+
+
+BUILDER_DEFAULTS: dict[str, Any] = {
+    "brokerClientTlsTrustStoreType": "JKS",
+    "brokerClientTlsKeyStoreType": "JKS",
+    "brokerClientSslFactoryPlugin": "org.apache.pulsar.common.util.DefaultPulsarSslFactory",
+}
+
 
 class FailureDomain(PulsarModel):
     model_config = ConfigDict(
@@ -257,7 +301,9 @@ class FailureDomain(PulsarModel):
         }
     )
 
-    brokers: list[str] | None = Field(default=None, description="Broker ids, host:webServicePort")
+    brokers: JavaHashSet | None = Field(
+        default=None, description="Broker ids, host:webServicePort"
+    )
 
     @classmethod
     def read(cls, raw: bytes | None) -> FailureDomain:
@@ -281,12 +327,29 @@ class TenantInfo(PulsarModel):
         json_schema_extra={"examples": [{"adminRoles": ["ops"], "allowedClusters": ["standalone"]}]}
     )
 
-    adminRoles: list[str] = Field(
+    adminRoles: JavaHashSet = Field(
         default_factory=list, description="Roles that administer the tenant's namespaces"
     )
-    allowedClusters: list[str] = Field(
+    allowedClusters: JavaHashSet = Field(
         default_factory=list, description="Clusters the tenant's namespaces may use"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_as_unset(cls, data: Any) -> Any:
+        """TenantInfoImpl's sets are null until given: null reads as unset."""
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+    def dump(self) -> dict[str, Any]:
+        """A set never given (absent or null where it was read) is omitted, as Jackson omits
+        TenantInfoImpl's null sets."""
+        data = super().dump()
+        for name in ("adminRoles", "allowedClusters"):
+            if name not in self.model_fields_set:
+                data.pop(name, None)
+        return data
 
 
 class PersistencePolicies(PulsarModel):
@@ -345,8 +408,8 @@ class Policies(OpenPulsarModel):
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_POLICIES]})
 
     auth_policies: AuthPolicies = Field(default_factory=AuthPolicies)
-    replication_clusters: list[str] = Field(default_factory=list)
-    allowed_clusters: list[str] = Field(default_factory=list)
+    replication_clusters: JavaHashSet = Field(default_factory=list)
+    allowed_clusters: JavaHashSet = Field(default_factory=list)
     bundles: BundlesData | None = None
     backlog_quota_map: dict[str, Any] = Field(default_factory=dict)
     clusterDispatchRate: dict[str, Any] = Field(default_factory=dict)
@@ -363,11 +426,11 @@ class Policies(OpenPulsarModel):
     subscription_auth_mode: str = "None"
     offload_threshold: JavaLong = -1
     offload_threshold_in_seconds: JavaLong = -1
-    schema_auto_update_compatibility_strategy: str = "Full"
+    schema_auto_update_compatibility_strategy: str | None = None
     schema_compatibility_strategy: str = "UNDEFINED"
-    is_allow_auto_update_schema: bool = True
+    is_allow_auto_update_schema: bool | None = None
     schema_validation_enforced: bool = False
-    subscription_types_enabled: list[str] = Field(default_factory=list)
+    subscription_types_enabled: JavaHashSet = Field(default_factory=list)
     properties: dict[str, str] = Field(default_factory=dict)
     migrated: bool = False
 
@@ -412,22 +475,58 @@ class Policies(OpenPulsarModel):
         return cls.from_stored(path, data)
 
     def dump(self) -> dict[str, Any]:
-        """As Jackson writes Pulsar 4.0's Policies: its derived `clusterThatCanDeleteNamespace`
-        last (recomputed, never kept from the stored document), omitted when null."""
+        """As Jackson writes Pulsar 4.0's Policies: its fields in their declared order (those
+        kept without being interpreted here included), fields Pulsar does not know after them,
+        the derived `clusterThatCanDeleteNamespace` last (recomputed, never kept from the
+        stored document), omitted when null."""
         data = super().dump()
         data.pop("clusterThatCanDeleteNamespace", None)
+        data = {
+            **{key: data.pop(key) for key in POLICIES_FIELDS if key in data},
+            **data,
+        }
         deleter = self.cluster_that_can_delete()
         if deleter is not None:
             data["clusterThatCanDeleteNamespace"] = deleter
         return data
 
 
-class LocalPolicies(OpenPulsarModel):
-    """Per-cluster namespace policies at `/admin/local-policies/{tenant}/{ns}`."""
+# Pulsar 4.0's Policies fields in the order Jackson writes them.
+POLICIES_FIELDS = (
+    "auth_policies", "replication_clusters", "allowed_clusters", "bundles", "backlog_quota_map",
+    "clusterDispatchRate", "topicDispatchRate", "subscriptionDispatchRate",
+    "replicatorDispatchRate", "clusterSubscribeRate", "persistence", "deduplicationEnabled",
+    "autoTopicCreationOverride", "autoSubscriptionCreationOverride", "publishMaxMessageRate",
+    "latency_stats_sample_rate", "message_ttl_in_seconds",
+    "subscription_expiration_time_minutes", "retention_policies", "deleted",
+    "encryption_required", "delayed_delivery_policies", "inactive_topic_policies",
+    "subscription_auth_mode", "max_producers_per_topic", "max_consumers_per_topic",
+    "max_consumers_per_subscription", "max_unacked_messages_per_consumer",
+    "max_unacked_messages_per_subscription", "max_subscriptions_per_topic",
+    "compaction_threshold", "offload_threshold", "offload_threshold_in_seconds",
+    "offload_deletion_lag_ms", "max_topics_per_namespace",
+    "schema_auto_update_compatibility_strategy", "schema_compatibility_strategy",
+    "is_allow_auto_update_schema", "schema_validation_enforced", "offload_policies",
+    "deduplicationSnapshotIntervalSeconds", "subscription_types_enabled", "properties",
+    "resource_group_name", "migrated", "dispatcherPauseOnAckStatePersistentEnabled",
+    "entryFilters",
+)  # fmt: skip
 
-    bundles: BundlesData | None = None
+
+def _one_bundle() -> BundlesData:
+    """`Policies.defaultBundle()`: one bundle over the whole hash range."""
+    return BundlesData(boundaries=["0x00000000", "0xffffffff"], numBundles=1)
+
+
+class LocalPolicies(OpenPulsarModel):
+    """Per-cluster namespace policies at `/admin/local-policies/{tenant}/{ns}`. As Pulsar's
+    LocalPolicies, a document without `bundles` holds one bundle over the whole range, and
+    `migrated` is false unless given."""
+
+    bundles: BundlesData | None = Field(default_factory=_one_bundle)
     bookieAffinityGroup: BookieAffinityGroupData | None = None
     namespaceAntiAffinityGroup: str | None = None
+    migrated: bool = False
 
     @property
     def bookie_affinity(self) -> AffinityGroups | None:
@@ -456,7 +555,8 @@ class LocalPolicies(OpenPulsarModel):
         """The reading side for placement, lookup and the audit, tolerant of what another
         tool wrote inside the document: an affinity group that is not an object reads as no
         groups (its group lists that are not strings as absent), an anti-affinity group that
-        is not a string as none, bundle boundaries that are not strings are skipped. A
+        is not a string as none, bundle boundaries that are not strings are skipped, bundles
+        that are not an object as none (absent: Pulsar's one bundle). A
         document that is not a JSON object is `ContentDeserializationError`."""
         data = stored_object(path, raw)
         affinity = data.get("bookieAffinityGroup")
@@ -471,7 +571,7 @@ class LocalPolicies(OpenPulsarModel):
         )
         if not isinstance(data.get("namespaceAntiAffinityGroup"), str):
             data["namespaceAntiAffinityGroup"] = None
-        bundles = data.get("bundles")
+        bundles = data.get("bundles", _one_bundle().dump())
         if isinstance(bundles, Mapping):
             boundaries = bundles.get("boundaries")
             count = bundles.get("numBundles")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import datetime
 import ipaddress
+import json
 import random
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -317,3 +318,14 @@ def put_ledgers(raw: Any, count: int, topic: str, ensemble: list[str], segments:
                 "value": base64.b64encode(encode_ledger_metadata(metadata)).decode()}})
         httpx.post(f"{raw.base}/kv/txn", json={"success": ops}, timeout=30).raise_for_status()
 
+
+def local_policies_of(store: Any, namespace: str = "acme/ns1", **fields: Any) -> dict[str, Any]:
+    """The local policies Pulsar writes for `namespace` (a `RawEtcd`'s): the namespace's
+    bundles first, then `fields`, `migrated` last."""
+    bundles = store.get_json(f"/admin/policies/{namespace}")["bundles"]
+    return {"bundles": bundles, **fields, "migrated": False}
+
+
+def local_policies_bytes(store: Any, namespace: str = "acme/ns1", **fields: Any) -> bytes:
+    """`local_policies_of`, compact JSON as stored."""
+    return json.dumps(local_policies_of(store, namespace, **fields), separators=(",", ":")).encode()

@@ -52,7 +52,7 @@ def broker_service_url(settings: Settings) -> str:
 
 
 def local_cluster_data(settings: Settings) -> ClusterData:
-    return ClusterData(
+    return ClusterData.built(
         serviceUrl=web_service_url(settings), brokerServiceUrl=broker_service_url(settings)
     )
 

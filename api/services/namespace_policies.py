@@ -223,7 +223,9 @@ class NamespacePolicyService:
             found = await docs.local_policies.get(tenant, namespace)
             if found is None and not create:
                 return
-            local = LocalPolicies() if found is None else found.value
+            local = found.value if found is not None else (
+                LocalPolicies() if owner.value.bundles is None
+                else LocalPolicies(bundles=owner.value.bundles))  # fmt: skip
             version = 0 if found is None else found.version
             await (
                 docs.transaction()

@@ -7,7 +7,7 @@ Reads come from the watch-fed cache.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import ValidationError
@@ -47,20 +47,24 @@ def validate_rack(rack: str | None, settings: Settings) -> None:
 
 
 def sorted_config(config: RackConfig) -> RackConfig:
-    """Groups and bookies in key order (Pulsar's TreeMap); runs once per write batch.
+    """Groups in key order (BookiesRackConfiguration is a TreeMap of groups); the bookies of a
+    group in their stored order (Jackson reads each group as a LinkedHashMap). Runs once per
+    write batch; a map whose groups are still in order is returned as is."""
+    return config if _in_order(config) else {g: config[g] for g in _java_sorted(config)}
 
-    A map that is still in order is returned as is: updates of known bookies keep their
-    place, so most batches only pay for one sort of already-ordered keys (Timsort: linear)."""
-    groups = config if _in_order(config) else {g: config[g] for g in sorted(config)}
-    for group, bookies in groups.items():
-        if not _in_order(bookies):
-            groups[group] = {bookie: bookies[bookie] for bookie in sorted(bookies)}
-    return groups
+
+def _java_sorted(keys: Iterable[str]) -> list[str]:
+    """In `String.compareTo` order: by UTF-16 code unit (code point order differs only when
+    a character beyond the BMP meets one from U+E000 to U+FFFF)."""
+    found = list(keys)
+    if all(key.isascii() for key in found):
+        return sorted(found)
+    return sorted(found, key=lambda key: key.encode("utf-16-be"))
 
 
 def _in_order(mapping: dict[str, Any]) -> bool:
     keys = list(mapping)
-    return keys == sorted(keys)
+    return keys == _java_sorted(keys)
 
 
 def parse_rack_write(body: bytes) -> BookieInfo:
@@ -83,9 +87,9 @@ def parse_rack_write(body: bytes) -> BookieInfo:
 
 
 def put_bookie(config: RackConfig, bookie: str, group: str, info: BookieInfo) -> RackConfig:
-    """Place `bookie` in `group` (in place), taking it out of any other group."""
-    if bookie not in config.get(group, {}):
-        remove_bookie(config, bookie)
+    """Place `bookie` in `group` (in place), as `BookiesRackConfiguration.updateBookie` does:
+    taken out of its group first, then added last to `group`."""
+    remove_bookie(config, bookie)
     config.setdefault(group, {})[bookie] = info.dump()
     return config
 

@@ -119,8 +119,12 @@ DEFAULT_SSL_FACTORY_PLUGIN = "org.apache.pulsar.common.util.DefaultPulsarSslFact
 def cluster_data(config_file: Path | None, fields: dict[str, Any]) -> dict[str, Any]:
     """ClusterData from the YAML file, then each given option over it; validated as the
     Java CLI does before sending."""
-    # ClusterData.builder()'s one default the server does not fill in (Pulsar 4.0)
-    data: dict[str, Any] = {"brokerClientSslFactoryPlugin": DEFAULT_SSL_FACTORY_PLUGIN}
+    # ClusterData.builder()'s defaults (Pulsar 4.0); the server reads the body without them
+    data: dict[str, Any] = {
+        "brokerClientTlsTrustStoreType": "JKS",
+        "brokerClientTlsKeyStoreType": "JKS",
+        "brokerClientSslFactoryPlugin": DEFAULT_SSL_FACTORY_PLUGIN,
+    }
     data.update(load_config_file(config_file))
     data.update({key: value for key, value in fields.items() if value is not None})
     if data.get("brokerClientTlsEnabled"):
@@ -222,7 +226,7 @@ def _cluster_command(name: str, method: str, doc: str) -> None:
 
 _cluster_command(
     "create", "PUT", "Provisions a new cluster. This operation requires Pulsar super-user "
-    "privileges. Unset options are left out (the server applies ClusterData's defaults).")
+    "privileges. Unset options take ClusterData.builder()'s defaults.")
 _cluster_command(
     "update", "POST", "Update the configuration for a cluster. This replaces the whole "
     "configuration: options not given are reset, as upstream.")  # fmt: skip

@@ -23,6 +23,7 @@ from api.shapes.models import (
     EXAMPLE_ISOLATION,
     EXAMPLE_PERSISTENCE,
 )
+from tests.factories import local_policies_of
 from tests.support import REPO, RawEtcd, ServerProcess
 
 PACKAGE = "generated_pulsar_admin"
@@ -161,9 +162,9 @@ def test_round_trip_every_resource(
     # anti-affinity: the group travels as bare text both ways
     body = gen.types.File(payload=BytesIO(b"grp1"))
     call(gen.api("namespaces.set_namespace_anti_affinity_group"), client, 204, body=body, **ns)
-    assert clean_store.get_json("/admin/local-policies/acme/ns1") == {
-        "namespaceAntiAffinityGroup": "grp1"
-    }
+    assert clean_store.get_json("/admin/local-policies/acme/ns1") == local_policies_of(
+        clean_store, namespaceAntiAffinityGroup="grp1"
+    )
     assert call(gen.api("namespaces.get_namespace_anti_affinity_group"), client, 200, **ns) == (
         "grp1"
     )

@@ -80,8 +80,9 @@ def test_fast_path_writes_what_the_route_writes(admin: httpx.Client, clean_store
         f"{RACKS}/b1:3181", params={"group": "other"}, json={"hostname": "h1", "rack": "/r2"}
     )
     assert response.status_code == 204
+    # BookiesRackConfiguration.updateBookie: out of its group, then last in the new one
     assert clean_store.get("/bookies") == (
-        b'{"other":{"b1:3181":{"rack":"/r2","hostname":"h1"},"b2:3181":{"rack":"/rack9"}}}'
+        b'{"other":{"b2:3181":{"rack":"/rack9"},"b1:3181":{"rack":"/r2","hostname":"h1"}}}'
     )
 
 

@@ -34,5 +34,12 @@ def upstream_bookkeeper(upstream_classpath: str, tmp_path_factory: pytest.TempPa
 
 
 @pytest.fixture(scope="session")
+def upstream_documents(upstream_admin: UpstreamJvm) -> UpstreamJvm:
+    """Pulsar's document classes and its metadata cache's JSON serde (`pulsar-json`), in the
+    JVM that runs `pulsar-admin` (the program keeps no state between calls)."""
+    return upstream_admin
+
+
+@pytest.fixture(scope="session")
 def upstream_broker_classpath() -> str:
     return resolve_broker()

@@ -3,9 +3,11 @@ long-lived JVM (`java/InteropRunner.java`) that runs many command lines in-proce
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -113,6 +115,30 @@ class UpstreamJvm:
         if self.process.poll() is None:
             self._pipes()[0].close()
             reap(self.process, 15)
+
+    def pulsar_json(self, kind: str, documents: list[bytes]) -> list[bytes | str]:
+        """Each document deserialised as Pulsar's class for `kind` and serialised back, by the
+        serde Pulsar's metadata cache uses (`java/PulsarJson.java`), in one call: the bytes
+        upstream would store, or the exception upstream's reader raised ("Class: message")."""
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as batch:
+            json.dump([base64.b64encode(d).decode() for d in documents], batch)
+        try:
+            done = self.run("pulsar-json", "read", kind, batch.name)
+        finally:
+            Path(batch.name).unlink()
+        if done.code != 0:
+            raise AssertionError(f"pulsar-json {kind} failed: {done.err}")
+        return [base64.b64decode(a["bytes"]) if "bytes" in a else a["error"]
+                for a in json.loads(done.out)]
+
+    def pulsar_json_defaults(self, kind: str) -> dict[str, bytes | None]:
+        """Upstream's serialisation of a default-constructed `kind` ("new") and of its
+        `builder().build()` ("built", None when the class has no builder)."""
+        done = self.run("pulsar-json", "new", kind)
+        if done.code != 0:
+            raise AssertionError(f"pulsar-json new {kind} failed: {done.err}")
+        return {k: None if v is None else base64.b64decode(v)
+                for k, v in json.loads(done.out).items()}
 
 
 class UpstreamBookie:

@@ -70,7 +70,11 @@ def test_local_policies_affinity_strict_anti_affinity_and_bundles() -> None:
     assert local.anti_affinity_group == "g1"
     assert local.bundle_boundaries == ("0x0", "0xffffffff")
     empty = decode_local_policies("/p", b'{"bookieAffinityGroup":{}}')
-    assert empty.bookie_affinity is None and empty.bundle_boundaries is None
+    # Pulsar's LocalPolicies without `bundles`: one bundle over the whole range
+    assert empty.bookie_affinity is None
+    assert empty.bundle_boundaries == ("0x00000000", "0xffffffff")
+    odd = decode_local_policies("/p", b'{"bundles":7}')
+    assert odd.bundle_boundaries is None
 
 
 def test_failure_domain_and_broker_registration() -> None:

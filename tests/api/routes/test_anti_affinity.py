@@ -5,7 +5,14 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.factories import NAMESPACES, add_cluster, assert_reason, make_namespace
+from tests.factories import (
+    NAMESPACES,
+    add_cluster,
+    assert_reason,
+    local_policies_bytes,
+    local_policies_of,
+    make_namespace,
+)
 from tests.support import RawEtcd
 
 GROUP = f"{NAMESPACES}/acme/ns1/antiAffinity"
@@ -20,7 +27,9 @@ def test_set_get_remove_bare_text(admin: httpx.Client, clean_store: RawEtcd) -> 
 
     response = admin.post(GROUP, content=b"my-group", headers={"Content-Type": "application/json"})
     assert response.status_code == 204
-    assert clean_store.get(LOCAL) == b'{"namespaceAntiAffinityGroup":"my-group"}'
+    assert clean_store.get(LOCAL) == local_policies_bytes(
+        clean_store, namespaceAntiAffinityGroup="my-group"
+    )
 
     got = admin.get(GROUP)
     assert got.status_code == 200
@@ -28,7 +37,7 @@ def test_set_get_remove_bare_text(admin: httpx.Client, clean_store: RawEtcd) -> 
     assert got.headers["content-type"] == "application/json"
 
     assert admin.delete(GROUP).status_code == 204
-    assert clean_store.get_json(LOCAL) == {}
+    assert clean_store.get_json(LOCAL) == local_policies_of(clean_store)
     assert admin.get(GROUP).status_code == 204
 
 
@@ -63,9 +72,13 @@ def test_update_keeps_other_local_fields(admin: httpx.Client, clean_store: RawEt
     }
     clean_store.put(LOCAL, written_by_pulsar)
     assert admin.post(GROUP, content=b"new").status_code == 204
-    assert clean_store.get_json(LOCAL) == {**written_by_pulsar, "namespaceAntiAffinityGroup": "new"}
+    # `migrated` (false unless given) is one of LocalPolicies' fields
+    assert clean_store.get_json(LOCAL) == {
+        **written_by_pulsar, "namespaceAntiAffinityGroup": "new", "migrated": False
+    }
     assert admin.delete(GROUP).status_code == 204
     expected = {k: v for k, v in written_by_pulsar.items() if k != "namespaceAntiAffinityGroup"}
+    expected["migrated"] = False
     assert clean_store.get_json(LOCAL) == expected
 
 

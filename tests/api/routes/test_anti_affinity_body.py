@@ -8,7 +8,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.factories import NAMESPACES, make_namespace
+from tests.factories import NAMESPACES, local_policies_of, make_namespace
 from tests.support import RawEtcd
 
 GROUP = f"{NAMESPACES}/acme/ns1/antiAffinity"
@@ -25,7 +25,9 @@ def test_bare_name_under_every_declared_type(
     make_namespace(admin, clean_store)
     response = admin.post(GROUP, content=b"grp1", headers={"Content-Type": content_type})
     assert response.status_code == 204, response.text
-    assert clean_store.get_json(LOCAL) == {"namespaceAntiAffinityGroup": "grp1"}
+    assert clean_store.get_json(LOCAL) == local_policies_of(
+        clean_store, namespaceAntiAffinityGroup="grp1"
+    )
     assert admin.get(GROUP).content == b"grp1"
     listed = admin.get("/admin/v2/namespaces/test/antiAffinity/grp1", params={"tenant": "acme"})
     assert listed.json() == ["acme/ns1"]
@@ -37,7 +39,9 @@ def test_json_quoted_body_is_stored_verbatim_like_pulsar(
     make_namespace(admin, clean_store)
     response = admin.post(GROUP, json="grp1")  # sends "grp1", quotes included
     assert response.status_code == 204
-    assert clean_store.get_json(LOCAL) == {"namespaceAntiAffinityGroup": '"grp1"'}
+    assert clean_store.get_json(LOCAL) == local_policies_of(
+        clean_store, namespaceAntiAffinityGroup='"grp1"'
+    )
     assert admin.get(GROUP).content == b'"grp1"'
     listed = admin.get("/admin/v2/namespaces/test/antiAffinity/grp1", params={"tenant": "acme"})
     assert listed.json() == []

@@ -11,7 +11,15 @@ import httpx
 import pytest
 
 from metastore.embedded import EmbeddedEtcd
-from tests.factories import NAMESPACES, add_cluster, assert_reason, create_tenant, make_namespace
+from tests.factories import (
+    NAMESPACES,
+    add_cluster,
+    assert_reason,
+    create_tenant,
+    local_policies_bytes,
+    local_policies_of,
+    make_namespace,
+)
 from tests.support import RawEtcd, ServerProcess
 
 AFFINITY = f"{NAMESPACES}/acme/ns1/persistence/bookieAffinity"
@@ -39,16 +47,13 @@ def test_set_get_delete(admin: httpx.Client, clean_store: RawEtcd) -> None:
     body = {"bookkeeperAffinityGroupPrimary": "ssd", "bookkeeperAffinityGroupSecondary": "default"}
     response = admin.post(AFFINITY, json=body)
     assert response.status_code == 204
-    assert clean_store.get(LOCAL) == (
-        b'{"bookieAffinityGroup":{"bookkeeperAffinityGroupPrimary":"ssd",'
-        b'"bookkeeperAffinityGroupSecondary":"default"}}'
-    )
+    assert clean_store.get(LOCAL) == local_policies_bytes(clean_store, bookieAffinityGroup=body)
     got = admin.get(AFFINITY)
     assert got.status_code == 200
     assert got.json() == body
 
     assert admin.delete(AFFINITY).status_code == 204
-    assert clean_store.get_json(LOCAL) == {}
+    assert clean_store.get_json(LOCAL) == local_policies_of(clean_store)
     unset = admin.get(AFFINITY)  # local policies exist, no group
     assert unset.status_code == 204
     assert unset.content == b""
@@ -57,9 +62,9 @@ def test_set_get_delete(admin: httpx.Client, clean_store: RawEtcd) -> None:
 def test_secondary_is_omitted_when_not_given(admin: httpx.Client, clean_store: RawEtcd) -> None:
     make_namespace(admin, clean_store)
     admin.post(AFFINITY, json={"bookkeeperAffinityGroupPrimary": "share"})
-    assert clean_store.get_json(LOCAL) == {
-        "bookieAffinityGroup": {"bookkeeperAffinityGroupPrimary": "share"}
-    }
+    assert clean_store.get_json(LOCAL) == local_policies_of(
+        clean_store, bookieAffinityGroup={"bookkeeperAffinityGroupPrimary": "share"}
+    )
     assert admin.get(AFFINITY).json() == {"bookkeeperAffinityGroupPrimary": "share"}
 
 
@@ -67,10 +72,7 @@ def test_strict_is_stored_and_served(admin: httpx.Client, clean_store: RawEtcd) 
     make_namespace(admin, clean_store)
     body = {"bookkeeperAffinityGroupPrimary": "share", "bookkeeperAffinityGroupStrict": True}
     assert admin.post(AFFINITY, json=body).status_code == 204
-    assert clean_store.get(LOCAL) == (
-        b'{"bookieAffinityGroup":{"bookkeeperAffinityGroupPrimary":"share",'
-        b'"bookkeeperAffinityGroupStrict":true}}'
-    )
+    assert clean_store.get(LOCAL) == local_policies_bytes(clean_store, bookieAffinityGroup=body)
     assert admin.get(AFFINITY).json() == body
 
 
@@ -79,7 +81,9 @@ def test_strict_false_is_omitted(admin: httpx.Client, clean_store: RawEtcd) -> N
     body = {"bookkeeperAffinityGroupPrimary": "share", "bookkeeperAffinityGroupStrict": False}
     assert admin.post(AFFINITY, json=body).status_code == 204
     stored = clean_store.get_json(LOCAL)
-    assert stored == {"bookieAffinityGroup": {"bookkeeperAffinityGroupPrimary": "share"}}
+    assert stored == local_policies_of(
+        clean_store, bookieAffinityGroup={"bookkeeperAffinityGroupPrimary": "share"}
+    )
     assert admin.get(AFFINITY).json() == {"bookkeeperAffinityGroupPrimary": "share"}
 
 
@@ -88,9 +92,9 @@ def test_unstrict_update_drops_the_flag(admin: httpx.Client, clean_store: RawEtc
     strict = {"bookkeeperAffinityGroupPrimary": "a", "bookkeeperAffinityGroupStrict": True}
     admin.post(AFFINITY, json=strict)
     admin.post(AFFINITY, json={"bookkeeperAffinityGroupPrimary": "a"})
-    assert clean_store.get_json(LOCAL) == {
-        "bookieAffinityGroup": {"bookkeeperAffinityGroupPrimary": "a"}
-    }
+    assert clean_store.get_json(LOCAL) == local_policies_of(
+        clean_store, bookieAffinityGroup={"bookkeeperAffinityGroupPrimary": "a"}
+    )
 
 
 @pytest.mark.parametrize(
@@ -225,10 +229,11 @@ def test_concurrent_writers_of_one_namespace_lose_no_update(
                 barrier.wait()
                 if kind == "anti":
                     stored = clean_store.get_json(LOCAL)
-                    if stored != {
-                        "namespaceAntiAffinityGroup": f"group-{i}",
-                        "bookieAffinityGroup": {"bookkeeperAffinityGroupPrimary": f"rack-{i}"},
-                    }:
+                    if stored != local_policies_of(
+                        clean_store,
+                        namespaceAntiAffinityGroup=f"group-{i}",
+                        bookieAffinityGroup={"bookkeeperAffinityGroupPrimary": f"rack-{i}"},
+                    ):
                         failures.append(f"round {i}: {stored}")
                 barrier.wait()
 

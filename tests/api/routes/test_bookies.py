@@ -86,13 +86,20 @@ def test_moving_a_bookie_removes_it_from_its_old_group(
     assert "group-a" not in clean_store.get_json("/bookies")
 
 
-def test_groups_and_bookies_are_sorted(admin: httpx.Client, clean_store: RawEtcd) -> None:
-    for bookie, group in [("z:1", "zeta"), ("b:1", "alpha"), ("a:1", "alpha"), ("m:1", "mid")]:
+def test_groups_are_sorted_and_bookies_kept_in_the_order_set(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    """BookiesRackConfiguration: a TreeMap of groups, each group as Jackson read it (a
+    LinkedHashMap); `updateBookie` takes a bookie out and adds it last."""
+    for bookie, group in [("z:1", "zeta"), ("b:1", "alpha"), ("a:1", "alpha"), ("m:1", "mid"),
+                          ("c:1", "alpha"), ("b:1", "alpha")]:  # fmt: skip
         set_rack(admin, bookie, group, rack="/r")
     body = admin.get(RACKS).text
     assert body.index('"alpha"') < body.index('"mid"') < body.index('"zeta"')
-    assert body.index('"a:1"') < body.index('"b:1"')
-    assert list(clean_store.get_json("/bookies")) == ["alpha", "mid", "zeta"]
+    assert body.index('"a:1"') < body.index('"c:1"') < body.index('"b:1"')
+    stored = clean_store.get_json("/bookies")
+    assert list(stored) == ["alpha", "mid", "zeta"]
+    assert list(stored["alpha"]) == ["a:1", "c:1", "b:1"]
 
 
 def test_delete_last_bookie_of_a_group_drops_the_group(admin: httpx.Client) -> None:

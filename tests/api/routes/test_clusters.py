@@ -19,9 +19,7 @@ DEFAULTS = {
     "brokerClientTlsEnabled": False,
     "tlsAllowInsecureConnection": False,
     "brokerClientTlsEnabledWithKeyStore": False,
-    "brokerClientTlsTrustStoreType": "JKS",
-    "brokerClientTlsKeyStoreType": "JKS",
-}
+}  # ClusterDataImpl read from JSON: no builder defaults (JKS stores are the builder's)
 POLICY = {
     "namespaces": ["my-tenant/isolated-.*"],
     "primary": ["broker-1.*"],
@@ -47,8 +45,7 @@ def test_create_is_200_with_empty_body_and_stores_cluster_data(
         b'{"serviceUrl":"http://pulsar.example.com:8080",'
         b'"brokerServiceUrl":"pulsar://pulsar.example.com:6650",'
         b'"brokerClientTlsEnabled":false,"tlsAllowInsecureConnection":false,'
-        b'"brokerClientTlsEnabledWithKeyStore":false,"brokerClientTlsTrustStoreType":"JKS",'
-        b'"brokerClientTlsKeyStoreType":"JKS"}'
+        b'"brokerClientTlsEnabledWithKeyStore":false}'
     )
     assert admin.get(f"{CLUSTERS}/us-west").json() == {**US_WEST, **DEFAULTS}
 

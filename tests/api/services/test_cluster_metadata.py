@@ -30,7 +30,8 @@ CLUSTER = {
     "brokerClientTlsEnabledWithKeyStore": False,
     "brokerClientTlsTrustStoreType": "JKS",
     "brokerClientTlsKeyStoreType": "JKS",
-}
+    "brokerClientSslFactoryPlugin": "org.apache.pulsar.common.util.DefaultPulsarSslFactory",
+}  # ClusterData.builder()...build(), as PulsarClusterMetadataSetup builds it
 TENANT = {"adminRoles": ["admin"], "allowedClusters": ["standalone"]}
 
 

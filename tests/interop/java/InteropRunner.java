@@ -10,6 +10,7 @@
  *   bookkeeper-shell CONF ARGS...  org.apache.bookkeeper.bookie.BookieShell, as its main runs it
  *   bk-client ARGS...              BookKeeper's client API (BkClientCommands)
  *   pulsar-produce URL TOPIC COUNT Pulsar's Java client producing to a broker (PulsarProduce)
+ *   pulsar-json MODE KIND ...      Pulsar's stored documents through its own classes (PulsarJson)
  */
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.BufferedReader;
@@ -66,6 +67,7 @@ public final class InteropRunner {
                     case "bookkeeper-shell" -> exit = bookieShell(args);
                     case "bk-client" -> exit = client.run(args);
                     case "pulsar-produce" -> exit = PulsarProduce.run(args);
+                    case "pulsar-json" -> exit = PulsarJson.run(args);
                     default -> {
                         captureErr.println("unknown program " + program);
                         exit = 127;
