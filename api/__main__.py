@@ -28,6 +28,7 @@ from starlette.types import ASGIApp
 from api.app import create_server_app
 from api.auth.client_certificates import ClientCertHttpProtocol
 from api.http.connection_limits import http_protocol
+from api.log_lines import LineFormatter
 from api.settings import Settings, SettingsError, load_settings
 from metastore.embedded import EmbeddedEtcd, EtcdSupervisor, free_port
 from metastore.store import open_metadata_store
@@ -128,7 +129,9 @@ def configure_logging(settings: Settings | None = None) -> None:
     """One format for our lines and uvicorn's; uvicorn's own start-up chatter stays quiet
     (the "ready" line says everything), its access log (`uvicorn.access`, uvicorn's format:
     `client - "METHOD path HTTP/1.1" status`) is on unless accessLogEnabled=false."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(LineFormatter())
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
     if settings is not None:
         access = logging.WARNING if not settings.accessLogEnabled else logging.INFO

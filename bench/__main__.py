@@ -17,6 +17,7 @@ from bench import (
     placement_bench,
     produce_stores_bench,
     repair_bench,
+    server_floor_bench,
     zookeeper_bench,
 )
 
@@ -27,6 +28,9 @@ def main() -> None:
     print()
     print("## Admin API, layer by layer (defaults on; authentication off and on; vs raw)")
     print(layers_bench.report(layers_bench.run(seconds=5.0, rounds=2, bookies=32)))
+    print()
+    print("## Admin API floors (uvicorn with a do-nothing app; the etcd client alone)")
+    print(server_floor_bench.report(server_floor_bench.run(seconds=4.0)))
     print()
     print("## Admin API on ZooKeeper (set-bookie-rack vs a raw kazoo setData loop)")
     print(zookeeper_bench.report(zookeeper_bench.run(seconds=5.0, bookies=32)))

@@ -6,7 +6,8 @@ after their first byte, one whose request body is not complete `httpServerBodyTi
 after its headers. Between requests uvicorn's keep-alive timer applies the idle timeout.
 
 `http_protocol(limits, base)` is uvicorn's httptools protocol (or the TLS listener's) with
-these bounds (and the header names of `api.http.header_case`); the handler of the request in
+these bounds (and the header names of `api.http.header_case`, the access line of
+`api.log_lines.AccessLog`); the handler of the request in
 progress is never cut by them (the request deadline bounds it). Each cut is logged once: the
 first of a kind at once, with its peer, and the others of that kind as one count per
 `CutLog.WINDOW` seconds.
@@ -25,6 +26,7 @@ from typing import Any, ClassVar, cast
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from api.http.header_case import CaseRestoringTransport
+from api.log_lines import AccessLog
 from api.settings import ConnectionLimits
 
 log = logging.getLogger(__name__)
@@ -89,8 +91,18 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     limits: ClassVar[ConnectionLimits] = ConnectionLimits()
     cuts: ClassVar[CutLog] = CutLog("admin port")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.access_logger = cast(logging.Logger, AccessLog(self.access_logger))
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        # One timer per connection, re-armed only when it fires early: a request moves the
+        # bound (`_bound_kind`, `_bound_at`) without a loop call; the timer, when it fires,
+        # cuts the connection if the bound in force has passed, else waits for the rest.
         self._guard: asyncio.TimerHandle | None = None
+        self._guard_at = 0.0
+        self._bound_kind: str | None = None
+        self._bound_at = 0.0
         super().connection_made(transport)
         self.transport = cast(asyncio.Transport, CaseRestoringTransport(transport))
         most = self.limits.max_connections
@@ -102,7 +114,11 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._arm("idle", self.limits.idle_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
+        self._bound_kind = None
+        guard = getattr(self, "_guard", None)
+        if guard is not None:
+            guard.cancel()
+            self._guard = None
         super().connection_lost(exc)
 
     def on_message_begin(self) -> None:
@@ -122,18 +138,36 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._disarm()  # the handler runs; the response's end re-arms the keep-alive timer
 
     def _arm(self, kind: str, seconds: float) -> None:
-        self._disarm()
-        if seconds > 0:
-            self._guard = self.loop.call_later(seconds, self._cut, kind, seconds)
+        if seconds <= 0:
+            self._bound_kind = None
+            return
+        self._bound_kind = kind
+        self._bound_at = self.loop.time() + seconds
+        if self._guard is None or self._guard_at > self._bound_at:  # none, or too late
+            self._start_guard()
+
+    def _start_guard(self) -> None:
+        if self._guard is not None:
+            self._guard.cancel()
+        self._guard_at = self._bound_at
+        self._guard = self.loop.call_at(self._bound_at, self._expire)
 
     def _disarm(self) -> None:
-        guard = getattr(self, "_guard", None)
-        if guard is not None:
-            guard.cancel()
-            self._guard = None
+        self._bound_kind = None
+
+    def _expire(self) -> None:
+        self._guard = None
+        kind = self._bound_kind
+        if kind is None:
+            return
+        if self._bound_at > self.loop.time():  # moved by a later request: wait for the rest
+            self._start_guard()
+            return
+        self._bound_kind = None
+        self._cut(kind, {"idle": self.limits.idle_timeout, "header": self.limits.header_timeout,
+                         "body": self.limits.body_timeout}[kind])
 
     def _cut(self, kind: str, seconds: float) -> None:
-        self._guard = None
         if self.transport.is_closing():
             return
         what = {"idle": "nothing received", "header": "request headers not complete",

@@ -43,11 +43,16 @@ class CaseRestoringTransport:
 
     def __init__(self, transport: asyncio.Transport) -> None:
         self._transport = transport
+        self._write = transport.write
+        # What uvicorn calls on every request, bound once (not looked up through __getattr__).
+        self.is_closing = transport.is_closing
+        self.get_extra_info = transport.get_extra_info
+        self.close = transport.close
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        if isinstance(data, bytes) and data[:5] == b"HTTP/":
+        if _CANONICAL and isinstance(data, bytes) and data.startswith(b"HTTP/"):
             data = restore(data)
-        self._transport.write(data)
+        self._write(data)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)

@@ -177,3 +177,41 @@ def test_the_admin_port_holds_at_most_max_http_server_connections(
         for sock in held:
             sock.close()
         server.stop()
+
+
+def test_a_busy_keep_alive_connection_outlives_the_timeouts_and_is_cut_when_it_stalls(
+        bounded: tuple[ServerProcess, BookieProcess, Path]) -> None:
+    """Requests on one connection for longer than the idle and header timeouts together,
+    each one's headers sent in two parts with a pause well inside the header timeout: each
+    request moves the connection's bound, so none is cut; a request that then stalls in its
+    headers is still cut."""
+    server, _, _ = bounded
+    port = int(server.url.rsplit(":", 1)[1])
+    first, rest = b"GET /admin/v2/namespaces/conn HTTP/1.1\r\n", b"Host: x\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        answered = 0
+        until = time.monotonic() + IDLE + HEADER + 1
+        while time.monotonic() < until:
+            sock.sendall(first)
+            sock.settimeout(HEADER / 5)
+            with pytest.raises(TimeoutError):  # no answer and no close to half a request
+                sock.recv(1)
+            sock.settimeout(10)
+            sock.sendall(rest)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = sock.recv(65536)
+                assert chunk, f"closed after {answered} answers"
+                head += chunk
+            assert head.startswith(b"HTTP/1.1 200 "), head[:100]
+            length = int(head.split(b"content-length: ", 1)[1].split(b"\r\n", 1)[0])
+            body = head.split(b"\r\n\r\n", 1)[1]
+            while len(body) < length:
+                body += sock.recv(65536)
+            answered += 1
+        sock.sendall(first)  # and no more
+        sock.setblocking(False)
+        started = time.monotonic()
+        closed = closed_times([sock], started, started + HEADER + MARGIN)
+    assert answered > 1 and len(closed) == 1
+    assert max(closed.values()) <= HEADER + MARGIN
