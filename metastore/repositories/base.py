@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Generic, TypeVar
 
+from metastore.errors import ContentDeserializationError
 from metastore.store import UNCHANGED, Guard, MetadataStore, Unchanged, Versioned
 from metastore.versioned import NotCached
 
@@ -41,7 +42,7 @@ class Stored(Generic[M]):
         """The model, or `fallback` when the stored bytes do not read as one."""
         try:
             return self.value
-        except ValueError:  # ContentDeserializationError and pydantic's errors are ValueErrors
+        except (ContentDeserializationError, ValueError):  # ValueError: pydantic's errors
             return fallback
 
 
