@@ -34,10 +34,15 @@ def upstream_bookkeeper(upstream_classpath: str, tmp_path_factory: pytest.TempPa
 
 
 @pytest.fixture(scope="session")
-def upstream_documents(upstream_admin: UpstreamJvm) -> UpstreamJvm:
-    """Pulsar's document classes and its metadata cache's JSON serde (`pulsar-json`), in the
-    JVM that runs `pulsar-admin` (the program keeps no state between calls)."""
-    return upstream_admin
+def upstream_documents(upstream_classpath: str, tmp_path_factory: pytest.TempPathFactory
+                       ) -> Iterator[UpstreamJvm]:
+    """Pulsar's document classes and its metadata cache's JSON serde (`pulsar-json`), in a JVM
+    of their own: once `pulsar-admin` has run in a JVM, the shared `ObjectMapperFactory` mapper
+    writes `ClusterDataImpl`'s properties in another order (alphabetical), which is not what a
+    metadata store on its own writes."""
+    jvm = UpstreamJvm(upstream_classpath, tmp_path_factory.mktemp("pulsar-json") / "jvm.log")
+    yield jvm
+    jvm.stop()
 
 
 @pytest.fixture(scope="session")
