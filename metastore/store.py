@@ -255,8 +255,15 @@ class MetadataStore:
         """One atomic write over several keys: when every guard holds, write `puts`, delete
         each of `deletes` and each of `delete_trees` (the key and everything under it), and
         return the store revision after it; otherwise nothing is written and `BadVersion`
-        is raised."""
-        return await self._keys.commit(guards, puts or {}, delete_trees, deletes)
+        is raised. The attached caches hold the written keys, and the deleted keys and tree
+        roots as gone, at once."""
+        puts = puts or {}
+        revision = await self._keys.commit(guards, puts, delete_trees, deletes)
+        for path, value in puts.items():
+            self.write_through(path, value, revision)
+        for path in [*deletes, *delete_trees]:
+            self.write_through(path, None, revision)
+        return revision
 
     async def swap(
         self,

@@ -195,14 +195,9 @@ class Transaction:
         return self
 
     async def commit(self) -> int:
-        """Commit; the written documents (and the roots of deleted trees) are passed to the
-        store's watch-fed caches at once, so this process reads its own writes."""
-        revision = await self.store.commit(self.guards, puts=self.puts, delete_trees=self.trees)
-        for path, value in self.puts.items():
-            self.store.write_through(path, value, revision)
-        for path in self.trees:
-            self.store.write_through(path, None, revision)
-        return revision
+        """Commit; the store passes the written documents (and the roots of deleted trees) to
+        its watch-fed caches at once, so this process reads its own writes."""
+        return await self.store.commit(self.guards, puts=self.puts, delete_trees=self.trees)
 
 
 class ReadCounts:
