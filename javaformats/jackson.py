@@ -8,6 +8,9 @@ characters as `\\u00XX` (upper-case hex) except Jackson's short escapes; doubles
 `Double.toString`. With `omit_null` (Pulsar's mapper: `Include.NON_NULL`) null object fields are
 dropped; without it they print as `null`.
 
+`jackson_bytes_escapes` turns compact JSON from orjson or Python's json into the escapes of
+Jackson's UTF-8 generator (what Pulsar's metadata serdes store).
+
 `jackson_text`, `jackson_long` and `jackson_bool` are the coercions Jackson applies when it binds
 a JSON value into a `String`, `long` or `boolean` field.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,6 +42,34 @@ def jackson_string(text: str) -> str:
             out.append(ch)
     out.append('"')
     return "".join(out)
+
+
+# Where a compact JSON encoder's string escapes (orjson's, Python's json) differ from those of
+# Jackson's UTF-8 generator (`writeValueAsBytes`, what Pulsar's metadata serdes store): Jackson
+# writes a control character's `\u00XX` in upper case and a character beyond the BMP as its two
+# escaped UTF-16 surrogates (`\uD83D\uDE00`); both write other characters as raw UTF-8. An
+# escaped backslash is matched first so that a literal backslash followed by "u00.." is left
+# alone. (Jackson's String writer, `jackson_pretty`'s model, keeps characters beyond the BMP.)
+_JACKSON_SUSPECT = re.compile(rb"\\u00[01][a-f]|[\xf0-\xf4]")
+_JACKSON_ESCAPES = re.compile(rb"\\\\|\\u00[01][0-9a-f]|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
+def _jackson_escape(found: re.Match[bytes]) -> bytes:
+    text = found.group()
+    if text == b"\\\\":
+        return text
+    if text.startswith(b"\\u"):
+        return text.upper().replace(b"\\U", b"\\u")
+    point = ord(text.decode()) - 0x10000
+    return b"\\u%04X\\u%04X" % (0xD800 + (point >> 10), 0xDC00 + (point & 0x3FF))
+
+
+def jackson_bytes_escapes(written: bytes) -> bytes:
+    """Compact UTF-8 JSON from orjson or Python's json with its string escapes as Jackson's
+    UTF-8 generator writes them (unchanged, and no copy, when nothing differs)."""
+    if _JACKSON_SUSPECT.search(written) is None:
+        return written
+    return _JACKSON_ESCAPES.sub(_jackson_escape, written)
 
 
 def _scalar(value: Any) -> str:

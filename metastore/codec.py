@@ -11,29 +11,12 @@ floats, and NaN is written as null.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
 
+from javaformats.jackson import jackson_bytes_escapes
 from metastore.errors import ContentDeserializationError
-
-# Where orjson's string escapes differ from Jackson's: Jackson writes a control character's
-# `\u00XX` in upper case and a character beyond the BMP as its two escaped UTF-16 surrogates
-# (`\uD83D\uDE00`); both write other characters as raw UTF-8. An escaped backslash is matched
-# first so that a literal backslash followed by "u00.." is left alone.
-_JACKSON_SUSPECT = re.compile(rb"\\u00[01][a-f]|[\xf0-\xf4]")
-_JACKSON_ESCAPES = re.compile(rb"\\\\|\\u00[01][0-9a-f]|[\xf0-\xf4][\x80-\xbf]{3}")
-
-
-def _jackson_escape(found: re.Match[bytes]) -> bytes:
-    text = found.group()
-    if text == b"\\\\":
-        return text
-    if text.startswith(b"\\u"):
-        return text.upper().replace(b"\\U", b"\\u")
-    point = ord(text.decode()) - 0x10000
-    return b"\\u%04X\\u%04X" % (0xD800 + (point >> 10), 0xDC00 + (point & 0x3FF))
 
 
 def dump_json(document: Any) -> bytes:
@@ -42,9 +25,7 @@ def dump_json(document: Any) -> bytes:
         written = orjson.dumps(document)
     except TypeError:  # orjson.JSONEncodeError: huge int, non-str key, ...
         written = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
-    if _JACKSON_SUSPECT.search(written) is None:
-        return written
-    return _JACKSON_ESCAPES.sub(_jackson_escape, written)
+    return jackson_bytes_escapes(written)
 
 
 def load_json(raw: bytes | str) -> Any:
