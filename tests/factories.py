@@ -21,6 +21,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from hypothesis import strategies as st
 
 from metastore import paths
 from metastore.ledger_metadata import LedgerMetadata, LedgerState, encode_ledger_metadata
@@ -65,6 +66,48 @@ def uniform_cluster(n: int, per_rack: int = 20, prefix: str = "/rack") -> Topolo
 
 def config(**kw: object) -> PlacementConfig:
     return PlacementConfig(**kw)  # type: ignore[arg-type]
+
+
+PLACEMENT_GROUPS = ("g0", "g1", "g2")
+PLACEMENT_RACKS = {
+    PlacementMode.RACK: ("/r0", "/r1", "/r2", "/r3", "", "/bad/depth"),
+    PlacementMode.REGION: ("/e0/r0", "/e0/r1", "/e1/r0", "/e2/r5", "", "/flat"),
+}
+
+
+@dataclass(frozen=True)
+class DrawnCluster:
+    """A cluster drawn for a property test: what `Topology.build` takes (built in the test,
+    never in a strategy: building may use `random`, which a strategy must not)."""
+
+    mode: PlacementMode
+    bookies: list[str]
+    rack_map: dict[str, dict[str, dict[str, str]]]
+    writable: list[str]
+    read_only: list[str]
+
+    def topology(self) -> Topology:
+        return Topology.build(self.rack_map, self.writable, self.read_only, mode=self.mode)
+
+
+@st.composite
+def drawn_clusters(draw: st.DrawFn, max_bookies: int) -> DrawnCluster:
+    """Rack- or region-aware clusters of 1 to `max_bookies` bookies, each in one of
+    `PLACEMENT_GROUPS` or none, on a rack of its mode (malformed ones included), writable,
+    read-only or not registered."""
+    mode = draw(st.sampled_from((PlacementMode.RACK, PlacementMode.REGION)))
+    bookies = [f"b{i}:3181" for i in range(draw(st.integers(1, max_bookies)))]
+    rack_map: dict[str, dict[str, dict[str, str]]] = {}
+    writable: list[str] = []
+    read_only: list[str] = []
+    for b in bookies:
+        group = draw(st.sampled_from((*PLACEMENT_GROUPS, None)))
+        if group is not None:
+            rack_map.setdefault(group, {})[b] = {
+                "rack": draw(st.sampled_from(PLACEMENT_RACKS[mode]))}
+        state = draw(st.sampled_from(("w", "w", "ro", "gone")))
+        (writable if state == "w" else read_only if state == "ro" else []).append(b)
+    return DrawnCluster(mode, bookies, rack_map, writable, read_only)
 
 
 def rngs(count: int, base: int = 0) -> Iterable[random.Random]:

@@ -10,33 +10,20 @@ from hypothesis import strategies as st
 from placement import AffinityGroups, PlacementConfig, PlacementMode, Topology
 from placement.batch import BatchTopology, PolicyTable, check_batch
 from placement.violations import Violation, check_fragment
+from tests.factories import PLACEMENT_GROUPS, DrawnCluster, drawn_clusters
 
-GROUPS = ("g0", "g1", "g2")
-RACKS = {
-    PlacementMode.RACK: ("/r0", "/r1", "/r2", "/r3", "", "/bad/depth"),
-    PlacementMode.REGION: ("/e0/r0", "/e0/r1", "/e1/r0", "/e2/r5", "", "/flat"),
-}
-
-group_lists = st.lists(st.sampled_from((*GROUPS, "*")), max_size=2, unique=True).map(tuple)
+group_lists = st.lists(st.sampled_from((*PLACEMENT_GROUPS, "*")), max_size=2,
+                       unique=True).map(tuple)
 affinities = st.one_of(st.none(), st.builds(AffinityGroups, group_lists, group_lists,
                                             st.booleans()))
 
 
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[object, ...]:
-    mode = draw(st.sampled_from((PlacementMode.RACK, PlacementMode.REGION)))
-    n = draw(st.integers(1, 12))
-    bookies = [f"b{i}:3181" for i in range(n)]
-    rack_map: dict[str, dict[str, dict[str, str]]] = {}
-    writable, read_only = [], []
-    for b in bookies:
-        group = draw(st.sampled_from((*GROUPS, None)))
-        if group is not None:
-            rack_map.setdefault(group, {})[b] = {"rack": draw(st.sampled_from(RACKS[mode]))}
-        state = draw(st.sampled_from(("w", "w", "ro", "gone")))
-        (writable if state == "w" else read_only if state == "ro" else []).append(b)
+    cluster = draw(drawn_clusters(max_bookies=12))
+    n = len(cluster.bookies)
     config = PlacementConfig(
-        regionaware_policy_enabled=mode is PlacementMode.REGION,
+        regionaware_policy_enabled=cluster.mode is PlacementMode.REGION,
         min_num_racks_per_write_quorum=draw(st.integers(0, 4)),
         enforce_min_num_racks_per_write_quorum=draw(st.booleans()),
         isolation_groups=draw(group_lists),
@@ -45,22 +32,22 @@ def cases(draw: st.DrawFn) -> tuple[object, ...]:
         regions_to_write=draw(st.sampled_from(((), ("e0", "e1"), ("e0", "e1", "e2")))),
         minimum_regions_for_durability=2,
     )
-    topology = Topology.build(rack_map, writable, read_only, mode=mode)
     policies = draw(st.lists(affinities, min_size=1, max_size=4))
     rows = draw(st.lists(st.tuples(
         st.lists(st.integers(0, n - 1), min_size=0, max_size=6),
         st.integers(0, 6), st.integers(0, 6), st.integers(0, len(policies) - 1)),
         min_size=1, max_size=30))
-    return topology, bookies, config, policies, rows
+    return cluster, config, policies, rows
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_batch_agrees_with_scalar(case: tuple[object, ...]) -> None:
-    topology, bookies, config, policies, rows = case
-    assert isinstance(topology, Topology) and isinstance(config, PlacementConfig)
-    assert isinstance(bookies, list) and isinstance(policies, list) and isinstance(rows, list)
-    table = BatchTopology.from_topology(topology, bookies, GROUPS)
+    cluster, config, policies, rows = case
+    assert isinstance(cluster, DrawnCluster) and isinstance(config, PlacementConfig)
+    assert isinstance(policies, list) and isinstance(rows, list)
+    topology, bookies = cluster.topology(), cluster.bookies
+    table = BatchTopology.from_topology(topology, bookies, PLACEMENT_GROUPS)
     ptable = PolicyTable.build(policies, config, table.groups)
     emax = max(1, *(len(r[0]) for r in rows))
     ens = np.full((len(rows), emax), -1, np.int32)

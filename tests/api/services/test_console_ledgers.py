@@ -10,35 +10,22 @@ from hypothesis import strategies as st
 
 from api.services.console_ledgers import LedgerRecord, NamespacePolicy, judge, judge_many
 from metastore.ledger_metadata import LedgerMetadata, LedgerState
-from placement import AffinityGroups, EnsembleRequest, PlacementConfig, PlacementMode, Topology
+from placement import AffinityGroups, EnsembleRequest, PlacementConfig, PlacementMode
 from storage.ledger.metadata import managed_ledger_custom_metadata
+from tests.factories import PLACEMENT_GROUPS, DrawnCluster, drawn_clusters
 
-GROUPS = ("g0", "g1", "g2")
-RACKS = {
-    PlacementMode.RACK: ("/r0", "/r1", "/r2", "/r3", "", "/bad/depth"),
-    PlacementMode.REGION: ("/e0/r0", "/e0/r1", "/e1/r0", "/e2/r5", "", "/flat"),
-}
 NAMESPACES = ("t/a", "t/b", "t/c")
-group_lists = st.lists(st.sampled_from(GROUPS), max_size=2, unique=True).map(tuple)
+group_lists = st.lists(st.sampled_from(PLACEMENT_GROUPS), max_size=2, unique=True).map(tuple)
 affinities = st.one_of(st.none(), st.builds(AffinityGroups, group_lists, group_lists,
                                             st.booleans()))
 
 
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[object, ...]:
-    mode = draw(st.sampled_from((PlacementMode.RACK, PlacementMode.REGION)))
-    known = [f"b{i}:3181" for i in range(draw(st.integers(1, 10)))]
-    pool = [*known, "unknown-1:3181", "unknown-2:3181"]
-    rack_map: dict[str, dict[str, dict[str, str]]] = {}
-    writable, read_only = [], []
-    for b in known:
-        group = draw(st.sampled_from((*GROUPS, None)))
-        if group is not None:
-            rack_map.setdefault(group, {})[b] = {"rack": draw(st.sampled_from(RACKS[mode]))}
-        state = draw(st.sampled_from(("w", "w", "ro", "gone")))
-        (writable if state == "w" else read_only if state == "ro" else []).append(b)
+    cluster = draw(drawn_clusters(max_bookies=10))
+    pool = [*cluster.bookies, "unknown-1:3181", "unknown-2:3181"]
     config = PlacementConfig(
-        regionaware_policy_enabled=mode is PlacementMode.REGION,
+        regionaware_policy_enabled=cluster.mode is PlacementMode.REGION,
         min_num_racks_per_write_quorum=draw(st.integers(0, 3)),
         enforce_min_num_racks_per_write_quorum=draw(st.booleans()),
         strict_bookie_affinity_enabled=draw(st.booleans()),
@@ -56,15 +43,15 @@ def cases(draw: st.DrawFn) -> tuple[object, ...]:
                                           unique=True), min_size=1, max_size=3))
         topic = draw(st.sampled_from((*(f"{n}/persistent/x" for n in NAMESPACES), "")))
         ledgers.append((ledger_id, size, qw, qa, segments, topic))
-    # built in the test, not here: what they call may use `random`, which a strategy must not
-    return (rack_map, writable, read_only, mode), config, namespaces, ledgers
+    return cluster, config, namespaces, ledgers
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_many_at_once_agree_with_one_by_one(case: tuple[object, ...]) -> None:
-    (rack_map, writable, read_only, mode), config, namespaces, ledgers = case
-    topology = Topology.build(rack_map, writable, read_only, mode=mode)
+    cluster, config, namespaces, ledgers = case
+    assert isinstance(cluster, DrawnCluster)
+    topology = cluster.topology()
     records = {}
     for ledger_id, size, qw, qa, segments, topic in ledgers:
         metadata = LedgerMetadata(
