@@ -259,19 +259,21 @@ class ConsoleService:
 
     async def overview(self, role: str | None) -> dict[str, Any]:
         scope = await self.scope(role)
-        if await self.ledgers.wait_loaded(LEDGER_WAIT):
+        # `ready` is decided once: the read may finish while the inputs below are gathered,
+        # and inputs gathered without the ledgers must not be answered as the finished read.
+        ready = await self.ledgers.wait_loaded(LEDGER_WAIT)
+        status = self.ledgers.progress()  # no await since `ready`: the same state
+        if ready:
             inputs = await self.read()
         else:
             inputs = Inputs(await self.snapshot.current(), await self._namespace_policies(), {},
                             await self.store.revision())
-        ready = self.ledgers.loaded
         topology = inputs.view.topology
         namespaces = {n: p for n, p in inputs.namespaces.items() if scope.sees(n)}
         violations: list[Verdict] | None = None
         counts: Mapping[str, int] | None = None
         topics: Mapping[str, int] | None = None
         ledger_counts: Mapping[str, int] | None = None
-        status = self.ledgers.progress()
         if ready:
             status = {"state": "ready", "read": len(inputs.ledgers), "total": len(inputs.ledgers)}
             verdicts = await self.ledgers.verdicts(topology, inputs.namespaces, self.config,
