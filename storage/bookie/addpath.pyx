@@ -1273,6 +1273,15 @@ cdef class GroupWriter:
         return self.s.fd
 
     @property
+    def zeroed(self) -> int:
+        """The offset in the current file up to which zeros are written and synced ahead of
+        the writer (0 until the filler has written its first chunk of a file)."""
+        pthread_mutex_lock(&self.s.lock)
+        at = self.s.zeroed
+        pthread_mutex_unlock(&self.s.lock)
+        return at
+
+    @property
     def groups_past_zeroed(self) -> int:
         """Groups written beyond the zeros the filler had synced (over preallocated space,
         whose conversion their fdatasync had to commit): the filler was behind."""
