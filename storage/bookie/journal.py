@@ -28,7 +28,9 @@ commit the conversion of the blocks written, which measured about twice the time
 group written over zeros is padded with zeros to a 4 KiB page boundary, so no partly written
 page is read back from the disk; the next group overwrites the padding. When the filler is
 behind (a file's first chunk, or a slow disk) a group goes over fallocate'd space as before
-(`GroupWriter.groups_past_zeroed` counts those).
+(`GroupWriter.groups_past_zeroed` counts those). Old files are not reused for new ones
+(upstream's `journalReuseFiles`): a record does not name its file, so an old file's records
+past the new tail would replay as new.
 Records carry length + CRC32C (`format.encode_record`): replay stops at the first record that
 does not check, which is how a torn tail is ignored; zeros (length 0) end it the same way.
 """
