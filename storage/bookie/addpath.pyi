@@ -39,6 +39,8 @@ def frame_records(
 class GroupWriter:
     event_fd: int
     fd: int
+    groups_past_zeroed: int
+    zeroed: int
     def __init__(
         self, fd: int, file_id: int, allocated: int, directory: bytes, max_wait_ms: float,
         threshold: int, flush_when_empty: bool, max_size: int, prealloc: int,

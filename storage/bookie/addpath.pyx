@@ -815,6 +815,7 @@ cdef extern from "<pthread.h>" nogil:
     int pthread_cond_wait(pthread_cond_t *, pthread_mutex_t *)
     int pthread_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const timespec *)
     int pthread_cond_signal(pthread_cond_t *)
+    int pthread_cond_broadcast(pthread_cond_t *)
     int pthread_cond_destroy(pthread_cond_t *)
 
 cdef extern from "<sys/eventfd.h>" nogil:
@@ -836,6 +837,7 @@ cdef extern from "<fcntl.h>" nogil:
     int O_EXCL
     int O_RDONLY
     int O_CLOEXEC
+    int O_DIRECT
 
 cdef extern from "<unistd.h>" nogil:
     int fdatasync(int)
@@ -843,12 +845,17 @@ cdef extern from "<unistd.h>" nogil:
     int c_close "close"(int)
     ssize_t c_read "read"(int, void *, size_t)
     ssize_t c_write "write"(int, const void *, size_t)
+    ssize_t c_pwrite "pwrite"(int, const void *, size_t, long)
 
 cdef extern from "<stdio.h>" nogil:
     int snprintf(char *, size_t, const char *, ...)
 
 DEF PATH_MAX_LEN = 4096
 DEF IOV_PIECE = 1024          # iovecs per pwritev (IOV_MAX on Linux)
+DEF PAGE = 4096               # groups are padded with zeros to this boundary in zeroed space
+DEF ZERO_CHUNK = 1048576      # bytes of zeros the filler writes (and syncs) at a time
+
+cdef char _zero_page[PAGE]    # static storage: all zeros
 
 
 cdef struct Batch:
@@ -892,6 +899,19 @@ cdef struct WriterState:
     int flush_when_empty
     int64_t max_size
     int64_t prealloc
+    # The zero filler (`_filler_run`): the current file holds zeros, written and synced,
+    # from `claim` (the end of the last group written, rounded up to PAGE) to `zeroed`; it
+    # writes more while `zeroed` is less than one preallocation step past `claim`. `filling`
+    # while a chunk at `fill_at` of file `fill_file` is being written (the writer waits for
+    # it before writing a group over it). Both threads hold `lock` to read or change these.
+    pthread_cond_t fill_wake
+    pthread_cond_t filled
+    int64_t zeroed
+    int64_t claim
+    int filling
+    int64_t fill_at
+    int64_t fill_file
+    uint64_t groups_past_zeroed
     char directory[PATH_MAX_LEN]
 
 
@@ -931,30 +951,40 @@ cdef int _pwrite_all(int fd, iovec *iov, int n, int64_t *at) noexcept nogil:
     return 0
 
 
-cdef int _write_group(WriterState *s, Batch *group, size_t size) noexcept nogil:
-    """The group's records at the journal's offset (the file extended by the preallocation
-    step first when they would pass its end), IOV_PIECE parts per pwritev; 0 or errno."""
+cdef int _write_group(WriterState *s, Batch *group, size_t size, size_t pad,
+                      int64_t allocated) noexcept nogil:
+    """The group's records at the journal's offset, then `pad` zeros (to a page boundary, so
+    the page cache never reads a partly written page back from the disk), IOV_PIECE parts
+    per pwritev; the file is extended by the preallocation step first when the records would
+    pass `allocated` (its end, as the zero filler left it). 0 or errno."""
     cdef int64_t end = s.offset + <int64_t>size, step, at = s.offset
     cdef Batch *b = group
     cdef iovec iov[IOV_PIECE]
     cdef int n = 0, rc
     cdef Py_ssize_t i
-    if end > s.allocated:
+    if end > allocated:
         step = s.prealloc if s.prealloc > <int64_t>size else <int64_t>size
-        rc = posix_fallocate(s.fd, s.allocated, step)
+        rc = posix_fallocate(s.fd, allocated, step)
         if rc:
             return rc
-        s.allocated += step
+        pthread_mutex_lock(&s.lock)
+        if s.allocated < allocated + step:
+            s.allocated = allocated + step
+        pthread_mutex_unlock(&s.lock)
     while b != NULL:
         for i in range(b.count):
             iov[n] = b.iov[i]
             n += 1
-            if n == IOV_PIECE:
+            if n == IOV_PIECE - 1:
                 rc = _pwrite_all(s.fd, iov, n, &at)
                 if rc:
                     return rc
                 n = 0
         b = b.next
+    if pad:
+        iov[n].iov_base = _zero_page
+        iov[n].iov_len = pad
+        n += 1
     return _pwrite_all(s.fd, iov, n, &at) if n else 0
 
 
@@ -975,7 +1005,85 @@ cdef void _roll(WriterState *s) noexcept nogil:
         fsync(dir_fd)
         c_close(dir_fd)
     c_close(s.fd)
+    pthread_mutex_lock(&s.lock)
     s.fd, s.file_id, s.offset, s.allocated = fd, s.file_id + 1, 0, s.prealloc
+    s.zeroed = s.claim = 0
+    pthread_cond_signal(&s.fill_wake)
+    pthread_mutex_unlock(&s.lock)
+
+
+cdef int _open_for_zeros(WriterState *s, int64_t file_id) noexcept nogil:
+    """The journal file `file_id` opened for the filler's writes: O_DIRECT where the file
+    system takes it (the zeros then never sit dirty in the page cache, where the writer's
+    fdatasync of the same file would wait for them); -1 if it cannot be opened."""
+    cdef char path[PATH_MAX_LEN + 32]
+    cdef int fd
+    snprintf(path, sizeof(path), b"%s/%llx.txn", s.directory, <unsigned long long>file_id)
+    fd = c_open(path, O_RDWR | O_CLOEXEC | O_DIRECT)
+    if fd < 0:
+        fd = c_open(path, O_RDWR | O_CLOEXEC)
+    return fd
+
+
+cdef void *_filler_run(void *arg) noexcept nogil:
+    """Zeros written and synced ahead of the journal's writer, never on its path: a group
+    written over space that already holds synced zeros needs only its data flushed by its
+    fdatasync, where one over preallocated (unwritten) space also waits for the file
+    system's own journal to record the conversion of those blocks."""
+    cdef WriterState *s = <WriterState *>arg
+    cdef int64_t target, start, length, file_id = -1, step
+    cdef int fd = -1, rc
+    cdef void *zeros = mmap(NULL, ZERO_CHUNK, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+    if zeros == MAP_FAILED:
+        return NULL
+    step = s.prealloc if s.prealloc >= PAGE else ZERO_CHUNK
+    pthread_mutex_lock(&s.lock)
+    while not s.closing:
+        target = (s.claim + step + step - 1) // step * step
+        if s.zeroed < s.claim:
+            s.zeroed = s.claim
+        if s.zeroed >= target:
+            pthread_cond_wait(&s.fill_wake, &s.lock)
+            continue
+        start = s.zeroed
+        length = target - start if target - start < ZERO_CHUNK else ZERO_CHUNK
+        s.filling, s.fill_at, s.fill_file = 1, start, s.file_id
+        pthread_mutex_unlock(&s.lock)
+
+        rc = 0
+        if file_id != s.fill_file:
+            if fd >= 0:
+                c_close(fd)
+            file_id = s.fill_file
+            fd = _open_for_zeros(s, file_id)
+        if fd < 0:
+            rc = -1
+        else:
+            while c_pwrite(fd, zeros, length, start) != length:
+                if errno == EINTR:
+                    continue
+                rc = -1
+                break
+            if not rc and fdatasync(fd):
+                rc = -1
+
+        pthread_mutex_lock(&s.lock)
+        s.filling = 0
+        pthread_cond_broadcast(&s.filled)
+        if rc:  # no zeros ahead in this file: the writer goes on over preallocated space
+            if s.file_id == file_id and not s.closing:
+                pthread_cond_wait(&s.fill_wake, &s.lock)
+            continue
+        if s.file_id == file_id and s.zeroed == start:
+            s.zeroed = start + length
+            if s.allocated < s.zeroed:
+                s.allocated = s.zeroed
+    pthread_mutex_unlock(&s.lock)
+    if fd >= 0:
+        c_close(fd)
+    munmap(zeros, ZERO_CHUNK)
+    return NULL
 
 
 cdef void *_writer_run(void *arg) noexcept nogil:
@@ -989,6 +1097,8 @@ cdef void *_writer_run(void *arg) noexcept nogil:
     cdef Synced *done
     cdef int error
     cdef uint64_t one = 1
+    cdef int64_t end, padded, allocated
+    cdef size_t pad
     pthread_mutex_lock(&s.lock)
     while True:
         while s.head == NULL and not s.closing:
@@ -1019,10 +1129,23 @@ cdef void *_writer_run(void *arg) noexcept nogil:
             s.oldest_ns = _now_ns()
         s.queued_bytes -= size
         s.queued_records -= records
+        end = s.offset + <int64_t>size
+        padded = (end + PAGE - 1) // PAGE * PAGE
+        while s.filling and s.fill_file == s.file_id and s.fill_at < padded:
+            pthread_cond_wait(&s.filled, &s.lock)
+        if padded <= s.zeroed:
+            pad = <size_t>(padded - end)
+        else:
+            pad = 0
+            s.groups_past_zeroed += 1
+        if s.claim < padded:
+            s.claim = padded
+            pthread_cond_signal(&s.fill_wake)
+        allocated = s.allocated
         pthread_mutex_unlock(&s.lock)
 
         done = <Synced *>malloc(sizeof(Synced))
-        error = _write_group(s, group, size)
+        error = _write_group(s, group, size, pad, allocated)
         started = _now_ns()
         if not error and fdatasync(s.fd):
             error = errno
@@ -1068,7 +1191,8 @@ cdef class GroupWriter:
 
     cdef WriterState *s
     cdef pthread_t thread
-    cdef bint started, joined
+    cdef pthread_t filler
+    cdef bint started, joined, filler_started
     cdef uint64_t next_token
 
     def __cinit__(self, int fd, int64_t file_id, int64_t allocated, bytes directory not None,
@@ -1094,9 +1218,13 @@ cdef class GroupWriter:
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
         pthread_cond_init(&self.s.wake, &attr)
         pthread_condattr_destroy(&attr)
+        pthread_cond_init(&self.s.fill_wake, NULL)
+        pthread_cond_init(&self.s.filled, NULL)
         if pthread_create(&self.thread, NULL, _writer_run, self.s):
             raise OSError(EIO, "cannot start the journal writer thread")
         self.started = True
+        if fd >= 0 and pthread_create(&self.filler, NULL, _filler_run, self.s) == 0:
+            self.filler_started = True
         self.next_token = 1
 
     def __dealloc__(self):
@@ -1119,6 +1247,8 @@ cdef class GroupWriter:
             c_close(self.s.event_fd)
         pthread_mutex_destroy(&self.s.lock)
         pthread_cond_destroy(&self.s.wake)
+        pthread_cond_destroy(&self.s.fill_wake)
+        pthread_cond_destroy(&self.s.filled)
         free(self.s)
         self.s = NULL
 
@@ -1126,9 +1256,12 @@ cdef class GroupWriter:
         pthread_mutex_lock(&self.s.lock)
         self.s.closing = 1
         pthread_cond_signal(&self.s.wake)
+        pthread_cond_signal(&self.s.fill_wake)
         pthread_mutex_unlock(&self.s.lock)
         with nogil:
             pthread_join(self.thread, NULL)
+            if self.filler_started:
+                pthread_join(self.filler, NULL)
         self.joined = True
 
     @property
@@ -1138,6 +1271,24 @@ cdef class GroupWriter:
     @property
     def fd(self) -> int:
         return self.s.fd
+
+    @property
+    def zeroed(self) -> int:
+        """The offset in the current file up to which zeros are written and synced ahead of
+        the writer (0 until the filler has written its first chunk of a file)."""
+        pthread_mutex_lock(&self.s.lock)
+        at = self.s.zeroed
+        pthread_mutex_unlock(&self.s.lock)
+        return at
+
+    @property
+    def groups_past_zeroed(self) -> int:
+        """Groups written beyond the zeros the filler had synced (over preallocated space,
+        whose conversion their fdatasync had to commit): the filler was behind."""
+        pthread_mutex_lock(&self.s.lock)
+        count = self.s.groups_past_zeroed
+        pthread_mutex_unlock(&self.s.lock)
+        return count
 
     def submit(self, list parts not None, Py_ssize_t records) -> int:
         """Queue `parts` (bytes, kept alive by the caller until `synced` reports the batch's

@@ -20,8 +20,19 @@ ForceWriteThread). A group closes (BookKeeper's settings, `Journal.java`):
 - and always once `journalBufferedWritesThreshold` bytes are gathered.
 Files `<hex id>.txn` are preallocated in `journalPreAllocSizeMB` steps and rolled after
 `journalMaxSizeMB`; a new file starts on every open, so nothing is written after a torn tail.
+Preallocation is by written zeros, as BookKeeper's JournalChannel preallocates by writing: a
+second compiled thread (the writer's filler) writes zeros and syncs them one step ahead of the
+records, never on the add path, so a group's fdatasync flushes its data only. Over
+`posix_fallocate`d (unwritten) space the same fdatasync also waits for the file system to
+commit the conversion of the blocks written, which measured about twice the time per group. A
+group written over zeros is padded with zeros to a 4 KiB page boundary, so no partly written
+page is read back from the disk; the next group overwrites the padding. When the filler is
+behind (a file's first chunk, or a slow disk) a group goes over fallocate'd space as before
+(`GroupWriter.groups_past_zeroed` counts those). Old files are not reused for new ones
+(upstream's `journalReuseFiles`): a record does not name its file, so an old file's records
+past the new tail would replay as new.
 Records carry length + CRC32C (`format.encode_record`): replay stops at the first record that
-does not check, which is how a torn tail is ignored.
+does not check, which is how a torn tail is ignored; zeros (length 0) end it the same way.
 """
 
 from __future__ import annotations

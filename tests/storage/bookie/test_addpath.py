@@ -35,7 +35,7 @@ from storage.bookie.entrylog import Location
 from storage.bookie.errors import MalformedFrame
 from storage.bookie.format import decode_record, encode_record, package_entry
 from storage.bookie.index import Index
-from storage.bookie.journal import journal_path
+from storage.bookie.journal import LogMark, journal_path, replay
 from storage.bookie.protocol import (
     MAX_FRAME_SIZE,
     AddRequest,
@@ -50,7 +50,7 @@ from storage.bookie.protocol import (
 from tests.storage.bookie.conftest import BookieFactory
 from tests.storage.bookie.support import MASTER_KEY, entry
 from tests.storage.bookie.test_batch_path import receive
-from tests.support import REPO
+from tests.support import REPO, wait_until
 
 OTHER_KEY = b"\xee" * 20
 NO_WAIT = 1 << 62
@@ -507,6 +507,38 @@ def test_group_writer_reports_a_failed_write_and_takes_more(tmp_path: Path) -> N
         os.close(writer.fd)
     with pytest.raises(RuntimeError, match="closed"):
         writer.submit([b"late"], 1)
+
+
+def test_group_writer_writes_over_zeros_synced_ahead_and_replay_ends_at_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The filler writes and syncs zeros a preallocation step ahead of the writer; groups
+    written over them are padded with zeros to a page boundary and the next group continues
+    at the records' end; a journal whose tail is that zero-filled space replays exactly the
+    records written (a zero length ends it) and reports no torn tail."""
+    step = 1 << 16
+    fd = os.open(journal_path(tmp_path, 1), os.O_RDWR | os.O_CREAT, 0o644)
+    os.posix_fallocate(fd, 0, step)
+    writer = _writer(tmp_path, fd)
+    bodies = [os.urandom(100 + i) for i in range(40)]
+    try:
+        wait_until(lambda: writer.zeroed >= step)
+        for first in range(0, len(bodies), 8):  # five groups, one after another
+            token = writer.submit([encode_record(b) for b in bodies[first:first + 8]], 8)
+            mark = _reports(writer, token)[-1][5:]
+        records = b"".join(encode_record(b) for b in bodies)
+        assert mark == (1, len(records))
+        assert writer.groups_past_zeroed == 0
+        wait_until(lambda: writer.zeroed >= len(records) + step)  # the next step, ahead
+        data = journal_path(tmp_path, 1).read_bytes()
+        assert data[:len(records)] == records
+        assert len(data) >= len(records) + step and not any(data[len(records):])
+    finally:
+        writer.close()
+        os.close(writer.fd)
+    with caplog.at_level("WARNING", logger="storage.bookie.journal"):
+        assert list(replay(tmp_path, LogMark(1, 0))) == bodies
+    assert "tail ignored" not in caplog.text
 
 
 # Each call in a child interpreter: a read or write out of bounds shows as its crash (or
