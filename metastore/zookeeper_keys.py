@@ -13,6 +13,10 @@ A range read walks the znodes under the path (ZooKeeper has no key ranges); pare
 that exist only to hold children (empty, as ZooKeeper makes them) are not entries. The
 change stream is the backend's persistent recursive watch, opened before a range read so
 that the watch which follows it misses nothing.
+
+The change records of a group-commit batch go in one znode (`ChangeLog.batch`), created in
+the batch's multi: ZooKeeper's cost grows with the znodes a multi creates, and one per
+update bounded the rate of concurrent writes. A single write's record is a znode of its own.
 """
 
 from __future__ import annotations
@@ -330,11 +334,15 @@ class ZooKeeperKeys:
             return await self.backend.multi(ops)
         changes: list[KeyChange] = []
         guards: list[Op] = []
+        deleted = [op.path for op in written if isinstance(op, Delete)]
         for op in written:
             before = await self.backend.get(op.path)
             guards.append(Check(op.path, CREATE if before is None else before.version))
             after = op.value if isinstance(op, Put) else None
-            changes.append(KeyChange(op.path, None if before is None else before.value, after))
+            value = None if before is None else before.value
+            if not value and after is None and any(p.startswith(f"{op.path}/") for p in deleted):
+                value = None  # a parent that only held the deleted children: not an entry
+            changes.append(KeyChange(op.path, value, after))
         key, record = self.change_log.record(context, changes)
         checked = {op.path for op in ops if isinstance(op, Check)}
         guards = [guard for guard in guards if guard.path not in checked]
@@ -350,25 +358,33 @@ class ZooKeeperKeys:
             found = await self.backend.get(key)
             if found is None or found.revision <= since:
                 continue
-            record = self.change_log.decode(key, found.value, found.revision)
-            if not prefix or record.touches(prefix):
-                records.append(record)
+            for record in self.change_log.decode(key, found.value, found.revision):
+                if not prefix or record.touches(prefix):
+                    records.append(record)
         records.sort(key=lambda r: (r.revision, r.sequence))
         return whole_transactions(records, limit)
 
     async def prune_changes(self, max_records: int, max_age_seconds: float) -> int:
+        """As `MetadataStore.prune_changes`, counting the records each znode holds
+        (`ChangeLog.records_in`): a batch's znode goes whole, so when the limit falls within
+        one, its records are all kept (at most one batch over the limit)."""
         names = sorted(await self.backend.children(paths.CHANGE_HISTORY))
         doomed: list[str] = []
         if max_age_seconds > 0:
             cutoff = self.change_log.age_cutoff_key(max_age_seconds).rsplit("/", 1)[-1]
             doomed = [name for name in names if name < cutoff]
         kept = names[len(doomed):]
-        if max_records > 0 and len(kept) > max_records:
-            doomed += kept[: len(kept) - max_records]
+        held = [self.change_log.records_in(name) for name in kept]
+        if max_records > 0:  # a batch's znode is kept whole when the limit falls within it
+            excess, oldest = sum(held) - max_records, 0
+            while oldest < len(held) and held[oldest] <= excess:
+                excess -= held[oldest]
+                oldest += 1
+            doomed += kept[:oldest]
         for name in doomed:
             with contextlib.suppress(NotFound):
                 await self.backend.delete(f"{paths.CHANGE_HISTORY}/{name}")
-        return len(doomed)
+        return sum(self.change_log.records_in(name) for name in doomed)
 
     async def commit(
         self,
@@ -422,9 +438,11 @@ class ZooKeeperKeys:
         else:
             ops = await self._guard_ops(guard)
             ops.append(Delete(path) if value is None else Put(path, value))
-        ops.extend(Put(key, record, CREATE) for key, record in records)
+        # A batch's records go in one znode: ZooKeeper's cost is per znode created.
+        stored = [self.change_log.batch(records)] if len(records) > 1 else records
+        ops.extend(Put(key, record, CREATE) for key, record in stored)
         results = await self.backend.multi(ops)
-        written = results[len(ops) - len(records) - 1]
+        written = results[len(ops) - len(stored) - 1]
         if written is None:
             self._versions.pop(path, None)
             return self.backend.last_revision()

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from metastore import paths
 from metastore.backend import Change, ChangeKind, ChangeStream
 from metastore.cache import WatchedRange
+from metastore.change_history import ChangeContext, ChangeLog, recording
 from metastore.errors import Unavailable
 from metastore.ledger_ids import LedgerIdGenerator
 from metastore.store import MetadataStore, open_metadata_store
@@ -93,6 +95,23 @@ async def test_concurrent_updates_from_two_processes_lose_nothing(
     await asyncio.gather(*writes)
     stored = await first.get_json("/bookies")
     assert sorted(stored) == sorted(f"b{i}:3181" for i in range(40))
+
+
+async def test_a_group_commit_batch_keeps_its_change_records_in_one_znode(
+    open_store: StoreFactory, kazoo: KazooClient
+) -> None:
+    store = await open_store()
+
+    async def add(item: int) -> None:
+        with recording(ChangeContext(None, None, "POST", f"/item/{item}")):
+            await store.update_json("/bookies", lambda doc: [*(doc or []), item])
+
+    await asyncio.gather(*(add(i) for i in range(20)))
+    records = await store.read_changes()
+    assert sorted(r.body["path"] for r in records) == sorted(f"/item/{i}" for i in range(20))
+    znodes = kazoo.get_children(CHROOT + paths.CHANGE_HISTORY)
+    assert len(znodes) == len({r.revision for r in records}) < 20  # one znode a batch
+    assert sum(ChangeLog.records_in(name) for name in znodes) == 20
 
 
 async def test_cache_serves_another_clients_writes(
