@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from metastore import paths
 from metastore.backend import CREATE, ChangeKind, ChangeStream, Check, Delete, Op, Put, Stat
@@ -82,6 +83,27 @@ def _covering(path: str, prefix: bool) -> Callable[[str], bool]:
     return lambda key: key == path
 
 
+@dataclass(eq=False)
+class _Sent:
+    """This process's last group-commit write of a key (`ZooKeeperKeys.swap`): the value
+    it writes, the znode version its `setData` expects (None: not a `setData` at a known
+    version) and the change record znode it creates; `done`: what it wrote (None: it
+    failed). Once it committed, and only then, the key's version is `version + 1` and its
+    record exists (a record's key is made once, by this process); so a write guarded by
+    both, sent behind it in the same session (which ZooKeeper applies in order), succeeds
+    exactly when it did and nothing else wrote the key since."""
+
+    value: bytes | None
+    done: asyncio.Future[Stat | None]
+    version: int | None = None
+    record: str | None = None
+
+
+def _settle(future: asyncio.Future[Stat | None], written: Stat | None) -> None:
+    if not future.done():
+        future.set_result(written)
+
+
 class ZooKeeperKeys:
     """See the module docstring."""
 
@@ -91,6 +113,7 @@ class ZooKeeperKeys:
         self._versions: dict[str, tuple[int, int]] = {}  # path: (mzxid, version)
         self._opened: dict[tuple[str, bool], ChangeStream] = {}
         self._lease_keys: dict[int, set[str]] = {}
+        self._sent: dict[str, _Sent] = {}  # path: this process's last `swap` of it
 
     # -- revisions and versions -----------------------------------------------------------
 
@@ -427,13 +450,60 @@ class ZooKeeperKeys:
         value: bytes | None,
         records: Sequence[tuple[str, bytes]] = (),
     ) -> int:
-        if guard.kind is GuardKind.REVISION and guard.path == path:
+        """As `MetadataStore.swap`. A batch chained behind this process's write of the same
+        key still in flight (a `VALUE` guard on the value that write sends) is sent at once,
+        guarded by what holds exactly when that write committed and nothing wrote the key
+        since: the key at the version that write leaves, and that write's change record
+        present (see `_Sent`)."""
+        previous = self._sent.get(path)
+        sent = _Sent(value, asyncio.get_running_loop().create_future())
+        if len(self._sent) >= _MEMO_LIMIT:
+            self._sent.clear()
+        self._sent[path] = sent
+        try:
+            written = await self._swap(path, guard, value, records, previous, sent)
+        except BaseException:
+            _settle(sent.done, None)
+            raise
+        _settle(sent.done, written)
+        if written is None:
+            self._versions.pop(path, None)
+            return self.backend.last_revision()
+        self.remember(path, written)
+        return written.revision
+
+    async def _swap(
+        self,
+        path: str,
+        guard: Guard,
+        value: bytes | None,
+        records: Sequence[tuple[str, bytes]],
+        previous: _Sent | None,
+        sent: _Sent,
+    ) -> Stat | None:
+        chained = (guard.kind is GuardKind.VALUE and guard.path == path and value is not None
+                   and previous is not None and previous.value is not None
+                   and (previous.value is guard.value or previous.value == guard.value))
+        if chained:
+            assert previous is not None and value is not None
+            if previous.version is not None and previous.record is not None \
+                    and not previous.done.done():  # fmt: skip
+                sent.version = previous.version + 1
+                ops: list[Op] = [Check(previous.record, 0), Put(path, value, sent.version)]
+            else:  # nothing to check it by: wait for it
+                before = await asyncio.shield(previous.done)
+                if before is None:  # it failed: its value was never the key's
+                    raise BadVersion(path)
+                sent.version = before.version
+                ops = [Put(path, value, before.version)]
+        elif guard.kind is GuardKind.REVISION and guard.path == path:
             version = await self.version_at(path, guard.revision)  # the write's own condition
             if value is None:
-                ops: list[Op] = [Delete(path, None if version == CREATE else version)]
+                ops = [Delete(path, None if version == CREATE else version)]
                 if version == CREATE:
                     ops = [Check(path, CREATE)]
             else:
+                sent.version = version
                 ops = [Put(path, value, version)]
         else:
             ops = await self._guard_ops(guard)
@@ -441,13 +511,10 @@ class ZooKeeperKeys:
         # A batch's records go in one znode: ZooKeeper's cost is per znode created.
         stored = [self.change_log.batch(records)] if len(records) > 1 else records
         ops.extend(Put(key, record, CREATE) for key, record in stored)
+        if stored and sent.version is not None:
+            sent.record = stored[0][0]
         results = await self.backend.multi(ops)
-        written = results[len(ops) - len(stored) - 1]
-        if written is None:
-            self._versions.pop(path, None)
-            return self.backend.last_revision()
-        self.remember(path, written)
-        return written.revision
+        return results[len(ops) - len(stored) - 1]
 
     # -- etcd versions (`MetadataStore.get_with_version`: 1 after creation): znode + 1 ------
 
