@@ -71,7 +71,8 @@ LAYERS = (
      " reads the key first"),
     ("+ watch-fed cache", "the same with the rack map mirrored by a watch, as the service has"
      " it: batches start from the cache"),
-    ("+ change record", "the same with a change context: the record built and created"),
+    ("+ change record", "the same with a change context: each update's record built, a"
+     " batch's records created in one znode"),
 )
 
 

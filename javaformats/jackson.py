@@ -67,6 +67,8 @@ def _jackson_escape(found: re.Match[bytes]) -> bytes:
 def jackson_bytes_escapes(written: bytes) -> bytes:
     """Compact UTF-8 JSON from orjson or Python's json with its string escapes as Jackson's
     UTF-8 generator writes them (unchanged, and no copy, when nothing differs)."""
+    if written.isascii() and b"\\u00" not in written:  # the common case, without a regex
+        return written
     if _JACKSON_SUSPECT.search(written) is None:
         return written
     return _JACKSON_ESCAPES.sub(_jackson_escape, written)

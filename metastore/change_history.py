@@ -16,6 +16,9 @@ whose value is the JSON `{"time", "role", "clientAddress", "method", "path", "ch
 after a delete). When the two documents of a change are together over `FULL_DOCUMENTS_UP_TO`
 bytes and both JSON objects, the change is `"partial": true` and holds only the parts that
 differ (`changed_parts`): a record stays small when one bookie of a large rack map moves.
+A store may keep the records of one transaction in one key instead (`ChangeLog.batch`: the
+first record's key with `-<count>` appended, holding `[[key, record], ...]`; ZooKeeper does,
+one znode per group-commit batch); readers take both shapes through `ChangeLog.decode`.
 The record's revision is the transaction's: a value cannot hold the revision
 of the transaction that writes it, so it is read back as the key's `create_revision`. Records of
 one transaction share it and keep their order through the sequence number. The time prefix lets
@@ -256,9 +259,28 @@ class ChangeLog:
         return key, dump_json(body)
 
     @staticmethod
-    def decode(key: str, value: bytes, create_revision: int) -> ChangeRecord:
+    def batch(records: Sequence[tuple[str, bytes]]) -> tuple[str, bytes]:
+        """One stored key holding the records (key, value) of one transaction, in order: the
+        first record's key with `-<count>` appended, and the JSON array of `[key, record]`
+        pairs. Each record is as `record` made it; `decode` gives them back."""
+        first = records[0][0]
+        pairs = b",".join(b"[" + dump_json(key) + b"," + value + b"]" for key, value in records)
+        return f"{first}-{len(records)}", b"[" + pairs + b"]"
+
+    @staticmethod
+    def records_in(key: str) -> int:
+        """How many records a stored key holds (`batch`: its count; else 1)."""
+        parts = key.rsplit("/", 1)[-1].split("-")
+        return int(parts[3]) if len(parts) == 4 and parts[3].isdigit() else 1
+
+    @staticmethod
+    def decode(key: str, value: bytes, create_revision: int) -> list[ChangeRecord]:
+        """The records a stored key holds: one record, or the records of a `batch`."""
         body = load_json(value)
-        return ChangeRecord(key, create_revision, body if isinstance(body, dict) else {})
+        if isinstance(body, list):
+            return [ChangeRecord(str(pair[0]), create_revision, pair[1]) for pair in body
+                    if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], dict)]
+        return [ChangeRecord(key, create_revision, body if isinstance(body, dict) else {})]
 
     @staticmethod
     def age_cutoff_key(max_age_seconds: float, now: float | None = None) -> str:

@@ -605,9 +605,11 @@ class EtcdKeys:
         return self._decode_changes(response.kvs)
 
     def _decode_changes(self, kvs: Any) -> list[ChangeRecord]:
+        decode = self.change_log.decode
         return [
-            self.change_log.decode(kv.key.decode(), kv.value, int(kv.create_revision))
+            record
             for kv in kvs
+            for record in decode(kv.key.decode(), kv.value, int(kv.create_revision))
         ]
 
     async def prune_changes(self, max_records: int, max_age_seconds: float) -> int:

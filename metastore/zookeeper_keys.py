@@ -13,6 +13,10 @@ A range read walks the znodes under the path (ZooKeeper has no key ranges); pare
 that exist only to hold children (empty, as ZooKeeper makes them) are not entries. The
 change stream is the backend's persistent recursive watch, opened before a range read so
 that the watch which follows it misses nothing.
+
+The change records of a group-commit batch go in one znode (`ChangeLog.batch`), created in
+the batch's multi: ZooKeeper's cost grows with the znodes a multi creates, and one per
+update bounded the rate of concurrent writes. A single write's record is a znode of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from metastore import paths
 from metastore.backend import CREATE, ChangeKind, ChangeStream, Check, Delete, Op, Put, Stat
@@ -78,6 +83,27 @@ def _covering(path: str, prefix: bool) -> Callable[[str], bool]:
     return lambda key: key == path
 
 
+@dataclass(eq=False)
+class _Sent:
+    """This process's last group-commit write of a key (`ZooKeeperKeys.swap`): the value
+    it writes, the znode version its `setData` expects (None: not a `setData` at a known
+    version) and the change record znode it creates; `done`: what it wrote (None: it
+    failed). Once it committed, and only then, the key's version is `version + 1` and its
+    record exists (a record's key is made once, by this process); so a write guarded by
+    both, sent behind it in the same session (which ZooKeeper applies in order), succeeds
+    exactly when it did and nothing else wrote the key since."""
+
+    value: bytes | None
+    done: asyncio.Future[Stat | None]
+    version: int | None = None
+    record: str | None = None
+
+
+def _settle(future: asyncio.Future[Stat | None], written: Stat | None) -> None:
+    if not future.done():
+        future.set_result(written)
+
+
 class ZooKeeperKeys:
     """See the module docstring."""
 
@@ -87,6 +113,7 @@ class ZooKeeperKeys:
         self._versions: dict[str, tuple[int, int]] = {}  # path: (mzxid, version)
         self._opened: dict[tuple[str, bool], ChangeStream] = {}
         self._lease_keys: dict[int, set[str]] = {}
+        self._sent: dict[str, _Sent] = {}  # path: this process's last `swap` of it
 
     # -- revisions and versions -----------------------------------------------------------
 
@@ -330,11 +357,15 @@ class ZooKeeperKeys:
             return await self.backend.multi(ops)
         changes: list[KeyChange] = []
         guards: list[Op] = []
+        deleted = [op.path for op in written if isinstance(op, Delete)]
         for op in written:
             before = await self.backend.get(op.path)
             guards.append(Check(op.path, CREATE if before is None else before.version))
             after = op.value if isinstance(op, Put) else None
-            changes.append(KeyChange(op.path, None if before is None else before.value, after))
+            value = None if before is None else before.value
+            if not value and after is None and any(p.startswith(f"{op.path}/") for p in deleted):
+                value = None  # a parent that only held the deleted children: not an entry
+            changes.append(KeyChange(op.path, value, after))
         key, record = self.change_log.record(context, changes)
         checked = {op.path for op in ops if isinstance(op, Check)}
         guards = [guard for guard in guards if guard.path not in checked]
@@ -350,25 +381,33 @@ class ZooKeeperKeys:
             found = await self.backend.get(key)
             if found is None or found.revision <= since:
                 continue
-            record = self.change_log.decode(key, found.value, found.revision)
-            if not prefix or record.touches(prefix):
-                records.append(record)
+            for record in self.change_log.decode(key, found.value, found.revision):
+                if not prefix or record.touches(prefix):
+                    records.append(record)
         records.sort(key=lambda r: (r.revision, r.sequence))
         return whole_transactions(records, limit)
 
     async def prune_changes(self, max_records: int, max_age_seconds: float) -> int:
+        """As `MetadataStore.prune_changes`, counting the records each znode holds
+        (`ChangeLog.records_in`): a batch's znode goes whole, so when the limit falls within
+        one, its records are all kept (at most one batch over the limit)."""
         names = sorted(await self.backend.children(paths.CHANGE_HISTORY))
         doomed: list[str] = []
         if max_age_seconds > 0:
             cutoff = self.change_log.age_cutoff_key(max_age_seconds).rsplit("/", 1)[-1]
             doomed = [name for name in names if name < cutoff]
         kept = names[len(doomed):]
-        if max_records > 0 and len(kept) > max_records:
-            doomed += kept[: len(kept) - max_records]
+        held = [self.change_log.records_in(name) for name in kept]
+        if max_records > 0:  # a batch's znode is kept whole when the limit falls within it
+            excess, oldest = sum(held) - max_records, 0
+            while oldest < len(held) and held[oldest] <= excess:
+                excess -= held[oldest]
+                oldest += 1
+            doomed += kept[:oldest]
         for name in doomed:
             with contextlib.suppress(NotFound):
                 await self.backend.delete(f"{paths.CHANGE_HISTORY}/{name}")
-        return len(doomed)
+        return sum(self.change_log.records_in(name) for name in doomed)
 
     async def commit(
         self,
@@ -411,25 +450,71 @@ class ZooKeeperKeys:
         value: bytes | None,
         records: Sequence[tuple[str, bytes]] = (),
     ) -> int:
-        if guard.kind is GuardKind.REVISION and guard.path == path:
-            version = await self.version_at(path, guard.revision)  # the write's own condition
-            if value is None:
-                ops: list[Op] = [Delete(path, None if version == CREATE else version)]
-                if version == CREATE:
-                    ops = [Check(path, CREATE)]
-            else:
-                ops = [Put(path, value, version)]
-        else:
-            ops = await self._guard_ops(guard)
-            ops.append(Delete(path) if value is None else Put(path, value))
-        ops.extend(Put(key, record, CREATE) for key, record in records)
-        results = await self.backend.multi(ops)
-        written = results[len(ops) - len(records) - 1]
+        """As `MetadataStore.swap`. A batch chained behind this process's write of the same
+        key still in flight (a `VALUE` guard on the value that write sends) is sent at once,
+        guarded by what holds exactly when that write committed and nothing wrote the key
+        since: the key at the version that write leaves, and that write's change record
+        present (see `_Sent`)."""
+        previous = self._sent.get(path)
+        sent = _Sent(value, asyncio.get_running_loop().create_future())
+        if len(self._sent) >= _MEMO_LIMIT:
+            self._sent.clear()
+        self._sent[path] = sent
+        try:
+            written = await self._swap(path, guard, value, records, previous, sent)
+        except BaseException:
+            _settle(sent.done, None)
+            raise
+        _settle(sent.done, written)
         if written is None:
             self._versions.pop(path, None)
             return self.backend.last_revision()
         self.remember(path, written)
         return written.revision
+
+    async def _swap(
+        self,
+        path: str,
+        guard: Guard,
+        value: bytes | None,
+        records: Sequence[tuple[str, bytes]],
+        previous: _Sent | None,
+        sent: _Sent,
+    ) -> Stat | None:
+        chained = (guard.kind is GuardKind.VALUE and guard.path == path and value is not None
+                   and previous is not None and previous.value is not None
+                   and (previous.value is guard.value or previous.value == guard.value))
+        if chained:
+            assert previous is not None and value is not None
+            if previous.version is not None and previous.record is not None \
+                    and not previous.done.done():  # fmt: skip
+                sent.version = previous.version + 1
+                ops: list[Op] = [Check(previous.record, 0), Put(path, value, sent.version)]
+            else:  # nothing to check it by: wait for it
+                before = await asyncio.shield(previous.done)
+                if before is None:  # it failed: its value was never the key's
+                    raise BadVersion(path)
+                sent.version = before.version
+                ops = [Put(path, value, before.version)]
+        elif guard.kind is GuardKind.REVISION and guard.path == path:
+            version = await self.version_at(path, guard.revision)  # the write's own condition
+            if value is None:
+                ops = [Delete(path, None if version == CREATE else version)]
+                if version == CREATE:
+                    ops = [Check(path, CREATE)]
+            else:
+                sent.version = version
+                ops = [Put(path, value, version)]
+        else:
+            ops = await self._guard_ops(guard)
+            ops.append(Delete(path) if value is None else Put(path, value))
+        # A batch's records go in one znode: ZooKeeper's cost is per znode created.
+        stored = [self.change_log.batch(records)] if len(records) > 1 else records
+        ops.extend(Put(key, record, CREATE) for key, record in stored)
+        if stored and sent.version is not None:
+            sent.record = stored[0][0]
+        results = await self.backend.multi(ops)
+        return results[len(ops) - len(stored) - 1]
 
     # -- etcd versions (`MetadataStore.get_with_version`: 1 after creation): znode + 1 ------
 

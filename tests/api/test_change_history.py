@@ -1,9 +1,9 @@
 """The change history (`GET /admin/v2/changes`; its CLI: tests/cli/commands/test_changes.py)
 and the per-client write rate limit, against real servers on the session's etcd.
 
-Two servers on the same etcd take 32 concurrent writers; every acknowledged write must have
-exactly one record, in revision order, each key's before/after chain unbroken and ending at what
-etcd holds."""
+Two servers on the same etcd, and two on the same ZooKeeper, take 32 concurrent writers; every
+acknowledged write must have exactly one record, in revision order, each key's before/after
+chain unbroken and ending at what the store holds."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import pytest
 
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd
-from tests.support import RawEtcd, ServerProcess, TokenServers, token, wait_until
+from tests.support import RawEtcd, RawStore, ServerProcess, TokenServers, token, wait_until
+from tests.zookeeper import EmbeddedZooKeeper, RawZooKeeper
 
 WRITERS = 32
 ROUNDS = 3
@@ -57,6 +58,45 @@ def store(raw_etcd: RawEtcd, two_servers: tuple[ServerProcess, ServerProcess]) -
         wait_until(lambda s=server: httpx.get(f"{s.url}/admin/v2/bookies/racks-info").json() == {})
     raw_etcd.put(paths.cluster("test"), {"serviceUrl": "http://localhost:8080"})
     return raw_etcd
+
+
+@pytest.fixture(scope="module")
+def zookeeper_servers(
+    zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ServerProcess, ServerProcess, RawZooKeeper]]:
+    """Two servers on the session's ZooKeeper (keys under `/history-test`), and direct
+    access to it."""
+    url = f"zk:{zookeeper.hosts()}/history-test"
+    first = ServerProcess(url, tmp_path_factory.mktemp("history-zk-a"), extra_conf=history_conf())
+    second = ServerProcess(url, tmp_path_factory.mktemp("history-zk-b"),
+                           extra_conf=history_conf())  # fmt: skip
+    raw = RawZooKeeper(zookeeper.hosts(), "/history-test")
+    first.start()
+    try:
+        second.start()
+    except BaseException:
+        first.stop()
+        raise
+    yield first, second, raw
+    first.stop()
+    second.stop()
+    raw.close()
+
+
+@pytest.fixture(params=["etcd", "zookeeper"])
+def history_servers(request: pytest.FixtureRequest
+                    ) -> tuple[ServerProcess, ServerProcess, RawStore]:  # fmt: skip
+    """Two servers on one store, each on etcd and on ZooKeeper, over an empty store with a
+    cluster `test`."""
+    if request.param == "etcd":
+        first, second = request.getfixturevalue("two_servers")
+        return first, second, request.getfixturevalue("store")
+    first, second, raw = request.getfixturevalue("zookeeper_servers")
+    raw.wipe()
+    for server in (first, second):
+        wait_until(lambda s=server: httpx.get(f"{s.url}/admin/v2/bookies/racks-info").json() == {})
+    raw.put(paths.cluster("test"), {"serviceUrl": "http://localhost:8080"})
+    return first, second, raw
 
 
 def all_changes(url: str, since: int = 0, page: int = 50, **params: str) -> list[dict[str, Any]]:
@@ -104,9 +144,9 @@ def writer(url: str, index: int, acked: list[tuple[str, str]], errors: list[str]
 
 
 def test_history_is_complete_and_ordered_under_concurrent_writers_on_two_servers(
-    two_servers: tuple[ServerProcess, ServerProcess], store: RawEtcd
+    history_servers: tuple[ServerProcess, ServerProcess, RawStore],
 ) -> None:
-    first, second = two_servers
+    first, second, store = history_servers
     since = last_revision(first.url)
     acked: list[tuple[str, str]] = []
     errors: list[str] = []

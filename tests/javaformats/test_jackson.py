@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from javaformats import jackson_bool, jackson_long, jackson_pretty, jackson_string, jackson_text
+from javaformats.jackson import jackson_bytes_escapes
 
 
 def test_upstream_session_output() -> None:
@@ -119,3 +120,12 @@ def test_long_binding_refuses(value: object) -> None:
 def test_boolean_binding_refuses(value: object) -> None:
     with pytest.raises(ValueError):
         jackson_bool(value)
+
+
+def test_bytes_escapes_follow_jacksons_utf8_generator() -> None:
+    plain = b'{"rack":"/r1","hostname":"bk1"}'
+    assert jackson_bytes_escapes(plain) is plain  # nothing to change: no copy
+    assert jackson_bytes_escapes(b'"a\\u001fb"') == b'"a\\u001Fb"'
+    assert jackson_bytes_escapes('"é\\u001f"'.encode()) == '"é\\u001F"'.encode()
+    assert jackson_bytes_escapes('"😀"'.encode()) == b'"\\uD83D\\uDE00"'
+    assert jackson_bytes_escapes(b'"\\\\u001f"') == b'"\\\\u001f"'  # a literal backslash

@@ -1,6 +1,7 @@
-"""The change history in the store against a real etcd: records written in the write's own
-transaction (every write method), their order, paging by whole transactions, and pruning by
-count and by age (the background pruner of `api.change_history` included)."""
+"""The change history in the store against a real etcd and a real ZooKeeper: records written
+in the write's own transaction (every write method), their order, paging by whole
+transactions, pruning by count and by age (the background pruner of `api.change_history`
+included), and a group-commit batch's records in one znode on ZooKeeper."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import asyncio
 import itertools
 import json
 import random
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from kazoo.client import KazooClient
 
 from api.change_history import HistoryPruner
 from api.settings import Settings
@@ -19,17 +22,46 @@ from metastore.change_history import (
     ChangeContext,
     ChangeLog,
     ChangeRecord,
+    KeyChange,
     apply_changed_parts,
     changed_parts,
     recording,
 )
+from metastore.embedded import EmbeddedEtcd
 from metastore.errors import BadVersion
 from metastore.guards import Guard
 from metastore.store import MetadataStore
-from tests.support import wait_until_async
+from metastore.zookeeper_backend import ZooKeeperBackend
+from tests.support import RawEtcd, wait_until_async
+from tests.zookeeper import EmbeddedZooKeeper
 
 CONTEXT = ChangeContext("ops", "10.0.0.1", "POST", "/admin/v2/test")
 BOUND = 30  # seconds: a liveness bound, never a timing claim
+CHROOT = "/change-history-test"
+
+
+@pytest.fixture(params=["etcd", "zookeeper"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[MetadataStore]:
+    """A `MetadataStore` on the session's etcd, or on its ZooKeeper under a chroot of its
+    own; empty."""
+    if request.param == "etcd":
+        etcd: EmbeddedEtcd = request.getfixturevalue("etcd")
+        raw: RawEtcd = request.getfixturevalue("raw_etcd")
+        raw.wipe()
+        store = MetadataStore([etcd.endpoint], timeout=5)
+    else:
+        zookeeper: EmbeddedZooKeeper = request.getfixturevalue("zookeeper")
+        client = KazooClient(hosts=zookeeper.hosts(), timeout=10)
+        client.start(10)
+        try:
+            client.delete(CHROOT, recursive=True)
+        finally:
+            client.stop()
+            client.close()
+        backend = ZooKeeperBackend(zookeeper.hosts(), CHROOT, timeout=5)
+        store = MetadataStore([], timeout=5, zookeeper=backend)
+    yield store
+    await store.close()
 
 
 def keys_changed(records: list[ChangeRecord]) -> list[list[tuple[str, Any, Any]]]:
@@ -87,6 +119,39 @@ async def test_group_commit_records_each_update_in_order_in_one_transaction(
         paged += page
         since = page[-1].revision
     assert [r.key for r in paged] == [r.key for r in records]
+
+
+async def test_pruning_by_count_counts_the_records_of_a_batch(store: MetadataStore) -> None:
+    async def add(item: int) -> None:
+        with recording(ChangeContext(None, None, "POST", f"/item/{item}")):
+            await store.update_json("/admin/x/list", lambda doc: [*(doc or []), item])
+
+    await asyncio.wait_for(asyncio.gather(*(add(i) for i in range(20))), BOUND)
+    records = await store.read_changes()
+    deleted = await store.prune_changes(max_records=5, max_age_seconds=0)
+    kept = await store.read_changes()
+    # The newest records stay: 5, or on ZooKeeper the newest batches whole that hold them.
+    assert deleted + len(kept) == 20 and len(kept) >= 5
+    assert [r.key for r in kept] == [r.key for r in records[20 - len(kept):]]
+    oldest_kept = [r for r in records if r.revision == kept[0].revision]
+    assert len(kept) == 5 or (oldest_kept[0] == kept[0] and len(kept) - len(oldest_kept) < 5)
+
+
+def test_a_batch_of_records_in_one_key_reads_back_as_its_records() -> None:
+    log = ChangeLog()
+    made = [log.record(ChangeContext("r", None, "POST", f"/p/{i}"),
+                       [KeyChange("/admin/x/a", b'{"v":%d}' % i, b'{"v":%d}' % (i + 1))])
+            for i in range(3)]  # fmt: skip
+    key, value = ChangeLog.batch(made)
+    assert key == f"{made[0][0]}-3" and ChangeLog.records_in(key) == 3
+    assert ChangeLog.records_in(made[0][0]) == 1
+    decoded = ChangeLog.decode(key, value, 7)
+    assert [(r.key, r.revision, r.body) for r in decoded] == [
+        (k, 7, json.loads(v)) for k, v in made
+    ]
+    assert [r.sequence for r in decoded] == sorted(r.sequence for r in decoded)
+    [single] = ChangeLog.decode(made[0][0], made[0][1], 7)
+    assert single.body == json.loads(made[0][1]) and single.key == made[0][0]
 
 
 async def test_prune_by_count_and_by_age(store: MetadataStore) -> None:

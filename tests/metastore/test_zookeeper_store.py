@@ -5,15 +5,20 @@ and leases as the session."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError
 
+from metastore import paths
 from metastore.backend import Change, ChangeKind, ChangeStream
 from metastore.cache import WatchedRange
-from metastore.errors import Unavailable
+from metastore.change_history import ChangeContext, ChangeLog, KeyChange, recording
+from metastore.errors import BadVersion, Unavailable
+from metastore.guards import Guard
 from metastore.ledger_ids import LedgerIdGenerator
 from metastore.store import MetadataStore, open_metadata_store
 from metastore.versioned import Versioned
@@ -93,6 +98,92 @@ async def test_concurrent_updates_from_two_processes_lose_nothing(
     await asyncio.gather(*writes)
     stored = await first.get_json("/bookies")
     assert sorted(stored) == sorted(f"b{i}:3181" for i in range(40))
+
+
+async def test_a_group_commit_batch_keeps_its_change_records_in_one_znode(
+    open_store: StoreFactory, kazoo: KazooClient
+) -> None:
+    store = await open_store()
+
+    async def add(item: int) -> None:
+        with recording(ChangeContext(None, None, "POST", f"/item/{item}")):
+            await store.update_json("/bookies", lambda doc: [*(doc or []), item])
+
+    await asyncio.gather(*(add(i) for i in range(20)))
+    records = await store.read_changes()
+    assert sorted(r.body["path"] for r in records) == sorted(f"/item/{i}" for i in range(20))
+    znodes = kazoo.get_children(CHROOT + paths.CHANGE_HISTORY)
+    assert len(znodes) == len({r.revision for r in records}) < 20  # one znode a batch
+    assert sum(ChangeLog.records_in(name) for name in znodes) == 20
+
+
+async def test_pipelined_batches_lose_no_update_beside_other_writers(
+    open_store: StoreFactory, kazoo: KazooClient
+) -> None:
+    """Batches sent while the one before is in flight (recorded, so guarded by that batch's
+    record and version), from two processes, while a third client writes the same znode."""
+    first, second = await open_store(), await open_store()
+    assert first.pipeline_depth == 2
+    await first.put("/bookies", b"{}")
+
+    async def add(index: int) -> None:
+        store = (first, second)[index % 2]
+        with recording(ChangeContext(None, None, "POST", f"/item/{index}")):
+            await store.update_json("/bookies", lambda doc: {**doc, f"b{index}": index})
+
+    def outside() -> None:  # compare-and-swap, as zkCli.sh or a broker would
+        for index in range(20):
+            while True:
+                raw, stat = kazoo.get(CHROOT + "/bookies")
+                doc = {**json.loads(raw), f"k{index}": index}
+                try:
+                    kazoo.set(CHROOT + "/bookies", json.dumps(doc).encode(), stat.version)
+                    break
+                except BadVersionError:
+                    continue
+
+    await asyncio.gather(asyncio.to_thread(outside), *(add(i) for i in range(80)))
+    stored = await first.get_json("/bookies")
+    assert stored == {**{f"b{i}": i for i in range(80)}, **{f"k{i}": i for i in range(20)}}
+    records = await first.read_changes(limit=1000)
+    assert sorted(r.body["path"] for r in records) == sorted(f"/item/{i}" for i in range(80))
+    for record in records:  # each record's before and after are what its own update saw
+        change = record.body["changes"][0]
+        index = int(record.body["path"].rsplit("/", 1)[1])
+        assert f"b{index}" not in change["before"] and change["after"][f"b{index}"] == index
+        assert change["after"] == {**change["before"], f"b{index}": index}
+
+
+async def test_a_batch_sent_behind_one_that_fails_fails_too(
+    open_store: StoreFactory, kazoo: KazooClient
+) -> None:
+    """Group commit's two writes in flight at once: the second is guarded by the first's
+    record and the version it leaves, so it lands exactly when the first did."""
+    store = await open_store()
+    context = ChangeContext(None, None, "POST", "/item")
+
+    def record(before: bytes, after: bytes) -> tuple[str, bytes]:
+        return store.change_record(context, KeyChange("/k", before, after))
+
+    async def two_writes(revision: int) -> list[int | BaseException]:
+        first = asyncio.create_task(store.swap("/k", Guard("/k", revision), b"2",
+                                               [record(b"1", b"2")]))  # fmt: skip
+        second = asyncio.create_task(store.swap("/k", Guard.holds("/k", b"2"), b"3",
+                                                [record(b"2", b"3")]))  # fmt: skip
+        return await asyncio.gather(first, second, return_exceptions=True)
+
+    revision = await store.put("/k", b"1")
+    kazoo.set(CHROOT + "/k", b"X")  # another client: the first write's guard fails
+    first, second = await two_writes(revision)
+    assert isinstance(first, BadVersion) and isinstance(second, BadVersion)
+    assert kazoo.get(CHROOT + "/k")[0] == b"X"
+    assert await store.read_changes() == []
+
+    revision = await store.put("/k", b"1")
+    first, second = await two_writes(revision)
+    assert isinstance(first, int) and isinstance(second, int) and first < second
+    assert kazoo.get(CHROOT + "/k")[0] == b"3"
+    assert [r.body["changes"][0]["after"] for r in await store.read_changes()] == [2, 3]
 
 
 async def test_cache_serves_another_clients_writes(
