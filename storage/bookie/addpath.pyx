@@ -660,10 +660,9 @@ cdef class WriteCache:
 
 
 def take_adds(bytes buf not None, Py_ssize_t pos, Py_ssize_t end, dict writable not None,
-              WriteCache cache not None, Py_ssize_t wait_at, Py_ssize_t most=-1):
+              WriteCache cache not None, Py_ssize_t wait_at):
     """Take the admissible plain adds of the whole frames in buf[pos:end] (see the module's
-    docstring), stopping at the first other frame, when the cache reaches `wait_at` bytes or
-    after `most` adds (when `most` is not negative).
+    docstring), stopping at the first other frame or when the cache reaches `wait_at` bytes.
 
     Returns (position of the first frame not taken, adds taken, their entries' bytes, their
     journal records, their EOK responses); the last two are one bytes object each."""
@@ -690,7 +689,7 @@ def take_adds(bytes buf not None, Py_ssize_t pos, Py_ssize_t end, dict writable 
     cdef unsigned char *response_at = <unsigned char *>PyBytes_AS_STRING(<object>responses)
     cdef Py_ssize_t records_len = 0, responses_len = 0
     try:
-        while end - pos >= 4 and count != most:
+        while end - pos >= 4:
             size = addpath_be32(p + pos)
             body = p + pos + 4
             if size < ADD_MIN_BODY or size > end - pos - 4:

@@ -253,16 +253,6 @@ class Journal:
         self.append(body, done)
         return future
 
-    @property
-    def idle(self) -> bool:
-        """No group handed to the writer is waiting for its report."""
-        return not self._pending
-
-    def hand_over(self) -> None:
-        """Hand what was appended so far to the writer now, as a group of its own when the
-        writer is idle, instead of at the end of the loop's iteration."""
-        self._hand_over()
-
     def _hand_over(self) -> None:
         if not self._parts and not self._dones:
             return
