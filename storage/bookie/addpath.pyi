@@ -29,7 +29,8 @@ class WriteCache:
     ) -> tuple[int, int, bytes, list[bytes]]: ...
 
 def take_adds(
-    buf: bytes, pos: int, end: int, writable: dict[int, bytes], cache: WriteCache, wait_at: int
+    buf: bytes, pos: int, end: int, writable: dict[int, bytes], cache: WriteCache, wait_at: int,
+    most: int = -1,
 ) -> tuple[int, int, int, bytes, bytes]: ...
 def frame_records(
     bodies: list[bytes], first: int, stop: int, log_id: int, offset: int, limit: int,
