@@ -29,8 +29,7 @@ class WriteCache:
     ) -> tuple[int, int, bytes, list[bytes]]: ...
 
 def take_adds(
-    buf: bytes, pos: int, end: int, writable: dict[int, bytes], cache: WriteCache, wait_at: int,
-    most: int = -1,
+    buf: bytes, pos: int, end: int, writable: dict[int, bytes], cache: WriteCache, wait_at: int
 ) -> tuple[int, int, int, bytes, bytes]: ...
 def frame_records(
     bodies: list[bytes], first: int, stop: int, log_id: int, offset: int, limit: int,

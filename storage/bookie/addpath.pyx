@@ -660,10 +660,9 @@ cdef class WriteCache:
 
 
 def take_adds(bytes buf not None, Py_ssize_t pos, Py_ssize_t end, dict writable not None,
-              WriteCache cache not None, Py_ssize_t wait_at, Py_ssize_t most=-1):
+              WriteCache cache not None, Py_ssize_t wait_at):
     """Take the admissible plain adds of the whole frames in buf[pos:end] (see the module's
-    docstring), stopping at the first other frame, when the cache reaches `wait_at` bytes or
-    after `most` adds (when `most` is not negative).
+    docstring), stopping at the first other frame or when the cache reaches `wait_at` bytes.
 
     Returns (position of the first frame not taken, adds taken, their entries' bytes, their
     journal records, their EOK responses); the last two are one bytes object each."""
@@ -690,7 +689,7 @@ def take_adds(bytes buf not None, Py_ssize_t pos, Py_ssize_t end, dict writable 
     cdef unsigned char *response_at = <unsigned char *>PyBytes_AS_STRING(<object>responses)
     cdef Py_ssize_t records_len = 0, responses_len = 0
     try:
-        while end - pos >= 4 and count != most:
+        while end - pos >= 4:
             size = addpath_be32(p + pos)
             body = p + pos + 4
             if size < ADD_MIN_BODY or size > end - pos - 4:
@@ -866,7 +865,6 @@ cdef struct Batch:
     size_t size
     size_t records
     uint64_t token
-    int sync                   # 0: written ahead, synced with a later batch
 
 
 cdef struct Synced:
@@ -1101,8 +1099,6 @@ cdef void *_writer_run(void *arg) noexcept nogil:
     cdef uint64_t one = 1
     cdef int64_t end, padded, allocated
     cdef size_t pad
-    cdef int need_sync
-    cdef size_t ahead_size = 0, ahead_records = 0   # written ahead, not yet synced
     pthread_mutex_lock(&s.lock)
     while True:
         while s.head == NULL and not s.closing:
@@ -1121,13 +1117,11 @@ cdef void *_writer_run(void *arg) noexcept nogil:
         group = s.head
         last = NULL
         size = records = 0
-        need_sync = 0
         while s.head != NULL and (size < s.threshold or last == NULL):
             last = s.head
             s.head = last.next
             size += last.size
             records += last.records
-            need_sync |= last.sync
         last.next = NULL
         if s.head == NULL:
             s.tail = NULL
@@ -1150,35 +1144,6 @@ cdef void *_writer_run(void *arg) noexcept nogil:
         allocated = s.allocated
         pthread_mutex_unlock(&s.lock)
 
-        if not need_sync:
-            error = _write_group(s, group, size, pad, allocated)
-            if not error:
-                s.offset += <int64_t>size
-                ahead_size += size
-                ahead_records += records
-            while group != NULL:
-                b = group.next
-                free(group.iov)
-                free(group)
-                group = b
-            pthread_mutex_lock(&s.lock)
-            if error:
-                # reported as the group it belongs to would be: a failed write, no sync
-                done = <Synced *>malloc(sizeof(Synced))
-                if done != NULL:
-                    done.next = NULL
-                    done.token = last.token
-                    done.error = error
-                    done.sync_ns = 0
-                    done.size, done.records = size, records
-                    done.file_id, done.end = s.file_id, s.offset
-                    if s.synced_tail == NULL:
-                        s.synced_head = done
-                    else:
-                        s.synced_tail.next = done
-                    s.synced_tail = done
-                c_write(s.event_fd, &one, 8)
-            continue
         done = <Synced *>malloc(sizeof(Synced))
         error = _write_group(s, group, size, pad, allocated)
         started = _now_ns()
@@ -1189,8 +1154,7 @@ cdef void *_writer_run(void *arg) noexcept nogil:
             done.token = last.token
             done.error = error
             done.sync_ns = _now_ns() - started
-            done.size, done.records = size + ahead_size, records + ahead_records
-        ahead_size = ahead_records = 0
+            done.size, done.records = size, records
         if not error:
             s.offset += <int64_t>size
         if done != NULL:
@@ -1326,7 +1290,7 @@ cdef class GroupWriter:
         pthread_mutex_unlock(&self.s.lock)
         return count
 
-    def submit(self, list parts not None, Py_ssize_t records, bint sync=True) -> int:
+    def submit(self, list parts not None, Py_ssize_t records) -> int:
         """Queue `parts` (bytes, kept alive by the caller until `synced` reports the batch's
         token) holding `records` records; returns the batch's token (ascending)."""
         cdef Py_ssize_t n = len(parts), i
@@ -1352,7 +1316,6 @@ cdef class GroupWriter:
             size += PyBytes_GET_SIZE(part)
         b.next = NULL
         b.count, b.size, b.records = n, size, records
-        b.sync = sync
         b.token = self.next_token
         self.next_token += 1
         pthread_mutex_lock(&self.s.lock)

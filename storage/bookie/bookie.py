@@ -168,8 +168,7 @@ class Bookie:
         self.journal.append(entry)
         return _EOK
 
-    def add_run(self, buf: bytes, start: int, end: int, most: int = -1
-                ) -> tuple[int, int, int, bytes]:
+    def add_run(self, buf: bytes, start: int, end: int) -> tuple[int, int, int, bytes]:
         """The run of plain adds from `start` among the whole frames of buf[start:end] (length
         prefixes included) that `add_unacked` would take without a decision (a writable ledger
         under its master key, a valid digest, room in the cache), taken by the compiled add
@@ -180,20 +179,13 @@ class Bookie:
             return start, 0, 0, b""
         storage = self.storage
         pos, count, size, records, responses = take_adds(
-            buf, start, end, storage.writable, storage.active, storage.wait_at, most
+            buf, start, end, storage.writable, storage.active, storage.wait_at
         )
         if count:
             self.journal.append_records(records, count)
             if storage.checkpoint_due:
                 self.trigger_checkpoint()
         return pos, count, size, responses
-
-    @property
-    def journal_idle(self) -> bool:
-        return self.journal.idle
-
-    def journal_write_ahead(self) -> None:
-        self.journal.write_ahead()
 
     def when_durable(self, done: Callable[[BaseException | None], None]) -> None:
         """`done(None)` once every entry added so far is durable (see `add_unacked`)."""

@@ -253,21 +253,11 @@ class Journal:
         self.append(body, done)
         return future
 
-    @property
-    def idle(self) -> bool:
-        """No group handed to the writer is waiting for its report."""
-        return not self._pending
-
-    def write_ahead(self) -> None:
-        """Hand the records appended so far to the writer to be written now and synced with
-        the next group."""
-        self._hand_over(sync=False)
-
-    def _hand_over(self, sync: bool = True) -> None:
+    def _hand_over(self) -> None:
         if not self._parts and not self._dones:
             return
         assert self._writer is not None
-        token = self._writer.submit(self._parts, self._records, sync)
+        token = self._writer.submit(self._parts, self._records)
         self._pending.append((token, self._parts, self._dones, self._records))
         self._pending_records += self._records
         self._parts, self._dones, self._records = [], [], 0

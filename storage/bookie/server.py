@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import os
 import struct
 import time
 from collections.abc import Callable
@@ -88,7 +87,6 @@ class RequestHandler:
     def __init__(self, bookie: Bookie, metrics: BookieMetrics | None = None) -> None:
         self.bookie = bookie
         self.metrics = metrics
-        self.ahead = int(os.environ.get("BOOKIE_AHEAD", "0"))
         self._v3_tasks: set[asyncio.Task[None]] = set()
 
     def handle(self, request: AnyRequest, send: Send) -> None:
@@ -107,23 +105,16 @@ class RequestHandler:
         the bookie's compiled add path (`Bookie.add_run`); the frame that ends a run takes
         `_frame`. All of this read's adds are answered by one journal callback with one run
         of responses."""
-        bookie = self.bookie
-        add_run = bookie.add_run
+        add_run = self.bookie.add_run
         acked: list[bytes] = []  # runs of EOK add responses
         count = size = 0
         started = time.perf_counter()
-        most = self.ahead if self.ahead and bookie.journal_idle else -1
         while pos < end:
-            pos, taken, taken_size, responses = add_run(buf, pos, end, most)
+            pos, taken, taken_size, responses = add_run(buf, pos, end)
             if taken:
                 acked.append(responses)
                 count += taken
                 size += taken_size
-            if most >= 0:
-                most = -1
-                if taken and pos < end:
-                    bookie.journal_write_ahead()
-                    continue
             if pos < end:
                 (length,) = _HEADER.unpack_from(buf, pos)
                 start, pos = pos + 4, pos + 4 + length
