@@ -275,30 +275,35 @@ class ZooKeeperBackend:
         expected_version: int | None = None,
         *,
         ephemeral: bool = False,
+        timeout: float | None = None,
     ) -> Stat:
+        """`timeout`: each call's own (`Unanswered` when a write may have been sent)."""
         if expected_version == CREATE:
-            return await self._create(path, value, ephemeral=ephemeral)
+            return await self._create(path, value, ephemeral=ephemeral, timeout=timeout)
         if expected_version is not None:
             try:
-                stat = await self._result(
-                    lambda: self._zk.set_async(path, value, expected_version), write=True)
+                stat = await self._result(lambda: self._zk.set_async(
+                    path, value, expected_version), write=True, timeout=timeout)  # fmt: skip
             except (BadVersionError, NoNodeError):
                 raise BadVersion(path) from None
             return _stat(value, stat)
         while True:
             try:
-                stat = await self._result(lambda: self._zk.set_async(path, value, -1))
+                stat = await self._result(
+                    lambda: self._zk.set_async(path, value, -1), write=True, timeout=timeout)
                 return _stat(value, stat)
             except NoNodeError:
                 pass
             with contextlib.suppress(AlreadyExists):
-                return await self._create(path, value, ephemeral=ephemeral)
+                return await self._create(path, value, ephemeral=ephemeral, timeout=timeout)
 
-    async def _create(self, path: str, value: bytes, *, ephemeral: bool) -> Stat:
+    async def _create(
+        self, path: str, value: bytes, *, ephemeral: bool, timeout: float | None = None
+    ) -> Stat:
         try:
             _, stat = await self._result(lambda: self._zk.create_async(
                 path, value, ephemeral=ephemeral, makepath=True, include_data=True),
-                write=True)  # fmt: skip
+                write=True, timeout=timeout)  # fmt: skip
         except NodeExistsError:
             raise AlreadyExists(path) from None
         return _stat(value, stat)

@@ -366,7 +366,22 @@ class ZooKeeperKeys:
             if landing is None:
                 raise OutcomeUnknown(next(op.path for op in ops if not isinstance(op, Check))) \
                     from exc
-            failure = exc
+            revision, now = await self._settle(landing, exc, budget)
+        landed: list[Stat | None] = []
+        for op in ops:
+            if not isinstance(op, Put):
+                landed.append(None)
+            elif now is not None and op.path == landing.path and now.revision == revision:
+                landed.append(Stat(op.value, now.version, revision, now.owner))
+            else:
+                landed.append(Stat(op.value, _VERSION_UNKNOWN, revision))
+        return landed
+
+    async def _settle(
+        self, landing: Landing, failure: Unanswered, budget: float
+    ) -> tuple[int, Stat | None]:
+        """The revision at which the write `landing` describes was applied, found within
+        `budget` seconds (`settling.settle`), with the state of its path last read."""
         seen: list[Stat | None] = []
 
         async def read() -> Found:
@@ -380,16 +395,7 @@ class ZooKeeperKeys:
             )
 
         revision = await settle(landing, read, budget, failure)
-        now = seen[-1] if seen else None
-        landed: list[Stat | None] = []
-        for op in ops:
-            if not isinstance(op, Put):
-                landed.append(None)
-            elif now is not None and op.path == landing.path and now.revision == revision:
-                landed.append(Stat(op.value, now.version, revision, now.owner))
-            else:
-                landed.append(Stat(op.value, _VERSION_UNKNOWN, revision))
-        return landed
+        return revision, seen[-1] if seen else None
 
     async def _recorded(self, ops: list[Op], landing: Landing | None = None) -> list[Stat | None]:
         """`multi(ops)`, with the change record of the current change context (if any) in
@@ -533,8 +539,11 @@ class ZooKeeperKeys:
                 ops: list[Op] = [] if expected == CREATE else [Delete(path, expected)]
                 await self._ephemeral(path, value, lease, ops)
             else:
-                with _unsettled(path):
-                    await self.backend.put(path, value, expected)
+                budget = self.backend.timeout * SETTLED_WRITE_SHARE
+                try:
+                    await self.backend.put(path, value, expected, timeout=budget)
+                except Unanswered as exc:  # found by the value it leaves, as on etcd
+                    await self._settle(Landing(path, value), exc, budget)
         except BadVersion:  # AlreadyExists included
             return False, await self.backend.get(path) is not None
         return True, False

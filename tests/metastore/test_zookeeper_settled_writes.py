@@ -98,6 +98,20 @@ async def test_a_write_cut_before_it_reaches_zookeeper_is_unavailable_and_not_ap
     assert after is not None and raw.get(KEY) == b"v2"
 
 
+async def test_a_versioned_set_whose_reply_is_lost_answers_as_written(
+    cut_store: MetadataStore, proxy: CuttableProxy, raw: RawZooKeeper
+) -> None:
+    """A `setData` with a version (ledger metadata's writes), found by the value it leaves."""
+    found = await cut_store.get_with_version(KEY)
+    assert found is not None
+    proxy.hold(replies=True)
+    write = asyncio.create_task(cut_store.put_at_version(KEY, b"v1", found[1]))
+    await landed(raw, b"v1")
+    proxy.cut()
+    assert await write == (True, False)
+    assert await cut_store.get_with_version(KEY) == (b"v1", found[1] + 1)
+
+
 async def test_a_write_with_zookeeper_unreachable_is_unavailable_and_never_sent(
     cut_store: MetadataStore, proxy: CuttableProxy, raw: RawZooKeeper
 ) -> None:
