@@ -501,14 +501,15 @@ class ZooKeeperBackend:
     def last_revision(self) -> int:
         return int(self._zk.last_zxid)
 
-    async def expire_session(self) -> None:
+    async def expire_session(self, hosts: str | None = None) -> None:
         """Expire the session as ZooKeeper does after a timeout: a second client attaches
-        to it and closes it."""
+        to it (through `hosts`, by default this client's) and closes it."""
         await self._connect()
         session = self._zk.client_id
 
         def close_session() -> None:
-            other = KazooClient(hosts=self.hosts, client_id=session, timeout=self.session_timeout)
+            other = KazooClient(hosts=hosts or self.hosts, client_id=session,
+                                timeout=self.session_timeout)
             other.start(timeout=self.timeout)
             other.stop()
             other.close()

@@ -43,12 +43,19 @@ def proxy(zookeeper: EmbeddedZooKeeper) -> Iterator[CuttableProxy]:
 
 
 @pytest.fixture
-async def cut_store(proxy: CuttableProxy, raw: RawZooKeeper) -> AsyncIterator[MetadataStore]:
+def timeout() -> float:
+    return TIMEOUT
+
+
+@pytest.fixture
+async def cut_store(
+    proxy: CuttableProxy, raw: RawZooKeeper, timeout: float
+) -> AsyncIterator[MetadataStore]:
     """A store reaching ZooKeeper through the proxy; `KEY` holds v0, mirrored by a
     watch-fed cache, and a first recorded write has made the history's parent (updates
     start from the cache: the write's `multi` is the only call)."""
-    backend = ZooKeeperBackend(f"127.0.0.1:{proxy.port}", CHROOT, timeout=TIMEOUT)
-    store = MetadataStore([], timeout=TIMEOUT, zookeeper=backend)
+    backend = ZooKeeperBackend(f"127.0.0.1:{proxy.port}", CHROOT, timeout=timeout)
+    store = MetadataStore([], timeout=timeout, zookeeper=backend)
     with recording(CONTEXT):
         await store.put(KEY, b"v0")
     cache = WatchedRange(store, KEY)
@@ -136,6 +143,54 @@ async def test_an_unsettled_write_is_outcome_unknown_and_the_cache_follows_zooke
     await wait_until_async(  # reconnected, the watch resynchronised: the cache re-read
         lambda: getattr(cut_store.cached(KEY), "value", None) == b"v1")
     assert (await cut_store.get(KEY) or pytest.fail()).value == b"v1"
+
+
+async def expire(store: MetadataStore, zookeeper: EmbeddedZooKeeper) -> None:
+    """Expire the store's session, from a client reaching ZooKeeper past the proxy."""
+    assert isinstance(store.backend, ZooKeeperBackend)
+    await store.backend.expire_session(zookeeper.hosts())
+
+
+@pytest.mark.parametrize("timeout", [4.0])  # room for the expiry within the deadline
+async def test_a_write_applied_before_its_session_expired_answers_as_applied(
+    cut_store: MetadataStore, proxy: CuttableProxy, raw: RawZooKeeper,
+    zookeeper: EmbeddedZooKeeper,
+) -> None:
+    """Its reply is lost and its session expires: reads on the new session find its record
+    (not sent again), and the cache follows ZooKeeper on the new session."""
+    before = len(await cut_store.read_changes())
+    proxy.hold(replies=True)
+    with recording(CONTEXT):
+        write = asyncio.create_task(cut_store.update(KEY, lambda _: b"v1"))
+    await landed(raw, b"v1")
+    await expire(cut_store, zookeeper)
+    proxy.cut()
+    after = await write
+    assert after is not None and after.value == b"v1"
+    assert (await cut_store.get(KEY)) == after
+    assert len(await cut_store.read_changes()) == before + 1  # applied once
+    await wait_until_async(lambda: getattr(cut_store.cached(KEY), "value", None) == b"v1")
+
+
+async def test_a_write_in_flight_when_its_session_expired_is_outcome_unknown_not_resent(
+    cut_store: MetadataStore, proxy: CuttableProxy, raw: RawZooKeeper,
+    zookeeper: EmbeddedZooKeeper,
+) -> None:
+    """Sent, but dropped before ZooKeeper took it; the session expires. Reads on a new
+    session cannot prove it will never apply: `OutcomeUnknown`, and it is not sent again
+    (nothing lands); the store writes on the new session."""
+    proxy.hold(requests=True)
+    with recording(CONTEXT):
+        write = asyncio.create_task(cut_store.update(KEY, lambda _: b"v1"))
+    await asyncio.to_thread(wait_until, proxy.holding.is_set)
+    await expire(cut_store, zookeeper)
+    proxy.cut()
+    with pytest.raises(OutcomeUnknown):
+        await write
+    assert raw.get(KEY) == b"v0"
+    after = await cut_store.update(KEY, lambda _: b"v2")
+    assert after is not None and raw.get(KEY) == b"v2"
+    await wait_until_async(lambda: getattr(cut_store.cached(KEY), "value", None) == b"v2")
 
 
 async def test_group_commit_across_cuts_loses_no_update_and_applies_none_twice(
