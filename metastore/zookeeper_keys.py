@@ -14,8 +14,9 @@ settled as on etcd (`metastore.settling`): by its change record, which a recorde
 creates with the write, or else by the value it leaves and the revision it requires. Reads
 answered on the session that sent it see every write it can ever make (ZooKeeper answers a
 session's requests in order, and when the session reconnects, drops what its old connection
-had not yet handed on): when they find no trace of it, it was not applied. A write nothing
-can settle so (a delete without a record, a sequential or ephemeral create, a write
+had not yet handed on): when they find no trace of it, it was not applied (a delete at a
+revision without a record: when they find the key still at that revision). A write nothing
+can settle so (any other delete without a record, a sequential or ephemeral create, a write
 answering with the version before) is `OutcomeUnknown` at once.
 
 A range read walks the znodes under the path (ZooKeeper has no key ranges); parent znodes
@@ -333,7 +334,8 @@ class ZooKeeperKeys:
                 raise
         if await self.backend.get(path) is None:
             raise NotFound(path)
-        await self._recorded([Delete(path, version)])
+        unchanged = None if expected_revision is None else Landing(path, since=expected_revision)
+        await self._recorded([Delete(path, version)], unchanged)
         self._versions.pop(path, None)
         return self.backend.last_revision()
 
