@@ -359,9 +359,6 @@ class CuttableProxy:
         return len(connections)
 
     def close(self) -> None:
-        """Refuse new connections (a blocked `accept` is woken) and cut the open ones."""
-        with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         self.cut()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
@@ -122,7 +123,8 @@ async def test_a_versioned_set_whose_reply_is_lost_answers_as_written(
 async def test_a_write_with_zookeeper_unreachable_is_unavailable_and_never_sent(
     cut_store: MetadataStore, proxy: CuttableProxy, raw: RawZooKeeper
 ) -> None:
-    proxy.close()  # no connection, and none can be made
+    proxy.listener.shutdown(socket.SHUT_RDWR)  # no connection can be made (accept woken)
+    proxy.close()  # and none is open
     with pytest.raises(Unavailable) as failed:
         await cut_store.put(KEY, b"v1", expected_revision=None)
     assert not isinstance(failed.value, OutcomeUnknown)
