@@ -23,9 +23,11 @@ is settled by the same rule (`metastore.settling`, shared by both stores): its c
 (a `multi` carries the record's create), or else the znode's data and the revision it
 requires. Reads answered on the session that sent it (alive, reconnected within the time
 allowed) see every write it can ever make, so when they find no trace of it, it was not
-applied (`Unavailable`); when the session was lost, or nothing answers in time,
-`OutcomeUnknown`. A write never sent is `Unavailable` at once; sequential and ephemeral
-creates (nothing to find them by) are `OutcomeUnknown`.
+applied (`Unavailable`; a delete at a revision without a record: the key is still at it);
+when the session was lost meanwhile, a trace found still answers as applied, and otherwise,
+or when nothing answers in time, `OutcomeUnknown` (never sent again). A write never sent is
+`Unavailable` at once; sequential and ephemeral creates (nothing to find them by) are
+`OutcomeUnknown`.
 """
 
 from __future__ import annotations
