@@ -120,6 +120,7 @@ async def test_a_versioned_set_whose_reply_is_lost_answers_as_written(
     assert await cut_store.get_with_version(KEY) == (b"v1", found[1] + 1)
 
 
+@pytest.mark.parametrize("timeout", [0.5])  # waited out in full
 async def test_a_write_with_zookeeper_unreachable_is_unavailable_and_never_sent(
     cut_store: MetadataStore, proxy: CuttableProxy, raw: RawZooKeeper
 ) -> None:
@@ -131,6 +132,7 @@ async def test_a_write_with_zookeeper_unreachable_is_unavailable_and_never_sent(
     assert raw.get(KEY) == b"v0"
 
 
+@pytest.mark.parametrize("timeout", [1.0])  # waited out in full
 @pytest.mark.parametrize("history", [False, True], ids=["no-history", "history"])
 async def test_an_unsettled_write_is_outcome_unknown_and_the_cache_follows_zookeeper(
     cut_store: MetadataStore, proxy: CuttableProxy, raw: RawZooKeeper, history: bool
@@ -174,6 +176,7 @@ async def test_a_write_applied_before_its_session_expired_answers_as_applied(
     await wait_until_async(lambda: getattr(cut_store.cached(KEY), "value", None) == b"v1")
 
 
+@pytest.mark.parametrize("timeout", [1.0])  # waited out in full
 async def test_a_write_in_flight_when_its_session_expired_is_outcome_unknown_not_resent(
     cut_store: MetadataStore, proxy: CuttableProxy, raw: RawZooKeeper,
     zookeeper: EmbeddedZooKeeper,
