@@ -4,7 +4,7 @@ MetastoreError
 ├── NotFound            the key does not exist (or vanished during an update)
 ├── BadVersion          a compare-and-swap lost: the key changed since it was read
 │   └── AlreadyExists   a create found the key already there
-├── Unavailable         etcd did not answer in time or refused the connection
+├── Unavailable         the store did not answer in time or refused the connection
 │   └── OutcomeUnknown  a write's call failed and whether it was applied cannot be known
 ├── ContentDeserializationError  a stored value an update must parse is not JSON
 ├── MetadataFormatError  a stored binary/text record (ledger metadata, ...) cannot be decoded

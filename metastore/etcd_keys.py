@@ -10,10 +10,8 @@ numbered by an unconditional put of `prefix` itself (its version before is the n
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aetcd
@@ -38,15 +36,12 @@ from metastore.errors import (
 from metastore.etcd_backend import EtcdBackend
 from metastore.guards import Guard, GuardKind
 from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff
+from metastore.settling import SETTLED_WRITE_SHARE, Found, Landing, settle
 from metastore.versioned import RangeSnapshot, Versioned, WatchEvent
 
 __all__ = ["EtcdKeys", "EtcdWatch", "child_range", "to_key"]
 
 PRUNE_BATCH = 100  # deletes per transaction (etcd's --max-txn-ops defaults to 128)
-SETTLE_RETRY_SECONDS = 0.05  # between the reads that find out whether a failed write landed
-# Of the store timeout, a settled write's call has this share and finding out whether it
-# landed as much again, so that the answer comes within the timeout (a request's deadline).
-SETTLED_WRITE_SHARE = 0.4
 
 T = TypeVar("T")
 
@@ -64,19 +59,6 @@ def child_range(path: str) -> tuple[bytes, bytes]:
     """The etcd key range of everything under `path + "/"`."""
     prefix = (path.rstrip("/") + "/").encode()
     return prefix, prefix[:-1] + bytes([prefix[-1] + 1])
-
-
-@dataclass(frozen=True)
-class Landing:
-    """How to find out whether a write whose call failed was applied: its change record
-    (`record`, a key unique to the write), or the value it leaves at `path`; `since`: the
-    `mod_revision` of `path` the write requires (0: none, or that the key is absent), so a
-    key that has moved on since without the write means the write can never apply."""
-
-    path: str
-    value: bytes | None = None
-    record: str | None = None
-    since: int = 0
 
 
 def _never_sent(exc: BaseException) -> bool:
@@ -179,35 +161,23 @@ class EtcdKeys:
 
     async def _settle(self, landing: Landing, failure: Unavailable) -> int:
         """The revision at which the write `landing` describes was applied, found within
-        `SETTLED_WRITE_SHARE` of the store timeout; `failure` again when it was not and
-        never can be (its record is absent while its condition no longer holds),
-        `OutcomeUnknown` when that cannot be known."""
+        `SETTLED_WRITE_SHARE` of the store timeout (`settling.settle`)."""
         tx = self._tx()
         reads = [tx.get(to_key(landing.path))]
         if landing.record is not None:
             reads.append(tx.get(to_key(landing.record)))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.backend.timeout * SETTLED_WRITE_SHARE
-        while (left := deadline - loop.time()) > 0:
-            try:
-                async with asyncio.timeout(left):
-                    _, found = await self.backend.transaction([], reads)
-            except (Unavailable, TimeoutError):
-                found = None
-            if found is not None:
-                current = found[0][0] if found[0] else None
-                if landing.record is not None and found[1]:
-                    return int(found[1][0][1].mod_revision)
-                if landing.record is None and current is not None and landing.value is not None \
-                        and current[0] == landing.value:
-                    return int(current[1].mod_revision)
-                moved = current is not None and int(current[1].mod_revision) != landing.since
-                if landing.since and (moved or current is None):  # it can never apply now
-                    if landing.record is None:  # but it may have, and been overwritten since
-                        raise OutcomeUnknown(landing.path) from failure
-                    raise failure
-            await asyncio.sleep(min(SETTLE_RETRY_SECONDS, max(0.0, deadline - loop.time())))
-        raise OutcomeUnknown(landing.path) from failure
+
+        async def read() -> Found:
+            _, found = await self.backend.transaction([], reads)
+            current = found[0][0] if found[0] else None
+            record = found[1][0][1].mod_revision if landing.record is not None and found[1] \
+                else None
+            return Found(
+                None if record is None else int(record),
+                None if current is None else Versioned(current[0], int(current[1].mod_revision)),
+            )
+
+        return await settle(landing, read, self.backend.timeout * SETTLED_WRITE_SHARE, failure)
 
     async def _recorded_transaction(
         self,

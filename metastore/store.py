@@ -17,8 +17,17 @@ its compare can no longer hold (the key moved on without it), it fails with `Una
 not applied, and never will be; otherwise with `OutcomeUnknown` (a 503 whose reason says the
 outcome is unknown): it may have been applied, or may still be. Watch-fed caches follow etcd
 either way. Writes that nothing can settle (deletes without a change record, writes
-returning the version before) are `OutcomeUnknown` at once. On ZooKeeper a write's failed
-call is `Unavailable` without being settled so (it too may have been applied).
+returning the version before) are `OutcomeUnknown` at once. On ZooKeeper a write whose call
+failed after kazoo took its request off its queue to send it (a connection loss, a timeout)
+is settled by the same rule (`metastore.settling`, shared by both stores): its change record
+(a `multi` carries the record's create), or else the znode's data and the revision it
+requires. Reads answered on the session that sent it (alive, reconnected within the time
+allowed) see every write it can ever make, so when they find no trace of it, it was not
+applied (`Unavailable`; a delete at a revision without a record: the key is still at it);
+when the session was lost meanwhile, a trace found still answers as applied, and otherwise,
+or when nothing answers in time, `OutcomeUnknown` (never sent again). A write never sent is
+`Unavailable` at once; sequential and ephemeral creates (nothing to find them by) are
+`OutcomeUnknown`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,11 @@ notification is the one written, and a watch need not read it again (`state_afte
 kazoo does not know `addWatch` (opcode 106), so
 `_AddWatch` is that request in ZooKeeper's jute encoding, queued like kazoo's own, and the
 notifications it produces (which kazoo would drop as unregistered) are taken from kazoo's
-reader before its own dispatch: the only two places that reach into kazoo's internals.
+reader before its own dispatch. A write's call that fails is `Unanswered` when its request
+may have reached ZooKeeper (kazoo took it from its queue to send it, or the call timed out
+with it queued): kazoo's sender is watched for that, the third and last place that reaches
+into its internals. Otherwise (never sent: kazoo failed it still queued, as when the session
+was already lost) the call is `Unavailable` and nothing was written.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import functools
 import logging
 import struct
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -78,7 +83,7 @@ from metastore.errors import (
 )
 from metastore.kazoo_bridge import InlineCallbackHandler, LoopInbox
 
-__all__ = ["ZooKeeperBackend", "ZooKeeperChange"]
+__all__ = ["Unanswered", "ZooKeeperBackend", "ZooKeeperChange"]
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +111,15 @@ class _AddWatch(NamedTuple):
     @classmethod
     def deserialize(cls, buffer: bytes, offset: int) -> bool:
         return True
+
+
+class Unanswered(Unavailable):
+    """A write's call failed after its request may have reached ZooKeeper (module
+    docstring): it may have been applied. `session`: the session that sent it."""
+
+    def __init__(self, message: str, session: int | None) -> None:
+        super().__init__(message)
+        self.session = session
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,6 +183,7 @@ class ZooKeeperBackend:
         self._session: int | None = None
         self._lost_sessions: set[int] = set()
         self._parents: set[str] = set()
+        self._sent: weakref.WeakSet[Any] = weakref.WeakSet()  # results of requests sent
 
     # -- connection ---------------------------------------------------------------------
 
@@ -210,23 +225,39 @@ class ZooKeeperBackend:
             self._inbox.post(_succeed, done, None)
 
     async def _result(
-        self, make: Callable[[], Any], on_delivery: Callable[[Any], None] | None = None
+        self,
+        make: Callable[[], Any],
+        on_delivery: Callable[[Any], None] | None = None,
+        *,
+        write: bool = False,
+        timeout: float | None = None,
     ) -> Any:
         """Issue a kazoo asynchronous call and await its result on the loop, all within the
-        timeout (`on_delivery`: `LoopInbox.settle`'s). While disconnected it waits for the
-        connection (bounded by the same timeout) rather than let kazoo queue the request,
-        which could then be sent after the caller was told it failed."""
+        timeout (or `timeout`; `on_delivery`: `LoopInbox.settle`'s). While disconnected it
+        waits for the connection (bounded by the same timeout) rather than let kazoo queue
+        the request, which could then be sent after the caller was told it failed. A
+        `write` whose request may have been sent fails with `Unanswered`."""
         await self._connect()
         assert self._inbox is not None
+        outcome: Any = None
+        session = None
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(self.timeout if timeout is None else timeout):
                 while not self._zk.connected:
                     await asyncio.sleep(0.02)
-                return await self._inbox.settle(make(), on_delivery)
+                session = self._session
+                outcome = make()
+                return await self._inbox.settle(outcome, on_delivery)
         except TimeoutError:
-            raise Unavailable("metadata store unavailable: ZooKeeper did not answer") from None
+            failure = Unavailable("metadata store unavailable: ZooKeeper did not answer")
+            sent = outcome is not None  # if still queued, kazoo may yet send it
         except _TRANSPORT_ERRORS as exc:
-            raise Unavailable(f"metadata store unavailable: {type(exc).__name__}") from exc
+            failure = Unavailable(f"metadata store unavailable: {type(exc).__name__}")
+            failure.__cause__ = exc
+            sent = outcome is not None and outcome in self._sent
+        if write and sent:
+            raise Unanswered(str(failure), session) from failure.__cause__
+        raise failure
 
     # -- the seam -----------------------------------------------------------------------
 
@@ -244,41 +275,49 @@ class ZooKeeperBackend:
         expected_version: int | None = None,
         *,
         ephemeral: bool = False,
+        timeout: float | None = None,
     ) -> Stat:
+        """`timeout`: each call's own (`Unanswered` when a write may have been sent)."""
         if expected_version == CREATE:
-            return await self._create(path, value, ephemeral=ephemeral)
+            return await self._create(path, value, ephemeral=ephemeral, timeout=timeout)
         if expected_version is not None:
             try:
-                stat = await self._result(lambda: self._zk.set_async(path, value, expected_version))
+                stat = await self._result(lambda: self._zk.set_async(
+                    path, value, expected_version), write=True, timeout=timeout)  # fmt: skip
             except (BadVersionError, NoNodeError):
                 raise BadVersion(path) from None
             return _stat(value, stat)
         while True:
             try:
-                stat = await self._result(lambda: self._zk.set_async(path, value, -1))
+                stat = await self._result(
+                    lambda: self._zk.set_async(path, value, -1), write=True, timeout=timeout)
                 return _stat(value, stat)
             except NoNodeError:
                 pass
             with contextlib.suppress(AlreadyExists):
-                return await self._create(path, value, ephemeral=ephemeral)
+                return await self._create(path, value, ephemeral=ephemeral, timeout=timeout)
 
-    async def _create(self, path: str, value: bytes, *, ephemeral: bool) -> Stat:
+    async def _create(
+        self, path: str, value: bytes, *, ephemeral: bool, timeout: float | None = None
+    ) -> Stat:
         try:
             _, stat = await self._result(lambda: self._zk.create_async(
-                path, value, ephemeral=ephemeral, makepath=True, include_data=True))  # fmt: skip
+                path, value, ephemeral=ephemeral, makepath=True, include_data=True),
+                write=True, timeout=timeout)  # fmt: skip
         except NodeExistsError:
             raise AlreadyExists(path) from None
         return _stat(value, stat)
 
     async def create_sequential(self, prefix: str, value: bytes, *, ephemeral: bool) -> str:
         created: str = await self._result(lambda: self._zk.create_async(
-            prefix, value, ephemeral=ephemeral, sequence=True, makepath=True))  # fmt: skip
+            prefix, value, ephemeral=ephemeral, sequence=True, makepath=True),
+            write=True)  # fmt: skip
         return created
 
     async def delete(self, path: str, expected_version: int | None = None) -> None:
         version = -1 if expected_version is None else expected_version
         try:
-            await self._result(lambda: self._zk.delete_async(path, version))
+            await self._result(lambda: self._zk.delete_async(path, version), write=True)
         except NoNodeError:
             raise NotFound(path) from None
         except BadVersionError:
@@ -293,17 +332,18 @@ class ZooKeeperBackend:
             return []
         return sorted(names)
 
-    async def multi(self, ops: Sequence[Op]) -> list[Stat | None]:
+    async def multi(self, ops: Sequence[Op], *, timeout: float | None = None) -> list[Stat | None]:
+        """One `multi`; `timeout`: its call's own (`Unanswered` when it may have been sent)."""
         try:
-            return await self._multi(ops)
+            return await self._multi(ops, timeout)
         except NoNodeError:  # a parent known to exist was deleted since: make it again
             self._parents.clear()
             try:
-                return await self._multi(ops)
+                return await self._multi(ops, timeout)
             except NoNodeError:
                 raise BadVersion(", ".join(op.path for op in ops)) from None
 
-    async def _multi(self, ops: Sequence[Op]) -> list[Stat | None]:
+    async def _multi(self, ops: Sequence[Op], timeout: float | None) -> list[Stat | None]:
         await self._connect()  # kazoo prefixes the chroot as each op is added
         for parent in sorted({_parent(op.path) for op in ops if not isinstance(op, Delete)}):
             if parent != "/" and parent not in self._parents:
@@ -361,7 +401,7 @@ class ZooKeeperBackend:
                     if not in_flight:
                         del self._writing[op.path]
 
-        results = await self._result(send, delivered)
+        results = await self._result(send, delivered, write=True, timeout=timeout)
         failures = [r for r in results if isinstance(r, Exception)]
         if failures:
             causes = [r for r in failures if not isinstance(r, RolledBackError)]
@@ -453,17 +493,23 @@ class ZooKeeperBackend:
         """Whether `session` is known to have ended (expired or closed)."""
         return session in self._lost_sessions
 
+    def on_session(self, session: int | None) -> bool:
+        """Whether the calls answered now are answered on `session` (still alive)."""
+        return session is not None and self._session == session \
+            and session not in self._lost_sessions
+
     def last_revision(self) -> int:
         return int(self._zk.last_zxid)
 
-    async def expire_session(self) -> None:
+    async def expire_session(self, hosts: str | None = None) -> None:
         """Expire the session as ZooKeeper does after a timeout: a second client attaches
-        to it and closes it."""
+        to it (through `hosts`, by default this client's) and closes it."""
         await self._connect()
         session = self._zk.client_id
 
         def close_session() -> None:
-            other = KazooClient(hosts=self.hosts, client_id=session, timeout=self.session_timeout)
+            other = KazooClient(hosts=hosts or self.hosts, client_id=session,
+                                timeout=self.session_timeout)
             other.start(timeout=self.timeout)
             other.stop()
             other.close()
@@ -474,9 +520,18 @@ class ZooKeeperBackend:
 
     def _install_reader_hook(self) -> None:
         """See the module docstring: persistent-watch notifications, read before kazoo's
-        own dispatch (which drops them), on kazoo's reader thread."""
+        own dispatch (which drops them), on kazoo's reader thread; and the results of
+        requests kazoo takes from its queue to send, noted before it writes them."""
         connection = self._zk._connection
         read_event = connection._read_watch_event
+        send_request = connection._send_request
+
+        def send_noted(read_timeout: float, connect_timeout: float) -> Any:
+            with contextlib.suppress(IndexError, TypeError):
+                self._sent.add(self._zk._queue[0][1])
+            return send_request(read_timeout, connect_timeout)
+
+        connection._send_request = send_noted
 
         def read_watch_event(buffer: bytes, offset: int) -> Any:
             watch, _ = Watch.deserialize(buffer, offset)

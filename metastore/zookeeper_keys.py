@@ -9,6 +9,16 @@ again; a znode whose mzxid is no longer r has changed, and the write fails with
 current ZooKeeper session, ephemeral keys put on it belong to it, and `revoke_lease`
 deletes the keys this process put on it.
 
+A write whose call fails after its request may have reached ZooKeeper (`Unanswered`) is
+settled as on etcd (`metastore.settling`): by its change record, which a recorded `multi`
+creates with the write, or else by the value it leaves and the revision it requires. Reads
+answered on the session that sent it see every write it can ever make (ZooKeeper answers a
+session's requests in order, and when the session reconnects, drops what its old connection
+had not yet handed on): when they find no trace of it, it was not applied (a delete at a
+revision without a record: when they find the key still at that revision). A write nothing
+can settle so (any other delete without a record, a sequential or ephemeral create, a write
+answering with the version before) is `OutcomeUnknown` at once.
+
 A range read walks the znodes under the path (ZooKeeper has no key ranges); parent znodes
 that exist only to hold children (empty, as ZooKeeper makes them) are not entries. The
 change stream is the backend's persistent recursive watch, opened before a range read so
@@ -23,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from metastore import paths
@@ -35,14 +45,32 @@ from metastore.change_history import (
     current_change,
     whole_transactions,
 )
-from metastore.errors import AlreadyExists, BadVersion, Compacted, NotFound, Unavailable
+from metastore.errors import (
+    AlreadyExists,
+    BadVersion,
+    Compacted,
+    NotFound,
+    OutcomeUnknown,
+    Unavailable,
+)
 from metastore.guards import Guard, GuardKind
+from metastore.settling import SETTLED_WRITE_SHARE, Found, Landing, settle
 from metastore.versioned import RangeSnapshot, Versioned, WatchEvent
-from metastore.zookeeper_backend import ZooKeeperBackend
+from metastore.zookeeper_backend import Unanswered, ZooKeeperBackend
 
 __all__ = ["ZooKeeperKeys", "ZooKeeperWatch"]
 
 _MEMO_LIMIT = 100_000
+_VERSION_UNKNOWN = -2  # a settled write's znode version, when the key has moved on since
+
+
+@contextlib.contextmanager
+def _unsettled(path: str) -> Iterator[None]:
+    """A write nothing can settle: `OutcomeUnknown` when its request may have been sent."""
+    try:
+        yield
+    except Unanswered as exc:
+        raise OutcomeUnknown(path) from exc
 
 
 class ZooKeeperWatch:
@@ -118,6 +146,9 @@ class ZooKeeperKeys:
     # -- revisions and versions -----------------------------------------------------------
 
     def remember(self, path: str, stat: Stat) -> None:
+        if stat.version == _VERSION_UNKNOWN:
+            self._versions.pop(path, None)
+            return
         if len(self._versions) >= _MEMO_LIMIT:
             self._versions.clear()
         self._versions[path] = (stat.revision, stat.version)
@@ -261,11 +292,12 @@ class ZooKeeperKeys:
 
     async def put(self, path: str, value: bytes, expected_revision: int | None) -> int:
         if expected_revision is None:
-            [written] = await self._recorded([Put(path, value)])
+            [written] = await self._recorded([Put(path, value)], Landing(path, value))
         else:
             try:
                 version = await self.version_at(path, expected_revision)
-                [written] = await self._recorded([Put(path, value, version)])
+                [written] = await self._recorded(
+                    [Put(path, value, version)], Landing(path, value, since=expected_revision))
             except BadVersion:
                 if expected_revision == 0:
                     raise AlreadyExists(path) from None
@@ -296,7 +328,9 @@ class ZooKeeperKeys:
                     ops.append(Delete(path, version))
                 stat = await self._ephemeral(path, value, lease, ops)
             else:
-                [*_, written] = await self._recorded([*ops, Put(path, value, version)])
+                [*_, written] = await self._recorded(
+                    [*ops, Put(path, value, version)],
+                    Landing(path, value, since=expected_revision))
                 assert written is not None
                 stat = written
         except BadVersion:
@@ -309,9 +343,10 @@ class ZooKeeperKeys:
     async def _ephemeral(self, path: str, value: bytes, lease: int, ops: Sequence[Op]) -> Stat:
         if await self.backend.session_id() != lease:
             raise Unavailable("metadata store unavailable: the ZooKeeper session was lost")
-        if ops:
-            await self.backend.multi(list(ops))
-        stat = await self.backend.put(path, value, CREATE, ephemeral=True)
+        with _unsettled(path):
+            if ops:
+                await self.backend.multi(list(ops))
+            stat = await self.backend.put(path, value, CREATE, ephemeral=True)
         self._lease_keys.setdefault(lease, set()).add(path)
         return stat
 
@@ -326,7 +361,8 @@ class ZooKeeperKeys:
                 raise
         if await self.backend.get(path) is None:
             raise NotFound(path)
-        await self._recorded([Delete(path, version)])
+        unchanged = None if expected_revision is None else Landing(path, since=expected_revision)
+        await self._recorded([Delete(path, version)], unchanged)
         self._versions.pop(path, None)
         return self.backend.last_revision()
 
@@ -347,19 +383,65 @@ class ZooKeeperKeys:
             found.extend(await self._all_znodes(child))
         return found
 
-    async def _recorded(self, ops: list[Op]) -> list[Stat | None]:
+    async def _settled(self, ops: list[Op], landing: Landing | None) -> list[Stat | None]:
+        """`multi(ops)`. When its call fails after it may have been sent, the write is
+        settled by `landing` within the store timeout (the call has `SETTLED_WRITE_SHARE`
+        of it, finding out as much): applied, it answers as the multi did (each put's
+        revision that of the multi); without `landing`, `OutcomeUnknown` at once."""
+        budget = self.backend.timeout * SETTLED_WRITE_SHARE
+        try:
+            return await self.backend.multi(ops, timeout=None if landing is None else budget)
+        except Unanswered as exc:
+            if landing is None:
+                raise OutcomeUnknown(next(op.path for op in ops if not isinstance(op, Check))) \
+                    from exc
+            revision, now = await self._settle(landing, exc, budget)
+        landed: list[Stat | None] = []
+        for op in ops:
+            if not isinstance(op, Put):
+                landed.append(None)
+            elif now is not None and op.path == landing.path and now.revision == revision:
+                landed.append(Stat(op.value, now.version, revision, now.owner))
+            else:
+                landed.append(Stat(op.value, _VERSION_UNKNOWN, revision))
+        return landed
+
+    async def _settle(
+        self, landing: Landing, failure: Unanswered, budget: float
+    ) -> tuple[int, Stat | None]:
+        """The revision at which the write `landing` describes was applied, found within
+        `budget` seconds (`settling.settle`), with the state of its path last read."""
+        seen: list[Stat | None] = []
+
+        async def read() -> Found:
+            current = await self.backend.get(landing.path)
+            record = None if landing.record is None else await self.backend.get(landing.record)
+            seen.append(current)
+            return Found(
+                None if record is None else record.revision,
+                None if current is None else Versioned(current.value, current.revision),
+                complete=self.backend.on_session(failure.session),
+            )
+
+        revision = await settle(landing, read, budget, failure)
+        return revision, seen[-1] if seen else None
+
+    async def _recorded(self, ops: list[Op], landing: Landing | None = None) -> list[Stat | None]:
         """`multi(ops)`, with the change record of the current change context (if any) in
-        the same multi: the values before are read, and checked unchanged in it."""
+        the same multi: the values before are read, and checked unchanged in it. A failed
+        call is settled by the record; without one, by `landing` (`_settled`)."""
         context = current_change()
         written = [op for op in ops if not isinstance(op, Check)
                    and paths.in_change_history(op.path)]
         if context is None or not written:
-            return await self.backend.multi(ops)
+            return await self._settled(ops, landing)
         changes: list[KeyChange] = []
         guards: list[Op] = []
         deleted = [op.path for op in written if isinstance(op, Delete)]
+        since: dict[str, int] = {}
         for op in written:
             before = await self.backend.get(op.path)
+            since[op.path] = 0 if before is None else before.revision
             guards.append(Check(op.path, CREATE if before is None else before.version))
             after = op.value if isinstance(op, Put) else None
             value = None if before is None else before.value
@@ -369,7 +451,9 @@ class ZooKeeperKeys:
         key, record = self.change_log.record(context, changes)
         checked = {op.path for op in ops if isinstance(op, Check)}
         guards = [guard for guard in guards if guard.path not in checked]
-        results = await self.backend.multi([*guards, *ops, Put(key, record, CREATE)])
+        path = next((p for p, revision in since.items() if revision), written[0].path)
+        by_record = Landing(path, record=key, since=since[path])
+        results = await self._settled([*guards, *ops, Put(key, record, CREATE)], by_record)
         return results[len(guards) : len(guards) + len(ops)]
 
     async def read_changes(self, since: int, limit: int, prefix: str) -> list[ChangeRecord]:
@@ -427,7 +511,12 @@ class ZooKeeperKeys:
             ops.extend(await self._tree_deletes(path, with_root=True))
         if not ops:
             return 0
-        results = await self._recorded(ops)
+        landing: Landing | None = None
+        if len(puts) == 1 and not deletes and not delete_trees:
+            [(path, value)] = puts.items()
+            since = [g.revision for g in guards if g.kind is GuardKind.REVISION and g.path == path]
+            landing = Landing(path, value, since=since[0] if since else 0)
+        results = await self._recorded(ops, landing)
         revision = 0
         for op, stat in zip(ops, results, strict=True):
             if stat is not None:
@@ -513,7 +602,14 @@ class ZooKeeperKeys:
         ops.extend(Put(key, record, CREATE) for key, record in stored)
         if stored and sent.version is not None:
             sent.record = stored[0][0]
-        results = await self.backend.multi(ops)
+        # A failed call is settled by the record (the batch's znode), else by the value.
+        own = guard.kind is GuardKind.REVISION and guard.path == path
+        landing: Landing | None = Landing(
+            path, value, stored[0][0] if stored else None, guard.revision if own else 0
+        )
+        if value is None and not stored:
+            landing = None  # a delete leaves no value to find
+        results = await self._settled(ops, landing)
         return results[len(ops) - len(stored) - 1]
 
     # -- etcd versions (`MetadataStore.get_with_version`: 1 after creation): znode + 1 ------
@@ -531,17 +627,23 @@ class ZooKeeperKeys:
                 ops: list[Op] = [] if expected == CREATE else [Delete(path, expected)]
                 await self._ephemeral(path, value, lease, ops)
             else:
-                await self.backend.put(path, value, expected)
+                budget = self.backend.timeout * SETTLED_WRITE_SHARE
+                try:
+                    await self.backend.put(path, value, expected, timeout=budget)
+                except Unanswered as exc:  # found by the value it leaves, as on etcd
+                    await self._settle(Landing(path, value), exc, budget)
         except BadVersion:  # AlreadyExists included
             return False, await self.backend.get(path) is not None
         return True, False
 
     async def put_returning_version(self, path: str, value: bytes) -> int:
-        return (await self.backend.put(path, value)).version
+        with _unsettled(path):
+            return (await self.backend.put(path, value)).version
 
     async def delete_at_version(self, path: str, version: int | None) -> tuple[bool, bool]:
         try:
-            await self.backend.delete(path, None if version is None else version - 1)
+            with _unsettled(path):
+                await self.backend.delete(path, None if version is None else version - 1)
         except NotFound:
             return False, False
         except BadVersion:
@@ -575,7 +677,9 @@ class ZooKeeperKeys:
     async def create_sequential(self, prefix: str, value: bytes, lease: int | None) -> str:
         if lease is not None and await self.backend.session_id() != lease:
             raise Unavailable("metadata store unavailable: the ZooKeeper session was lost")
-        created = await self.backend.create_sequential(prefix, value, ephemeral=lease is not None)
+        with _unsettled(prefix):
+            created = await self.backend.create_sequential(
+                prefix, value, ephemeral=lease is not None)
         if lease is not None:
             self._lease_keys.setdefault(lease, set()).add(created)
         return created
