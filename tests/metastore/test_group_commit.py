@@ -164,6 +164,31 @@ async def test_concurrent_updates_in_one_process_are_coalesced_and_isolated(
     assert store.writes < 50, "writes were not coalesced"
 
 
+async def test_writers_that_repeat_their_writes_share_one_transaction_per_round(
+    store: CountingStore,
+) -> None:
+    """Eight writers each setting one rack after another (awaiting each answer), the second
+    half starting while the first half's write is in flight: the batch after one that
+    answered writers waits for their next writes, so the halves join in one transaction
+    instead of alternating (each half's batch sent while the other's is in flight), and
+    every write lands."""
+    writers, rounds = 8, 10
+
+    async def writer(index: int) -> None:
+        for n in range(rounds):
+            await store.update_json("/bookies", rack_write(f"bk{index}", f"/rack{n}"))
+
+    store.write_started.clear()
+    first = [asyncio.ensure_future(writer(i)) for i in range(writers // 2)]
+    await asyncio.wait_for(store.write_started.wait(), BOUND)
+    second = [asyncio.ensure_future(writer(i)) for i in range(writers // 2, writers)]
+    await asyncio.wait_for(asyncio.gather(*first, *second), BOUND)
+    stored = await store.get_json("/bookies")
+    assert stored == {"default": {f"bk{i}": {"rack": f"/rack{rounds - 1}"} for i in range(writers)}}
+    # Alternating halves take writers * rounds / 4 = 20 transactions, joined ones about 11.
+    assert store.writes <= 15, f"{store.writes} transactions"
+
+
 @pytest.mark.parametrize("depth", [1, 2, 3])
 async def test_concurrent_updates_from_many_clients_lose_nothing(
     store: CountingStore, etcd: EmbeddedEtcd, depth: int
