@@ -103,6 +103,7 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     ServiceUnavailable: 503,
     ServiceError: 500,
     store_errors.OutcomeUnknown: 503,  # the reason says the write may have been applied
+    store_errors.Unanswered: 503,  # settled by the store before it reaches a caller
     store_errors.Unavailable: 503,
     store_errors.BadVersion: 409,
     store_errors.AlreadyExists: 409,

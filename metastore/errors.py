@@ -5,7 +5,8 @@ MetastoreError
 ├── BadVersion          a compare-and-swap lost: the key changed since it was read
 │   └── AlreadyExists   a create found the key already there
 ├── Unavailable         the store did not answer in time or refused the connection
-│   └── OutcomeUnknown  a write's call failed and whether it was applied cannot be known
+│   ├── OutcomeUnknown  a write's call failed and whether it was applied cannot be known
+│   └── Unanswered      a write's call failed after it may have been sent (to be settled)
 ├── ContentDeserializationError  a stored value an update must parse is not JSON
 ├── MetadataFormatError  a stored binary/text record (ledger metadata, ...) cannot be decoded
 ├── InvalidValue        an update's new value cannot be encoded (fails that update only)
@@ -51,6 +52,16 @@ class OutcomeUnknown(Unavailable):
             "(it may have been applied); read it again before retrying"
         )
         self.path = path
+
+
+class Unanswered(Unavailable):
+    """A write's call failed after its request may have reached the store: it may have been
+    applied. The store settles it (`metastore.settling`) into the applied write's answer,
+    `Unavailable` or `OutcomeUnknown`; `session`: the ZooKeeper session that sent it."""
+
+    def __init__(self, message: str, session: int | None) -> None:
+        super().__init__(message)
+        self.session = session
 
 
 class ContentDeserializationError(MetastoreError):

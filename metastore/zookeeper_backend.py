@@ -79,11 +79,12 @@ from metastore.errors import (
     BadVersion,
     MetastoreError,
     NotFound,
+    Unanswered,
     Unavailable,
 )
 from metastore.kazoo_bridge import InlineCallbackHandler, LoopInbox
 
-__all__ = ["Unanswered", "ZooKeeperBackend", "ZooKeeperChange"]
+__all__ = ["ZooKeeperBackend", "ZooKeeperChange"]
 
 log = logging.getLogger(__name__)
 
@@ -111,15 +112,6 @@ class _AddWatch(NamedTuple):
     @classmethod
     def deserialize(cls, buffer: bytes, offset: int) -> bool:
         return True
-
-
-class Unanswered(Unavailable):
-    """A write's call failed after its request may have reached ZooKeeper (module
-    docstring): it may have been applied. `session`: the session that sent it."""
-
-    def __init__(self, message: str, session: int | None) -> None:
-        super().__init__(message)
-        self.session = session
 
 
 @dataclass(frozen=True, eq=False)

@@ -51,12 +51,13 @@ from metastore.errors import (
     Compacted,
     NotFound,
     OutcomeUnknown,
+    Unanswered,
     Unavailable,
 )
 from metastore.guards import Guard, GuardKind
 from metastore.settling import SETTLED_WRITE_SHARE, Found, Landing, settle
 from metastore.versioned import RangeSnapshot, Versioned, WatchEvent
-from metastore.zookeeper_backend import Unanswered, ZooKeeperBackend
+from metastore.zookeeper_backend import ZooKeeperBackend
 
 __all__ = ["ZooKeeperKeys", "ZooKeeperWatch"]
 

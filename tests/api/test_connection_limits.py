@@ -160,10 +160,16 @@ def test_the_admin_port_holds_at_most_max_http_server_connections(
     held = []
     try:
         held = [connect(port) for _ in range(20)]
-        extra = [connect(port) for _ in range(10)]
+        extra: list[socket.socket] = []
+        reset_at_once = 0  # the server's reset arrived before `connect` returned (a busy client)
+        for _ in range(10):
+            try:
+                extra.append(connect(port))
+            except ConnectionResetError:
+                reset_at_once += 1
         started = time.monotonic()
         refused = closed_times(extra, started, started + MARGIN)
-        assert len(refused) == len(extra)  # closed at once, not served
+        assert len(refused) + reset_at_once == 10  # closed at once, not served
         for sock in extra:
             sock.close()
         for sock in held:
