@@ -380,6 +380,8 @@ def report(results: dict[str, Any]) -> str:
         "",
         *write_table(levels, "raw setData/s", "raw setData/s, document-sized"),
     ]
+    lines += ["", "server CPU per set-bookie-rack (user + system, all threads): " + ", ".join(
+        f"{level['api']['cpu_ms'] * 1000:.0f} µs at {level['clients']}" for level in levels)]
     lines += ["", f"target: {ratio_target(levels)}"]
     if levels[0]["layers"]:
         lines += ["", "layers (in this process, then the service over HTTP):", "",
