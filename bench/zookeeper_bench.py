@@ -57,7 +57,7 @@ from metastore.backend import CREATE, Put
 from metastore.cache import WatchedRange
 from metastore.change_history import ChangeContext, ChangeLog, KeyChange, recording
 from metastore.embedded_zookeeper import EmbeddedZooKeeper
-from metastore.kazoo_bridge import InlineCallbackHandler, LoopInbox
+from metastore.kazoo_bridge import InlineCallbackHandler, loop_inbox
 from metastore.store import MetadataStore, open_metadata_store
 
 RAW_PREFIX = "/bench/raw"
@@ -99,27 +99,22 @@ async def timed_clients(
             "cpu_ms": cpu / len(latencies) * 1000}  # fmt: skip
 
 
-def completer(loop: asyncio.AbstractEventLoop) -> Callable[[Any], Awaitable[Any]]:
-    """`await complete(kazoo_async_result)`: its outcome on `loop`, as the service's backend
-    completes its calls (`metastore.kazoo_bridge`; the client made by `raw_client`)."""
-    inbox = LoopInbox(loop)
+def raw_client(hosts: str) -> tuple[KazooClient, Callable[[Any], Awaitable[Any]]]:
+    """A started kazoo client with the handler the service's backend uses, and `await
+    complete(kazoo_async_result)`: its outcome on the running loop, as the backend completes
+    its calls (`metastore.kazoo_bridge.loop_inbox`)."""
+    client = KazooClient(hosts=hosts, timeout=30, handler=InlineCallbackHandler())
+    inbox = loop_inbox(client, asyncio.get_running_loop())
+    client.start(30)
 
     async def complete(outcome: Any) -> Any:
         return await inbox.settle(outcome)
 
-    return complete
-
-
-def raw_client(hosts: str) -> KazooClient:
-    """A started kazoo client with the handler the service's backend uses."""
-    client = KazooClient(hosts=hosts, timeout=30, handler=InlineCallbackHandler())
-    client.start(30)
-    return client
+    return client, complete
 
 
 async def raw_set_data(hosts: str, clients: int, seconds: float, value: bytes) -> dict[str, float]:
-    client = raw_client(hosts)
-    complete = completer(asyncio.get_running_loop())
+    client, complete = raw_client(hosts)
     try:
         versions = []
         for w in range(clients):
@@ -158,8 +153,7 @@ async def layers(hosts: str, clients: int, seconds: float, bookies: int) -> dict
     sequence = itertools.count()
     results: dict[str, Any] = {}
     chroot = f"{LAYERS_CHROOT}/{next(LAYER_RUNS)}"  # records deleted afterwards, the rest kept
-    client = raw_client(hosts)
-    complete = completer(asyncio.get_running_loop())
+    client, complete = raw_client(hosts)
     try:
         client.ensure_path(f"{chroot}/raw/records")
         versions = []
@@ -181,16 +175,17 @@ async def layers(hosts: str, clients: int, seconds: float, bookies: int) -> dict
         finally:
             await store.close()
         for records in ("raw/records", "multi/records", paths.CHANGE_HISTORY.lstrip("/")):
-            await drop_children(client, f"{chroot}/{records}")
+            await drop_children(client, complete, f"{chroot}/{records}")
     finally:
         client.stop()
         client.close()
     return results
 
 
-async def drop_children(client: KazooClient, path: str) -> None:
+async def drop_children(
+    client: KazooClient, complete: Callable[[Any], Awaitable[Any]], path: str
+) -> None:
     """Delete the znodes under `path`, a thousand requests in flight at a time."""
-    complete = completer(asyncio.get_running_loop())
     names = client.get_children(path)
     for start in range(0, len(names), 1000):
         await asyncio.gather(*(complete(client.delete_async(f"{path}/{name}"))
@@ -385,6 +380,8 @@ def report(results: dict[str, Any]) -> str:
         "",
         *write_table(levels, "raw setData/s", "raw setData/s, document-sized"),
     ]
+    lines += ["", "server CPU per set-bookie-rack (user + system, all threads): " + ", ".join(
+        f"{level['api']['cpu_ms'] * 1000:.0f} µs at {level['clients']}" for level in levels)]
     lines += ["", f"target: {ratio_target(levels)}"]
     if levels[0]["layers"]:
         lines += ["", "layers (in this process, then the service over HTTP):", "",

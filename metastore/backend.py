@@ -180,6 +180,17 @@ class Subscribers:
         for stream in list(self.streams):
             stream.publish(change)
 
+    def wanted(self, path: str) -> bool:
+        """Whether an open stream wants a change of `path` (callable from any thread: a
+        stream's `accepts` is a pure function of the path). A stream opened before a read
+        is sent sees every change the read does not: the change's notification is taken
+        after the read's reply, so after the stream was opened."""
+        for stream in tuple(self.streams):
+            accepts = stream.accepts
+            if accepts is None or accepts(path):
+                return True
+        return False
+
     def open_stream(self) -> ChangeStream:
         stream = ChangeStream(self.streams.remove)
         self.streams.append(stream)

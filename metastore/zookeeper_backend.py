@@ -23,11 +23,14 @@ notification is the one written, and a watch need not read it again (`state_afte
 kazoo does not know `addWatch` (opcode 106), so
 `_AddWatch` is that request in ZooKeeper's jute encoding, queued like kazoo's own, and the
 notifications it produces (which kazoo would drop as unregistered) are taken from kazoo's
-reader before its own dispatch. A write's call that fails is `Unanswered` when its request
-may have reached ZooKeeper (kazoo took it from its queue to send it, or the call timed out
-with it queued): kazoo's sender is watched for that, the third and last place that reaches
-into its internals. Otherwise (never sent: kazoo failed it still queued, as when the session
-was already lost) the call is `Unavailable` and nothing was written.
+reader before its own dispatch; one that no open stream wants (the change history's record
+znodes, one per recorded write, while nothing reads the history) stops there. A write's
+call that fails is `Unanswered` when its request may have reached ZooKeeper (kazoo took it
+from its queue to send it, or the call timed out with it queued): kazoo's sender is watched
+for that, the third and last place that reaches into its internals here
+(`metastore.kazoo_bridge.loop_inbox` wraps its connection loop to hold a burst's results
+until it is read whole). Otherwise (never sent: kazoo failed it still queued, as when the
+session was already lost) the call is `Unavailable` and nothing was written.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ from metastore.errors import (
     Unanswered,
     Unavailable,
 )
-from metastore.kazoo_bridge import InlineCallbackHandler, LoopInbox
+from metastore.kazoo_bridge import InlineCallbackHandler, LoopInbox, loop_inbox
 
 __all__ = ["ZooKeeperBackend", "ZooKeeperChange"]
 
@@ -185,7 +188,7 @@ class ZooKeeperBackend:
             return
         loop = asyncio.get_running_loop()
         if self._started is None:
-            self._inbox = LoopInbox(loop)
+            self._inbox = loop_inbox(self._zk, loop)
             self._started = loop.create_future()
             self._zk.add_listener(self._on_state)
             self._install_reader_hook()
@@ -512,8 +515,10 @@ class ZooKeeperBackend:
 
     def _install_reader_hook(self) -> None:
         """See the module docstring: persistent-watch notifications, read before kazoo's
-        own dispatch (which drops them), on kazoo's reader thread; and the results of
-        requests kazoo takes from its queue to send, noted before it writes them."""
+        own dispatch (which drops them), on kazoo's reader thread, where one that no open
+        stream wants (as the change history's record znodes, one per recorded write, when
+        nothing reads the history's stream) goes no further (`Subscribers.wanted`); and the
+        results of requests kazoo takes from its queue to send, noted before it writes them."""
         connection = self._zk._connection
         read_event = connection._read_watch_event
         send_request = connection._send_request
@@ -529,7 +534,9 @@ class ZooKeeperBackend:
             watch, _ = Watch.deserialize(buffer, offset)
             kind = _EVENT_KINDS.get(watch.type)
             if kind is not None and self._watching and self._inbox is not None:
-                self._inbox.post(self._deliver_change, kind, self._zk.unchroot(watch.path))
+                path = self._zk.unchroot(watch.path)
+                if self._subscribers.wanted(path):
+                    self._inbox.post(self._deliver_change, kind, path)
             return read_event(buffer, offset)
 
         connection._read_watch_event = read_watch_event

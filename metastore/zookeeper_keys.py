@@ -78,14 +78,17 @@ class ZooKeeperWatch:
     """The changes of one key or prefix from the backend's change stream, each re-read
     (ZooKeeper notifications carry no data) unless this process's own write covers it
     (`ZooKeeperBackend.state_after`). A `RESYNC` ends the iteration with
-    `Unavailable`: the reader re-reads, as after a broken etcd watch."""
+    `Unavailable`: the reader re-reads, as after a broken etcd watch. `since`: a key whose
+    state read is older than this revision is left out (its change came before it)."""
 
     def __init__(
-        self, keys: ZooKeeperKeys, stream: ChangeStream, covers: Callable[[str], bool]
+        self, keys: ZooKeeperKeys, stream: ChangeStream, covers: Callable[[str], bool],
+        since: int = 0,
     ) -> None:
         self._keys = keys
         self._stream = stream
         self._covers = covers
+        self._since = since
 
     async def __aiter__(self) -> AsyncIterator[WatchEvent]:
         async for change in self._stream:
@@ -96,7 +99,7 @@ class ZooKeeperWatch:
             found = await self._keys.backend.state_after(change)
             if found is None:
                 yield WatchEvent(change.path, None, self._keys.backend.last_revision())
-            else:
+            elif found.revision >= self._since:
                 self._keys.remember(change.path, found)
                 yield WatchEvent(change.path, found.value, found.revision)
 
@@ -237,13 +240,18 @@ class ZooKeeperKeys:
     async def watch_keys(self, first: str, end: str, *, start_revision: int) -> ZooKeeperWatch:
         """Changes of every key in [`first`, `end`) (as UTF-8 bytes) from now; ZooKeeper
         keeps no history, so a `start_revision` already past is `Compacted`."""
-        current = await self.revision()
-        if start_revision <= current:
-            raise Compacted(current + 1)
         low, high = first.encode(), end.encode()
-        stream = await self.backend.watch()
+        stream = await self.backend.watch()  # before the revision is read: nothing after it missed
         stream.accepts = lambda key: low <= key.encode() < high
-        return ZooKeeperWatch(self, stream, stream.accepts)
+        try:
+            current = await self.revision()
+        except BaseException:
+            stream.close()
+            raise
+        if start_revision <= current:
+            stream.close()
+            raise Compacted(current + 1)
+        return ZooKeeperWatch(self, stream, stream.accepts, since=start_revision)
 
     async def scan(
         self, start: str, end: str, *, limit: int, keys_only: bool
