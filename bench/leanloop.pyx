@@ -22,6 +22,7 @@ cdef extern from "<sys/socket.h>" nogil:
 
 DEF RESPONSE_LEN = 28
 DEF ADD_RESPONSE_HEAD = (2 << 24) | (1 << 16)
+DEF ENTRY_ID_AT = 36  # in an add frame: length, header, master key, ledger id, entry id
 DEF RECV_CAPACITY = 1 << 20
 DEF IOV_CHUNK = 1024
 
@@ -83,6 +84,7 @@ def run(int fd, list frames, double seconds, int64_t base):
         return 0, 0.0, []
     cdef char **data = <char **>malloc(total * sizeof(char *))
     cdef size_t *lengths = <size_t *>malloc(total * sizeof(size_t))
+    cdef int64_t *entries = <int64_t *>malloc(total * sizeof(int64_t))
     cdef Py_ssize_t *first = <Py_ssize_t *>malloc((slots + 1) * sizeof(Py_ssize_t))
     cdef Py_ssize_t *next_index = <Py_ssize_t *>malloc(slots * sizeof(Py_ssize_t))
     cdef double *sent_at = <double *>malloc(slots * sizeof(double))
@@ -101,7 +103,7 @@ def run(int fd, list frames, double seconds, int64_t base):
     cdef int32_t code
     cdef int64_t ledger_id, entry_id
     try:
-        if (data == NULL or lengths == NULL or first == NULL or next_index == NULL
+        if (data == NULL or lengths == NULL or entries == NULL or first == NULL or next_index == NULL
                 or sent_at == NULL or latencies == NULL or buf == NULL or out == NULL):
             raise MemoryError()
         for i in range(slots):
@@ -109,6 +111,9 @@ def run(int fd, list frames, double seconds, int64_t base):
             for frame in <list>frames[i]:
                 data[k] = PyBytes_AS_STRING(frame)
                 lengths[k] = PyBytes_GET_SIZE(frame)
+                if lengths[k] < ENTRY_ID_AT + 8:
+                    raise ValueError(f"slot {i}: a frame of {lengths[k]} bytes is not an add")
+                entries[k] = <int64_t>be64(<unsigned char *>data[k] + ENTRY_ID_AT)
                 k += 1
             if k == first[i]:
                 raise ValueError(f"slot {i} has no frames")
@@ -155,7 +160,7 @@ def run(int fd, list frames, double seconds, int64_t base):
                     if slot < 0 or slot >= slots:
                         error, detail = UNKNOWN_LEDGER, ledger_id
                         break
-                    if entry_id != next_index[slot] - 1 - first[slot]:
+                    if entry_id != entries[next_index[slot] - 1]:
                         error, detail = WRONG_ENTRY, entry_id
                         break
                     latencies[adds] = (stamp - sent_at[slot]) * 1e3
@@ -194,6 +199,7 @@ def run(int fd, list frames, double seconds, int64_t base):
     finally:
         free(data)
         free(lengths)
+        free(entries)
         free(first)
         free(next_index)
         free(sent_at)

@@ -37,6 +37,16 @@ async def test_every_add_is_acknowledged_with_its_latency(start_bookie: BookieFa
             assert packaged.endswith(PAYLOAD)
 
 
+def test_a_run_goes_on_where_the_last_one_stopped(start_bookie: BookieFactory) -> None:
+    bookie = start_bookie()
+    frames = build_frames(4, 30, BASE + 400, PAYLOAD, MASTER_KEY)
+    assert lean_run(bookie.bookie_id, [mine[:10] for mine in frames], 60.0, BASE + 400)[0] == 40
+    # Each slot's first response now names entry 10: the one it has in flight.
+    adds, _, latencies = lean_run(bookie.bookie_id, [mine[10:] for mine in frames], 60.0,
+                                  BASE + 400)
+    assert adds == len(latencies) == 80
+
+
 def test_the_run_stops_at_its_bound(start_bookie: BookieFactory) -> None:
     bookie = start_bookie()
     slots, per_slot = 4, 100_000
