@@ -15,24 +15,21 @@ from __future__ import annotations
 import socket
 
 from bench import leanloop
-from storage.bookie.format import package_entry
-from storage.bookie.protocol import encode_add
+from storage.bookie_client.addacks import encode_add_frame
 
 
 def build_frames(slots: int, per_slot: int, base: int, payload: bytes, master_key: bytes
                  ) -> list[list[bytes]]:
     """Every add frame of a run, per slot (slot i adds to ledger base + i, entries 0 up),
-    built before the clock starts."""
+    built before the clock starts, by the client's compiled frame encoder."""
     frames = []
     for slot in range(slots):
         ledger_id = base + slot
-        mine = []
-        length = 0
-        for entry_id in range(per_slot):
-            length += len(payload)
-            entry = package_entry(ledger_id, entry_id, entry_id - 1, length, payload)
-            mine.append(encode_add(ledger_id, entry_id, master_key, entry))
-        frames.append(mine)
+        frames.append([
+            encode_add_frame(ledger_id, entry_id, entry_id - 1, (entry_id + 1) * len(payload),
+                             master_key, payload)
+            for entry_id in range(per_slot)
+        ])
     return frames
 
 
