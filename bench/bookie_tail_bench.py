@@ -3,7 +3,8 @@ bookie, from two load generators, for bookie variants started side by side in th
 
 Load generators:
 - "lean": `bench.lean_load`, a pipelined closed loop on a plain socket with pre-built frames
-  and fixed-header responses (a few µs of CPU per add), so the bookie is what is measured.
+  and fixed-header responses, compiled (under 1 µs of CPU per add), so the bookie is what is
+  measured.
 - "client": the asyncio `BookieClient` closed loop of `bench.bookie_bench` (package + frame per
   add, a coroutine per slot), i.e. what a Python caller of the bookie sees.
 
