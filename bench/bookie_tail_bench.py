@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import math
 import os
 import tempfile
 import time
@@ -36,6 +37,7 @@ from pathlib import Path
 import uvloop
 
 from bench.bookie_bench import (
+    LEAN_MAX_RATE,
     MASTER_KEY,
     PAYLOAD,
     Result,
@@ -177,11 +179,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--variants", default="default,gc-cpython",
                         help=f"comma-separated, of: {', '.join(VARIANTS)}")
     parser.add_argument("--generators", default="lean,client")
-    parser.add_argument("--per-slot", type=int, default=3000,
-                        help="pre-built frames per slot for the lean generator")
+    parser.add_argument("--per-slot", type=int, default=None,
+                        help="pre-built frames per slot for the lean generator (default: "
+                             f"enough for {LEAN_MAX_RATE:,} adds/s over --seconds)")
     args = parser.parse_args(argv)
+    per_slot = args.per_slot or math.ceil(args.seconds * LEAN_MAX_RATE / OUTSTANDING)
     print(run(args.seconds, args.rounds, args.variants.split(","),
-              args.generators.split(","), args.per_slot))
+              args.generators.split(","), per_slot))
 
 
 if __name__ == "__main__":

@@ -307,6 +307,7 @@ class CuttableProxy:
         self.requests_flow.set()
         self.replies_flow.set()
         self.holding = threading.Event()  # some data is held (`hold`)
+        self.held_requests = bytearray()  # what `hold` kept from the target, until `cut`
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -329,10 +330,13 @@ class CuttableProxy:
     def _pump(self, source: socket.socket, sink: socket.socket, flow: threading.Event) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
-                if not flow.is_set():
+                if not flow.is_set():  # held (read on, so it can be looked at) until a cut
+                    if flow is self.requests_flow:
+                        with self.lock:
+                            self.held_requests += data
                     self.holding.set()
-                    flow.wait()
-                sink.sendall(data)  # after a cut that ended a hold: closed, the data dropped
+                    continue
+                sink.sendall(data)
         for sock in (source, sink):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
@@ -354,6 +358,8 @@ class CuttableProxy:
                 sock.shutdown(socket.SHUT_RDWR)  # wakes the pumps blocked reading it
             sock.close()
         self.holding.clear()
+        with self.lock:
+            self.held_requests = bytearray()
         self.requests_flow.set()
         self.replies_flow.set()
         return len(connections)

@@ -73,7 +73,8 @@ async def test_a_write_that_never_reached_etcd_can_no_longer_land(
     proxy.hold(requests=True)
     with recording(CONTEXT if history else None):
         write = asyncio.create_task(cut_store.update(KEY, lambda _: b"v1"))
-    await asyncio.to_thread(wait_until, proxy.holding.is_set)  # the request is sent, and held
+    # the write's own request is sent, and held (not only some earlier frame of the channel)
+    await asyncio.to_thread(wait_until, lambda: b"v1" in proxy.held_requests)
     raw_etcd.put(KEY, "other")  # its compare fails from now on
     proxy.cut()  # the request is dropped with the connection
     with pytest.raises(Unavailable) as failed:

@@ -95,7 +95,8 @@ async def test_a_write_cut_before_it_reaches_zookeeper_is_unavailable_and_not_ap
     proxy.hold(requests=True)
     with recording(CONTEXT if history else None):
         write = asyncio.create_task(cut_store.update(KEY, lambda _: b"v1"))
-    await asyncio.to_thread(wait_until, proxy.holding.is_set)  # the request is sent, and held
+    # the write's own request is sent, and held (not only a ping sent before it)
+    await asyncio.to_thread(wait_until, lambda: b"v1" in proxy.held_requests)
     proxy.cut()  # the request is dropped with the connection
     with pytest.raises(Unavailable) as failed:
         await write
@@ -187,7 +188,7 @@ async def test_a_write_in_flight_when_its_session_expired_is_outcome_unknown_not
     proxy.hold(requests=True)
     with recording(CONTEXT):
         write = asyncio.create_task(cut_store.update(KEY, lambda _: b"v1"))
-    await asyncio.to_thread(wait_until, proxy.holding.is_set)
+    await asyncio.to_thread(wait_until, lambda: b"v1" in proxy.held_requests)
     await expire(cut_store, zookeeper)
     proxy.cut()
     with pytest.raises(OutcomeUnknown):
