@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import subprocess
@@ -104,10 +105,20 @@ def test_registration_follows_the_lease(start_bookie: BookieFactory, raw_etcd: R
 
 
 def fill(path: Path, leave_free: int) -> None:
-    stat = os.statvfs(path.parent)
-    size = stat.f_bavail * stat.f_frsize - leave_free
-    with open(path, "wb") as f:
-        os.posix_fallocate(f.fileno(), 0, size)
+    """Take the file system's free space down to about `leave_free` bytes. The bookie's
+    journal writes zeros ahead of its records meanwhile, so when the space measured is gone
+    before it is taken, it is measured again."""
+    for _ in range(50):
+        stat = os.statvfs(path.parent)
+        size = stat.f_bavail * stat.f_frsize - leave_free
+        try:
+            with open(path, "wb") as f:
+                os.posix_fallocate(f.fileno(), 0, size)
+            return
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+    raise AssertionError(f"could not fill {path.parent}")
 
 
 async def test_disk_full_switches_to_readonly_and_back(
