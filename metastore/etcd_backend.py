@@ -92,6 +92,15 @@ def _prefix_range(path: str) -> tuple[bytes, bytes]:
     return prefix, prefix[:-1] + bytes([prefix[-1] + 1])
 
 
+
+async def cancel_watch(cancel: Awaitable[object], timeout: float) -> None:
+    """Cancel an aetcd watch, best effort and within `timeout`: aetcd's cancel queues its
+    request under the watcher's lock, and a stream broken mid-request can keep that lock (or
+    the request queue) from ever freeing, with nothing of the caller's left to wait for."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(timeout):
+            await cancel
+
 class EtcdBackend:
     """etcd under Pulsar's paths (see the module docstring)."""
 
@@ -130,9 +139,13 @@ class EtcdBackend:
         return self._etcd
 
     async def close_connection(self) -> None:
+        """Close the client within the timeout: aetcd's close waits for its watcher's lock,
+        which a watch request stuck behind a broken stream can hold for ever."""
         if self._etcd is not None:
             client, self._etcd = self._etcd, None
-            await client.close()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.timeout):
+                    await client.close()
 
     async def failover(self) -> None:
         """Move to the next endpoint after a failure (only when there is more than one)."""
@@ -374,8 +387,7 @@ class EtcdBackend:
             except aetcd.ClientError:
                 pass
             finally:
-                with contextlib.suppress(Exception):
-                    await watch.cancel()
+                await cancel_watch(watch.cancel(), self.timeout)
             await asyncio.sleep(0.1)
 
     async def close(self) -> None:

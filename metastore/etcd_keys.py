@@ -10,7 +10,6 @@ numbered by an unconditional put of `prefix` itself (its version before is the n
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -33,7 +32,7 @@ from metastore.errors import (
     OutcomeUnknown,
     Unavailable,
 )
-from metastore.etcd_backend import EtcdBackend
+from metastore.etcd_backend import EtcdBackend, cancel_watch
 from metastore.guards import Guard, GuardKind
 from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff
 from metastore.settling import SETTLED_WRITE_SHARE, Found, Landing, settle
@@ -83,10 +82,11 @@ class EtcdWatch:
     """An established etcd watch as `WatchEvent`s (hides the client's event types), in
     revision order, the events of one revision together. The iteration raises `Compacted`
     when etcd compacted the revisions still to be sent, `Unavailable` when the connection
-    broke."""
+    broke. `cancel` gives up after `timeout` seconds (`etcd_backend.cancel_watch`)."""
 
-    def __init__(self, watch: Any) -> None:
+    def __init__(self, watch: Any, timeout: float) -> None:
         self._watch = watch
+        self._timeout = timeout
 
     async def __aiter__(self) -> AsyncIterator[WatchEvent]:
         try:
@@ -101,8 +101,7 @@ class EtcdWatch:
             raise Unavailable(f"watch broken: {type(exc).__name__}") from exc
 
     async def cancel(self) -> None:
-        with contextlib.suppress(Exception):
-            await self._watch.cancel()
+        await cancel_watch(self._watch.cancel(), self._timeout)
 
 
 class EtcdKeys:
@@ -305,7 +304,7 @@ class EtcdKeys:
             raise Compacted(int(exc.compacted_revision)) from None
         except aetcd.WatchTimeoutError as exc:
             raise Unavailable("metadata store unavailable: the watch was not created") from exc
-        return EtcdWatch(watch)
+        return EtcdWatch(watch, self.backend.timeout)
 
     async def revision(self) -> int:
         result = await self._call(lambda c: c.get_prefix(b"\0", keys_only=True))
