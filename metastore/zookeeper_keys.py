@@ -131,7 +131,8 @@ class _Sent:
     record: str | None = None
 
 
-def _settle(future: asyncio.Future[Stat | None], written: Stat | None) -> None:
+def _resolve_sent(future: asyncio.Future[Stat | None], written: Stat | None) -> None:
+    """What a chained batch waits for (`_Sent.done`): the write's result, None if it failed."""
     if not future.done():
         future.set_result(written)
 
@@ -561,9 +562,9 @@ class ZooKeeperKeys:
         try:
             written = await self._swap(path, guard, value, records, previous, sent)
         except BaseException:
-            _settle(sent.done, None)
+            _resolve_sent(sent.done, None)
             raise
-        _settle(sent.done, written)
+        _resolve_sent(sent.done, written)
         if written is None:
             self._versions.pop(path, None)
             return self.backend.last_revision()

@@ -32,6 +32,16 @@ def history_conf(**extra: str) -> dict[str, str]:
     return {"initializeClusterMetadata": "false", **extra}
 
 
+def start_both(first: ServerProcess, second: ServerProcess) -> None:
+    """Start both servers, or neither: `first` is stopped when `second` fails to start."""
+    first.start()
+    try:
+        second.start()
+    except BaseException:
+        first.stop()
+        raise
+
+
 @pytest.fixture(scope="module")
 def two_servers(
     etcd: EmbeddedEtcd, tmp_path_factory: pytest.TempPathFactory
@@ -40,12 +50,7 @@ def two_servers(
                           extra_conf=history_conf())  # fmt: skip
     second = ServerProcess(etcd.url, tmp_path_factory.mktemp("history-b"),
                            extra_conf=history_conf())  # fmt: skip
-    first.start()
-    try:
-        second.start()
-    except BaseException:
-        first.stop()
-        raise
+    start_both(first, second)
     yield first, second
     first.stop()
     second.stop()
@@ -71,12 +76,7 @@ def zookeeper_servers(
     second = ServerProcess(url, tmp_path_factory.mktemp("history-zk-b"),
                            extra_conf=history_conf())  # fmt: skip
     raw = RawZooKeeper(zookeeper.hosts(), "/history-test")
-    first.start()
-    try:
-        second.start()
-    except BaseException:
-        first.stop()
-        raise
+    start_both(first, second)
     yield first, second, raw
     first.stop()
     second.stop()
