@@ -70,10 +70,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# On ZooKeeper a batch of group commit is sent while the one before it is in flight: its
-# guard needs no read and no comparison of values (`metastore.zookeeper_keys`, `swap`).
-ZOOKEEPER_PIPELINE_DEPTH = 2
-
 
 def parse_metadata_store_url(url: str) -> list[Endpoint]:
     """The etcd endpoints of Pulsar's `etcd:http://h1:p1,h2:p2` form (the `etcd:` prefix is
@@ -89,7 +85,7 @@ def parse_metadata_store_url(url: str) -> list[Endpoint]:
 def open_metadata_store(
     url: str | StoreUrl,
     timeout: float = 5.0,
-    pipeline_depth: int | None = None,
+    pipeline_depth: int = 1,
     *,
     session_timeout: float = 30.0,
 ) -> MetadataStore:
@@ -130,12 +126,13 @@ class MetadataStore:
         self,
         endpoints: Sequence[Endpoint],
         timeout: float = 5.0,
-        pipeline_depth: int | None = None,
+        pipeline_depth: int = 1,
         *,
         zookeeper: ZooKeeperBackend | None = None,
     ) -> None:
-        """`pipeline_depth`: transactions of one key in flight at once (`group_commit`;
-        None: 1 on etcd, `ZOOKEEPER_PIPELINE_DEPTH` on ZooKeeper). With `zookeeper`, the
+        """`pipeline_depth`: transactions of one key in flight at once (`group_commit`; on
+        ZooKeeper, one at a time gathers more updates per `multi` at less CPU per update than
+        two: BENCHMARKS.md, "Admin API on ZooKeeper"). With `zookeeper`, the
         store is that ZooKeeper (`endpoints` unused): see `metastore.zookeeper_keys` for
         how its operations map onto it."""
         if not endpoints and zookeeper is None:
@@ -152,8 +149,6 @@ class MetadataStore:
         self.endpoints = list(endpoints)
         self.timeout = timeout
         self._caches: list[KeyCache] = []
-        if pipeline_depth is None:
-            pipeline_depth = 1 if zookeeper is None else ZOOKEEPER_PIPELINE_DEPTH
         self._group_commit = GroupCommit(self, pipeline_depth)
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 
@@ -62,3 +63,32 @@ def test_masking_finds_sensitive_words_in_any_case_and_script() -> None:
     assert mask_text("\u017fecret=5") == "\u017fecret=******"  # long s: case-blind "s"
     assert mask_text("authParams=x é") == "authParams=****** é"
     assert mask_text("group=default a=1") == "group=default a=1"
+
+
+def test_on_an_event_loop_the_access_line_is_written_in_the_loop_s_next_turn_in_order() -> None:
+    """uvicorn logs as a response starts: on the loop the line waits until the response's
+    bytes are written (the callback that logged it has returned), and lines keep their order."""
+    logger = logging.getLogger("test.access.deferred")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    access = AccessLog(logger)
+
+    async def respond() -> list[str]:
+        seen: list[str] = []
+        for status in (200, 204):
+            access.info('%s - "%s %s HTTP/%s" %d', "c", "GET", "/x", "1.1", status)
+            seen.append(out.getvalue())  # the response is written here
+        await asyncio.sleep(0)
+        seen.append(out.getvalue())
+        return seen
+
+    try:
+        during, _, after = asyncio.run(respond())
+    finally:
+        logger.removeHandler(handler)
+    assert during == ""
+    assert after.splitlines() == ['c - "GET /x HTTP/1.1" 200', 'c - "GET /x HTTP/1.1" 204']

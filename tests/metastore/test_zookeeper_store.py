@@ -48,10 +48,12 @@ async def open_store(
 ) -> AsyncIterator[StoreFactory]:
     opened: list[MetadataStore] = []
 
-    async def open_one(session_timeout: float = 30.0) -> MetadataStore:
+    async def open_one(
+        session_timeout: float = 30.0, pipeline_depth: int = 1
+    ) -> MetadataStore:
         backend = ZooKeeperBackend(zookeeper.hosts(), CHROOT, timeout=5,
                                    session_timeout=session_timeout)
-        store = MetadataStore([], timeout=5, zookeeper=backend)
+        store = MetadataStore([], timeout=5, zookeeper=backend, pipeline_depth=pipeline_depth)
         opened.append(store)
         return store
 
@@ -122,8 +124,7 @@ async def test_pipelined_batches_lose_no_update_beside_other_writers(
 ) -> None:
     """Batches sent while the one before is in flight (recorded, so guarded by that batch's
     record and version), from two processes, while a third client writes the same znode."""
-    first, second = await open_store(), await open_store()
-    assert first.pipeline_depth == 2
+    first, second = await open_store(pipeline_depth=2), await open_store(pipeline_depth=2)
     await first.put("/bookies", b"{}")
 
     async def add(index: int) -> None:
