@@ -16,12 +16,12 @@ OPENAPI_CLIENT := $(VENV)/openapi-client/bin/openapi-python-client
 run: system-deps $(VENV)/.installed
 ifeq ($(STORE),zookeeper)
 	@mkdir -p data/zookeeper
-	@printf 'tickTime=2000\ndataDir=%s\nclientPort=$(ZK_PORT)\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=ruok\n' \
+	@printf 'tickTime=2000\ndataDir=%s\nclientPort=$(ZK_PORT)\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n' \
 		"$(CURDIR)/data/zookeeper" > data/zookeeper/zoo.cfg
 	java -Xmx256m -cp /usr/share/java/zookeeper.jar org.apache.zookeeper.server.ZooKeeperServerMain \
 		data/zookeeper/zoo.cfg > data/zookeeper/zookeeper.log 2>&1 & zk=$$!; \
 	trap 'kill $$zk' EXIT; \
-	$(PY) -c $$'import socket, sys, time\nfor _ in range(300):\n    try:\n        with socket.create_connection(("127.0.0.1", $(ZK_PORT)), 1) as c:\n            c.sendall(b"ruok")\n            if c.recv(4) == b"imok": sys.exit(0)\n    except OSError: pass\n    time.sleep(0.1)\nsys.exit("zookeeper did not start: see data/zookeeper/zookeeper.log")' && \
+	$(PY) -c $$'import sys, time\nfrom metastore.embedded_zookeeper import serving\nfor _ in range(300):\n    if serving($(ZK_PORT)): sys.exit(0)\n    time.sleep(0.1)\nsys.exit("zookeeper did not start: see data/zookeeper/zookeeper.log")' && \
 	$(PY) -m api --port $(PORT) --data-dir data --bookies $(BOOKIES) --metadata-store-url zk:127.0.0.1:$(ZK_PORT)
 else
 	$(PY) -m api --port $(PORT) --data-dir data --bookies $(BOOKIES)

@@ -3,6 +3,13 @@
 Runs `org.apache.zookeeper.server.ZooKeeperServerMain` with a config of its own (client port,
 data dir, admin server off) from /usr/share/java/zookeeper.jar, whose manifest names the
 other jars it needs.
+
+`start` returns once the server serves sessions (`srvr` reports its version), not merely once
+the process answers `ruok`: ZooKeeper answers four-letter words as soon as it listens, before
+it has loaded its data, and a session request that arrives before its database exists is left
+open and unanswered (ZooKeeper 3.8's close path fails on the missing database, ZOOKEEPER-5051),
+so a client that connects then waits its whole connect timeout (the session timeout) for an
+answer that never comes.
 """
 
 from __future__ import annotations
@@ -15,13 +22,27 @@ from pathlib import Path
 
 from metastore.embedded import dying_with_parent, free_port
 
-__all__ = ["ZOOKEEPER_JAR", "EmbeddedZooKeeper", "available"]
+__all__ = ["ZOOKEEPER_JAR", "EmbeddedZooKeeper", "available", "serving"]
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 
 
 def available() -> bool:
     return ZOOKEEPER_JAR.exists() and shutil.which("java") is not None
+
+
+def serving(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether the ZooKeeper at `host:port` serves sessions: `srvr` (whitelisted) answers with
+    its version; before that, "not currently serving requests", or nothing (module docstring)."""
+    answer = b""
+    try:
+        with socket.create_connection((host, port), timeout=1) as conn:
+            conn.sendall(b"srvr")
+            while chunk := conn.recv(4096):
+                answer += chunk
+    except OSError:
+        return False
+    return answer.startswith(b"Zookeeper version:")
 
 
 class EmbeddedZooKeeper:
@@ -43,7 +64,7 @@ class EmbeddedZooKeeper:
         cfg = self.workdir / "zoo.cfg"
         cfg.write_text(f"tickTime=2000\ndataDir={data}\nclientPort={self.port}\n"
                        "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
-                       "4lw.commands.whitelist=ruok\n")
+                       "4lw.commands.whitelist=ruok,srvr\n")
         log = (self.workdir / "zookeeper.log").open("wb")
         self.process = subprocess.Popen(
             dying_with_parent(["java", f"-Xmx{self.heap}", "-cp", str(ZOOKEEPER_JAR),
@@ -54,19 +75,14 @@ class EmbeddedZooKeeper:
             if self.process.poll() is not None:
                 raise RuntimeError(f"zookeeper exited with {self.process.returncode}: "
                                    f"{(self.workdir / 'zookeeper.log').read_text()[-2000:]}")
-            if self._ruok():
+            if self.serving():
                 return
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"zookeeper on port {self.port} not ready in {timeout}s")
 
-    def _ruok(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
-                conn.sendall(b"ruok")
-                return conn.recv(4) == b"imok"
-        except OSError:
-            return False
+    def serving(self) -> bool:
+        return serving(self.port)
 
     def hosts(self) -> str:
         return f"127.0.0.1:{self.port}"

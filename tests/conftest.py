@@ -94,9 +94,13 @@ def zookeeper_server(
     process.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def raw_zookeeper(zookeeper: EmbeddedZooKeeper, zookeeper_server: ServerProcess
                   ) -> Iterator[RawZooKeeper]:
+    """Per test, not per session: a connected kazoo client's thread calls the `random`
+    module's functions on every turn of its loop (pings included), and one left running
+    changes the global random state under the Hypothesis tests of later modules, which
+    Hypothesis reports as `random` used inside a strategy."""
     raw = RawZooKeeper(zookeeper.hosts(), "/pulsar-service")
     yield raw
     raw.close()

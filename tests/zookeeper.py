@@ -9,7 +9,7 @@ import pytest
 
 from metastore.embedded_zookeeper import EmbeddedZooKeeper as ZooKeeperServer
 from metastore.embedded_zookeeper import available
-from tests.support import RawStore, RawValue
+from tests.support import RawStore, RawValue, pause
 
 __all__ = ["ON_BOTH_STORES", "EmbeddedZooKeeper", "RawZooKeeper", "available"]
 
@@ -36,9 +36,10 @@ class EmbeddedZooKeeper(ZooKeeperServer):
             client.close()
 
     def pause(self) -> None:
-        """Stop the server process (SIGSTOP): connections hang, nothing answers."""
+        """Stop the server process (SIGSTOP): connections hang, nothing answers once it
+        returns (`tests.support.pause`)."""
         assert self.process is not None
-        self.process.send_signal(signal.SIGSTOP)
+        pause(self.process)
 
     def resume(self) -> None:
         if self.process is not None and self.process.poll() is None:

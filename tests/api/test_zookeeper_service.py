@@ -71,7 +71,7 @@ def test_paused_zookeeper_is_503_then_serves_again(
     admin: httpx.Client, clean_store: RawZooKeeper, zookeeper: EmbeddedZooKeeper
 ) -> None:
     assert zookeeper.process is not None
-    zookeeper.process.send_signal(signal.SIGSTOP)
+    zookeeper.pause()
     try:
         response = admin.post("/admin/v2/bookies/racks-info/b1:3181",
                               params={"group": "default"}, json=RACK, timeout=30)

@@ -349,7 +349,8 @@ async def test_zookeeper_killed_and_restarted_under_writers_loses_no_acknowledge
     tmp_path: Path,
 ) -> None:
     """Two stores add bookies to `/bookies` while ZooKeeper is killed (-9) and restarted on
-    its data: every update acknowledged to a writer is in the document afterwards."""
+    its data: both writers go on once it is back, and every update acknowledged to a writer
+    is in the document afterwards."""
     server = EmbeddedZooKeeper(tmp_path / "zk")
     server.start()
     stores = [open_metadata_store(f"zk:{server.hosts()}/p", timeout=3) for _ in range(2)]
@@ -368,15 +369,23 @@ async def test_zookeeper_killed_and_restarted_under_writers_loses_no_acknowledge
                 await asyncio.sleep(0.05)
             n += 1
 
+    def each_wrote(count: int, since: int = 0) -> Callable[[], bool]:
+        return lambda: all(
+            sum(b.startswith(f"w{i}-") for b in acknowledged[since:]) >= count
+            for i in range(len(stores)))
+
     try:
         tasks = [asyncio.create_task(writer(store, f"w{i}")) for i, store in enumerate(stores)]
-        await _eventually(lambda: len(acknowledged) >= 20, 30)
+        await _eventually(each_wrote(10), 30)
         assert server.process is not None
         server.process.kill()
         server.process.wait()
         written_before = len(acknowledged)
         server.start()
-        await _eventually(lambda: len(acknowledged) >= written_before + 20, 60)
+        # A writer whose reconnection reached the server while it was starting can wait out
+        # its connect timeout, the session timeout (30 s), for an answer ZooKeeper 3.8 never
+        # sends (`metastore.embedded_zookeeper`); then it reconnects and goes on.
+        await _eventually(each_wrote(10, since=written_before), 60)
         stop.set()
         await asyncio.gather(*tasks)
         stored = await stores[0].get_json("/bookies")

@@ -39,7 +39,7 @@ from storage.ledger import LedgerError, LedgerMetadata, LedgerState, ReadableLed
 from storage.ledger.recovery import recover
 from tests.storage.chaos.support import Group, Produced, set_readonly, stored
 from tests.storage.testbed import Cluster, Engine, engine
-from tests.support import RawEtcd, ServerProcess
+from tests.support import RawEtcd, ServerProcess, pause
 
 ROLL = 30
 BURST = 12
@@ -188,7 +188,7 @@ async def apply(world: World, producer: Producer, action: str, bookie: str | Non
         await asyncio.to_thread(world.service.start)
     elif action == "pause-etcd":
         assert world.etcd.process is not None
-        world.etcd.process.send_signal(signal.SIGSTOP)
+        pause(world.etcd.process)
         producer.op_timeout = 0.5
         try:
             await producer.burst(BURST, timeout=1.5)
