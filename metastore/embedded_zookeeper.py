@@ -7,9 +7,9 @@ other jars it needs.
 `start` returns once the server serves sessions (`srvr` reports its version), not merely once
 the process answers `ruok`: ZooKeeper answers four-letter words as soon as it listens, before
 it has loaded its data, and a session request that arrives before its database exists is left
-open and unanswered (ZooKeeper 3.8's close path fails on the missing database, ZOOKEEPER-5051),
-so a client that connects then waits its whole connect timeout (the session timeout) for an
-answer that never comes.
+open and unanswered (ZooKeeper 3.8.0 closes such a connection through a path that needs the
+database), so a client that connects then waits its whole connect timeout (the session
+timeout) for an answer that never comes.
 """
 
 from __future__ import annotations
