@@ -27,10 +27,18 @@ reader before its own dispatch; one that no open stream wants (the change histor
 znodes, one per recorded write, while nothing reads the history) stops there. A write's
 call that fails is `Unanswered` when its request may have reached ZooKeeper (kazoo took it
 from its queue to send it, or the call timed out with it queued): kazoo's sender is watched
-for that, the third and last place that reaches into its internals here
+for that, the third place that reaches into its internals here
 (`metastore.kazoo_bridge.loop_inbox` wraps its connection loop to hold a burst's results
 until it is read whole). Otherwise (never sent: kazoo failed it still queued, as when the
 session was already lost) the call is `Unavailable` and nothing was written.
+
+The fourth and last reach into kazoo: the answer to a connection's session request is waited
+for at most the store timeout, not kazoo's own connect timeout (from the session timeout, as
+ZooKeeper's Java client has it). ZooKeeper 3.8 leaves a session request that reaches it while
+it starts (listening, its data not loaded yet) open and unanswered, and a client waiting out
+that timeout on it is without ZooKeeper for as long after a restart (16-19 s measured with a
+60 s session timeout). A server that answers at all answers in milliseconds, and the next
+attempt, on a new connection, is served.
 """
 
 from __future__ import annotations
@@ -60,7 +68,7 @@ from kazoo.exceptions import (
     RolledBackError,
     SessionExpiredError,
 )
-from kazoo.protocol.serialization import Watch, write_string
+from kazoo.protocol.serialization import Connect, Watch, write_string
 from kazoo.protocol.states import KazooState, ZnodeStat
 
 from metastore.backend import (
@@ -517,8 +525,9 @@ class ZooKeeperBackend:
         """See the module docstring: persistent-watch notifications, read before kazoo's
         own dispatch (which drops them), on kazoo's reader thread, where one that no open
         stream wants (as the change history's record znodes, one per recorded write, when
-        nothing reads the history's stream) goes no further (`Subscribers.wanted`); and the
-        results of requests kazoo takes from its queue to send, noted before it writes them."""
+        nothing reads the history's stream) goes no further (`Subscribers.wanted`); the
+        results of requests kazoo takes from its queue to send, noted before it writes them;
+        and the wait for a session request's answer, bounded by the store timeout."""
         connection = self._zk._connection
         read_event = connection._read_watch_event
         send_request = connection._send_request
@@ -540,6 +549,16 @@ class ZooKeeperBackend:
             return read_event(buffer, offset)
 
         connection._read_watch_event = read_watch_event
+
+        invoke = connection._invoke
+        bound = self.timeout
+
+        def invoke_bounded(timeout: float, request: Any, xid: int | None = None) -> Any:
+            if isinstance(request, Connect):  # the session request (module docstring)
+                timeout = min(timeout, bound)
+            return invoke(timeout, request, xid)
+
+        connection._invoke = invoke_bounded
 
     def _add_watch(self, *, resync: bool) -> Any:
         """Queue `addWatch` on the root (non-blocking); `RESYNC` once it is in place."""

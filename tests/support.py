@@ -366,9 +366,10 @@ class CuttableProxy:
         if replies:
             self.replies_flow.clear()
 
-    def cut(self) -> int:
+    def cut(self, *, keep_holding: bool = False) -> int:
         """Close every open connection, dropping anything held; returns how many there
-        were."""
+        were. `keep_holding`: what `hold` stopped stays stopped on the connections made next
+        (a server that accepts connections and answers nothing), until `release`."""
         with self.lock:
             connections, self.connections = self.connections, []
         for sock in connections:
@@ -378,9 +379,14 @@ class CuttableProxy:
         self.holding.clear()
         with self.lock:
             self.held_requests = bytearray()
+        if not keep_holding:
+            self.release()
+        return len(connections)
+
+    def release(self) -> None:
+        """Relay both directions again from now on; what was held stays dropped."""
         self.requests_flow.set()
         self.replies_flow.set()
-        return len(connections)
 
     def close(self) -> None:
         self.listener.close()

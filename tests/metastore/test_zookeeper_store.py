@@ -24,6 +24,7 @@ from metastore.store import MetadataStore, open_metadata_store
 from metastore.versioned import Versioned
 from metastore.versioned_keys import VersionedKeys
 from metastore.zookeeper_backend import ZooKeeperBackend
+from tests.support import CuttableProxy
 from tests.zookeeper import EmbeddedZooKeeper
 
 CHROOT = "/pulsar-test"
@@ -345,6 +346,37 @@ async def test_key_range_scans_page_in_key_order(open_store: StoreFactory) -> No
         "/ledgers/underreplication/ledgers/0000/0000/urL0001"] and not more
 
 
+async def test_a_session_request_left_unanswered_is_given_up_after_the_store_timeout(
+    zookeeper: EmbeddedZooKeeper, kazoo: KazooClient
+) -> None:
+    """ZooKeeper 3.8 leaves a session request that reaches it while it starts unanswered
+    (`metastore.embedded_zookeeper`); a relay that accepts connections and delivers nothing
+    stands for it here, then delivers again. The store gives that request up after the store
+    timeout (2 s), not the session timeout, and writes again on its next connection."""
+    proxy = CuttableProxy(zookeeper.port)
+    backend = ZooKeeperBackend(f"127.0.0.1:{proxy.port}", CHROOT, timeout=2,
+                               session_timeout=60)  # fmt: skip
+    store = MetadataStore([], timeout=2, zookeeper=backend)
+    try:
+        await store.put("/k", b"1")
+        proxy.hold(requests=True)
+        proxy.cut(keep_holding=True)
+        await _eventually(lambda: len(proxy.held_requests) > 0)  # the session request
+        proxy.release()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10  # kazoo alone waited 16-19 s here
+        while True:
+            try:
+                await store.put("/k", b"2")
+                break
+            except Unavailable:
+                assert loop.time() < deadline, "no ZooKeeper session in time"
+        assert kazoo.get(f"{CHROOT}/k")[0] == b"2"
+    finally:
+        await store.close()
+        proxy.close()
+
+
 async def test_zookeeper_killed_and_restarted_under_writers_loses_no_acknowledged_update(
     tmp_path: Path,
 ) -> None:
@@ -382,9 +414,9 @@ async def test_zookeeper_killed_and_restarted_under_writers_loses_no_acknowledge
         server.process.wait()
         written_before = len(acknowledged)
         server.start()
-        # A writer whose reconnection reached the server while it was starting can wait out
-        # its connect timeout, the session timeout (30 s), for an answer ZooKeeper 3.8 never
-        # sends (`metastore.embedded_zookeeper`); then it reconnects and goes on.
+        # A writer whose reconnection reached the server while it was starting gets no
+        # answer from ZooKeeper 3.8 (`metastore.embedded_zookeeper`): it gives the request up
+        # after the store timeout (3 s) and reconnects (`metastore.zookeeper_backend`).
         await _eventually(each_wrote(10, since=written_before), 60)
         stop.set()
         await asyncio.gather(*tasks)
