@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
+from collections.abc import Iterator
 
 from api.auth.secrets import install_log_masking, mask_text
 from api.log_lines import LINE_FORMAT, AccessLog, LineFormatter
@@ -30,16 +32,25 @@ def test_line_formatter_writes_what_the_standard_formatter_writes() -> None:
         record(1_700_000_000.5), "%H")
 
 
-def test_access_log_sends_the_logger_s_line_to_its_handlers() -> None:
-    install_log_masking()
-    logger = logging.getLogger("test.access.lines")
+@contextlib.contextmanager
+def captured(name: str, line_format: str) -> Iterator[tuple[logging.Logger, io.StringIO]]:
+    """Logger `name` at INFO, its lines (in `line_format`) written to the StringIO only."""
+    logger = logging.getLogger(name)
     logger.propagate = False
     logger.setLevel(logging.INFO)
     out = io.StringIO()
     handler = logging.StreamHandler(out)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+    handler.setFormatter(logging.Formatter(line_format))
     logger.addHandler(handler)
     try:
+        yield logger, out
+    finally:
+        logger.removeHandler(handler)
+
+
+def test_access_log_sends_the_logger_s_line_to_its_handlers() -> None:
+    install_log_masking()
+    with captured("test.access.lines", "%(levelname)s %(name)s %(message)s") as (logger, out):
         logger.info(*ACCESS)
         access = AccessLog(logger)
         assert access.hasHandlers()
@@ -47,8 +58,6 @@ def test_access_log_sends_the_logger_s_line_to_its_handlers() -> None:
         access.info('%s - "%s %s HTTP/%s" %d', "c", "GET", "/x?token=abc&a=1", "1.1", 200)
         logger.setLevel(logging.WARNING)  # accessLogEnabled=false
         access.info(*ACCESS)
-    finally:
-        logger.removeHandler(handler)
     lines = out.getvalue().splitlines()
     assert lines[0] == lines[1] == (
         'INFO test.access.lines 127.0.0.1:43210 - "POST '
@@ -68,16 +77,7 @@ def test_masking_finds_sensitive_words_in_any_case_and_script() -> None:
 def test_on_an_event_loop_the_access_line_is_written_in_the_loop_s_next_turn_in_order() -> None:
     """uvicorn logs as a response starts: on the loop the line waits until the response's
     bytes are written (the callback that logged it has returned), and lines keep their order."""
-    logger = logging.getLogger("test.access.deferred")
-    logger.propagate = False
-    logger.setLevel(logging.INFO)
-    out = io.StringIO()
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logger.addHandler(handler)
-    access = AccessLog(logger)
-
-    async def respond() -> list[str]:
+    async def respond(access: AccessLog, out: io.StringIO) -> list[str]:
         seen: list[str] = []
         for status in (200, 204):
             access.info('%s - "%s %s HTTP/%s" %d', "c", "GET", "/x", "1.1", status)
@@ -86,9 +86,7 @@ def test_on_an_event_loop_the_access_line_is_written_in_the_loop_s_next_turn_in_
         seen.append(out.getvalue())
         return seen
 
-    try:
-        during, _, after = asyncio.run(respond())
-    finally:
-        logger.removeHandler(handler)
+    with captured("test.access.deferred", "%(message)s") as (logger, out):
+        during, _, after = asyncio.run(respond(AccessLog(logger), out))
     assert during == ""
     assert after.splitlines() == ['c - "GET /x HTTP/1.1" 200', 'c - "GET /x HTTP/1.1" 204']
