@@ -50,7 +50,7 @@ from pathlib import Path
 import httpx
 import uvloop
 
-from bench.harness import REPO, machine
+from bench.harness import REPO, cpu_seconds, machine
 from bench.lean_load import build_frames, lean_run
 from metastore.embedded import EmbeddedEtcd, free_port
 from storage.bookie.format import package_entry
@@ -245,12 +245,6 @@ class GroupCounter:
     def sync_ms(self) -> float:
         groups, _, sync = self._delta()
         return sync / groups if groups else 0.0
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (/proc/<pid>/stat fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_parts(pid: int) -> dict[str, float]:

@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import uvloop
 
-from bench.bookie_bench import bookie_level, cpu_seconds, start_bookie
-from bench.harness import REPO, machine
+from bench.bookie_bench import bookie_level, start_bookie
+from bench.harness import REPO, cpu_seconds, machine
 from metastore.embedded import EmbeddedEtcd, free_port
 from storage.bookie.metrics import BookieMetrics
 

@@ -42,12 +42,11 @@ from bench.bookie_bench import (
     PAYLOAD,
     Result,
     bookie_level,
-    cpu_seconds,
     raw_grouped,
     start_bookie,
     stop_bookie,
 )
-from bench.harness import REPO, machine
+from bench.harness import REPO, cpu_seconds, machine
 from bench.lean_load import build_frames, lean_run
 from metastore.embedded import EmbeddedEtcd
 

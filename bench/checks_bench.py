@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.bookie_bench import cpu_seconds, start_bookie, stop_bookie
-from bench.harness import REPO, machine
+from bench.bookie_bench import start_bookie, stop_bookie
+from bench.harness import REPO, cpu_seconds, machine
 from metastore.embedded import EmbeddedEtcd
 from metastore.store import MetadataStore, parse_metadata_store_url
 from metastore.topology import read_cluster_view

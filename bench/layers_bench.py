@@ -33,7 +33,7 @@ import jwt
 
 from bench.api_bench import compact_etcd, raw_transactions, reset_rack_map, set_bookie_rack
 from bench.auth_bench import auth_conf
-from bench.harness import BenchServer, machine
+from bench.harness import BenchServer, cpu_seconds, machine
 from metastore.embedded import EmbeddedEtcd
 from metastore.layer_times import ENV
 
@@ -48,12 +48,6 @@ CPU_LAYERS = (
     "cache update (write-through)",
     "cache update (watch event)",
 )
-
-
-def process_cpu(pid: int) -> float:
-    """The process's user + system CPU seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def layer_totals(server: BenchServer, file: Path) -> dict[str, dict[str, float]]:
@@ -77,9 +71,9 @@ def layer_totals(server: BenchServer, file: Path) -> dict[str, dict[str, float]]
 def measure(server: BenchServer, file: Path, clients: int, seconds: float, bookies: int,
             authorization: str) -> dict[str, Any]:  # fmt: skip
     assert server.process is not None
-    before, cpu_before = layer_totals(server, file), process_cpu(server.process.pid)
+    before, cpu_before = layer_totals(server, file), cpu_seconds(server.process.pid)
     api = set_bookie_rack(server.url, clients, seconds, bookies, authorization)
-    cpu_after, after = process_cpu(server.process.pid), layer_totals(server, file)
+    cpu_after, after = cpu_seconds(server.process.pid), layer_totals(server, file)
     requests = api["rps"] * seconds
     layers: dict[str, float] = {}
     for layer in (*CPU_LAYERS, ETCD_WALL):

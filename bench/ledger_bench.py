@@ -31,8 +31,8 @@ from pathlib import Path
 import httpx
 import uvloop
 
-from bench.bookie_bench import MASTER_KEY, cpu_seconds, wait_ready
-from bench.harness import REPO, BenchServer, machine, percentile
+from bench.bookie_bench import MASTER_KEY, wait_ready
+from bench.harness import REPO, BenchServer, cpu_seconds, machine, percentile
 from metastore.embedded import EmbeddedEtcd, free_port
 from metastore.store import MetadataStore, parse_metadata_store_url
 from metastore.topology import read_cluster_view

@@ -21,9 +21,8 @@ from typing import Any
 
 import uvloop
 
-from bench.bookie_bench import cpu_seconds
 from bench.bookie_tail_bench import BUCKETS_MS, histogram
-from bench.harness import REPO, machine, percentile
+from bench.harness import REPO, cpu_seconds, machine, percentile
 from bench.ledger_bench import ledger_level, start_bookies
 from metastore.embedded import EmbeddedEtcd
 from storage.runtime import set_gc

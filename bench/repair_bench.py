@@ -47,8 +47,8 @@ from pathlib import Path
 
 import uvloop
 
-from bench.bookie_bench import cpu_seconds, wait_ready
-from bench.harness import REPO, machine, percentile
+from bench.bookie_bench import wait_ready
+from bench.harness import REPO, cpu_seconds, machine, percentile
 from metastore import paths
 from metastore.embedded import EmbeddedEtcd, free_port
 from metastore.store import MetadataStore, parse_metadata_store_url

@@ -35,7 +35,7 @@ import httpx
 import uvloop
 
 from bench.api_bench import rack_map_document, set_bookie_rack_wrk
-from bench.harness import machine
+from bench.harness import cpu_seconds, machine
 from metastore.embedded import EmbeddedEtcd, free_port
 
 HTTP_APP = r'''
@@ -62,11 +62,6 @@ HTTP_CASES = (("uvicorn, no access log", False, False), ("uvicorn, access log", 
               ("admin port protocol, access log", True, True))
 
 
-def process_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def http_floor(seconds: float, workdir: Path) -> list[dict[str, Any]]:
     rows = []
     for name, access, guarded in HTTP_CASES:
@@ -88,9 +83,9 @@ def http_floor(seconds: float, workdir: Path) -> list[dict[str, Any]]:
                     time.sleep(0.05)
             for clients in (1, 32):
                 set_bookie_rack_wrk(url, clients, 1, 32)  # warm
-                before = process_cpu(server.pid)
+                before = cpu_seconds(server.pid)
                 result = set_bookie_rack_wrk(url, clients, seconds, 32)
-                spent = process_cpu(server.pid) - before
+                spent = cpu_seconds(server.pid) - before
                 rows.append({"case": name, "clients": clients, "rps": result["rps"],
                              "cpu_us": spent * 1e6 / (result["rps"] * seconds)})
         finally:

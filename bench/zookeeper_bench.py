@@ -51,7 +51,7 @@ from bench.api_bench import (
     wait_until_served,
     write_table,
 )
-from bench.harness import BenchServer, machine
+from bench.harness import BenchServer, cpu_seconds, machine
 from metastore import paths
 from metastore.backend import CREATE, Put
 from metastore.cache import WatchedRange
@@ -297,12 +297,6 @@ def server_pid(server: BenchServer) -> int:
     return server.process.pid
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User and system CPU time of process `pid` so far (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def level(
     url: str, hosts: str, clients: int, seconds: float, bookies: int, with_layers: bool,
     rounds: int, server_pid: int,
@@ -321,9 +315,9 @@ def level(
             for name, measured in asyncio.run(layers(hosts, clients, seconds, bookies)).items():
                 taken[f"layer {name}"] = measured
         size = reset_rack_map(url, hosts, bookies)
-        cpu = process_cpu_seconds(server_pid)
+        cpu = cpu_seconds(server_pid)
         api = set_bookie_rack(url, clients, seconds, bookies)
-        api["cpu_ms"] = (process_cpu_seconds(server_pid) - cpu) / (api["rps"] * seconds) * 1000
+        api["cpu_ms"] = (cpu_seconds(server_pid) - cpu) / (api["rps"] * seconds) * 1000
         api["mean_ms"] = clients / api["rps"] * 1000  # closed loop: clients over the rate
         taken["api"] = api
         for key, measured in taken.items():
