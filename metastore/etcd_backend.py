@@ -92,7 +92,6 @@ def _prefix_range(path: str) -> tuple[bytes, bytes]:
     return prefix, prefix[:-1] + bytes([prefix[-1] + 1])
 
 
-
 async def cancel_watch(cancel: Awaitable[object], timeout: float) -> None:
     """Cancel an aetcd watch, best effort and within `timeout`: aetcd's cancel queues its
     request under the watcher's lock, and a stream broken mid-request can keep that lock (or
@@ -100,6 +99,7 @@ async def cancel_watch(cancel: Awaitable[object], timeout: float) -> None:
     with contextlib.suppress(Exception):
         async with asyncio.timeout(timeout):
             await cancel
+
 
 class EtcdBackend:
     """etcd under Pulsar's paths (see the module docstring)."""
