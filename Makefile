@@ -75,9 +75,10 @@ $(VENV)/bin/python:
 	python3 -m venv $(VENV) || { $(MAKE) --no-print-directory apt-update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv && python3 -m venv $(VENV); }
 
 # The editable install also compiles storage/bookie/addpath.pyx,
-# storage/bookie_client/addacks.pyx and bench/leanloop.pyx in place (setup.py, Cython).
+# storage/bookie_client/addacks.pyx, bench/leanloop.pyx and bench/bookiefloor.pyx in place
+# (setup.py, Cython).
 COMPILED := storage/bookie/addpath.pyx storage/bookie/addpath_crc.h \
-	storage/bookie_client/addacks.pyx bench/leanloop.pyx setup.py
+	storage/bookie_client/addacks.pyx bench/leanloop.pyx bench/bookiefloor.pyx setup.py
 
 $(VENV)/.installed: $(VENV)/bin/python pyproject.toml $(COMPILED)
 	$(PY) -m pip install -q --upgrade pip

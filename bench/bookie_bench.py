@@ -16,10 +16,15 @@ GIL: under 1 µs of CPU per add, against 13-20 µs for the `BookieClient` loop):
 client's CPU competes with the bookie's, so the targets (>= 60% of the raw grouped rate, p99 <=
 2 ms at 64 outstanding) are judged on that row, which measures the bookie; the client row stays
 to show what a Python caller of the bookie gets. Both rows count an add only when the bookie
-acked it, i.e. after the fdatasync of its journal group. Each row also shows the bookie's own
-records per synced journal group (from its statistics endpoint): the closed loop at N
-outstanding puts its N adds in one group, so the raw loop's N records per sync is the same
-grouping.
+acked it, i.e. after the fdatasync of its journal group. A third row at 64 runs the lean
+generator against the bookie floor (`bench.bookie_floor`): one compiled thread that checks and
+journals each turn's frames, one pwrite and one fdatasync over a file written with zeros, then
+the acks, and nothing else a bookie does (no write cache, entry log, index or hand-off between
+threads): a bound on what any bookie reaches with this client, network path and disk.
+
+Each row also shows the bookie's own records per synced journal group (from its statistics
+endpoint; the floor's from its own count): the closed loop at N outstanding puts its N adds in
+one group, so the raw loop's N records per sync is the same grouping.
 
 Memory: the bookie's RSS is sampled every 50 ms through those runs, and then for a fresh
 bookie per write-cache size (`dbStorage_writeCacheMaxSizeMb`) under 64 outstanding adds for
@@ -50,6 +55,7 @@ from pathlib import Path
 import httpx
 import uvloop
 
+from bench.bookie_floor import floor_bookie, floor_frames
 from bench.harness import REPO, cpu_seconds, machine
 from bench.lean_load import build_frames, lean_run
 from metastore.embedded import EmbeddedEtcd, free_port
@@ -59,6 +65,7 @@ from storage.bookie_client import BookieClient
 LEVELS = (1, 8, 64, 256)
 LEAN_LEVEL = 64  # also measured with the lean load generator (bench.lean_load)
 LEAN_MAX_RATE = 200_000  # adds/s the lean generator's pre-built frames last `seconds` at
+FLOOR_MAX_RATE = 600_000  # the same for the floor, whose frames repeat (`floor_frames`)
 RSS_CACHES_MB = (16, 64)
 PAYLOAD = os.urandom(1024)
 MASTER_KEY = b"\x01" * 20
@@ -206,6 +213,26 @@ def lean_row(address: str, pid: int, stats_port: int, outstanding: int, seconds:
         label += f" (frames ran out at {elapsed:.1f} s)"
     return Row(label, result, raw, raw_zeroed, cpu, client_cpu,
                groups.mean(), groups.sync_ms())
+
+
+def floor_row(journal: Path, outstanding: int, seconds: float, raw: Result,
+              raw_zeroed: Result) -> Row:
+    """The same lean closed loop against the bookie floor (`bench.bookie_floor`: per turn the
+    frames received are checked and journaled over `journal`, one pwrite and one fdatasync,
+    then the acks; nothing else, one thread): what the machine allows any bookie at most."""
+    per_slot = math.ceil(seconds * FLOOR_MAX_RATE / outstanding)
+    frames = floor_frames(outstanding, per_slot, 900_000, PAYLOAD, MASTER_KEY)
+    client0 = time.process_time()
+    with floor_bookie(journal) as served:
+        adds, elapsed, latencies = lean_run(served.address, frames, seconds, 900_000)
+    client_cpu = (time.process_time() - client0 - served.cpu_seconds) / adds * 1e6
+    result = Result(outstanding, adds / elapsed, percentile(latencies, 0.5),
+                    percentile(latencies, 0.99))
+    label = f"{outstanding}, floor (lean generator)"
+    if elapsed < seconds:
+        label += f" (frames ran out at {elapsed:.1f} s)"
+    return Row(label, result, raw, raw_zeroed, served.cpu_seconds / adds * 1e6, client_cpu,
+               served.per_group, served.sync_ms)
 
 
 _BATCH = "bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES"
@@ -369,6 +396,7 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
                         if level == LEAN_LEVEL:
                             rows.append(lean_row(address, process.pid, stats_port, level,
                                                  seconds, raw, raw_zeroed))
+                            rows.append(floor_row(zeroed, level, seconds, raw, raw_zeroed))
                 peak = sampler.peak
             finally:
                 stop_bookie(process)
@@ -396,6 +424,14 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
             f"| {row.group:.1f} | {result.outstanding / result.rate * 1e3:.2f} "
             f"| {row.sync_ms:.2f} |"
         )
+    lean = next(row for row in rows if row.label.startswith(f"{LEAN_LEVEL}, lean"))
+    floor = next(row for row in rows if row.label.startswith(f"{LEAN_LEVEL}, floor"))
+    lines += [
+        "",
+        f"The bookie from the lean generator at {LEAN_LEVEL} outstanding: "
+        f"{lean.bookie.rate / floor.bookie.rate:.0%} of the floor's rate (the floor: "
+        f"{floor.bookie.rate / floor.raw.rate:.0%} of the raw grouped rate).",
+    ]
     lines += [
         "",
         f"Bookie RSS (default 64 MiB write cache): {idle:.0f} MiB idle after start, "

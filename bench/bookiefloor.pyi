@@ -1,0 +1,5 @@
+"""Types of the compiled bookie floor (bench/bookiefloor.pyx)."""
+
+MIN_JOURNAL: int
+
+def serve(listener: int, journal: int, journal_size: int) -> tuple[int, int, float, float, str]: ...
