@@ -20,7 +20,10 @@ acked it, i.e. after the fdatasync of its journal group. A third row at 64 runs 
 generator against the bookie floor (`bench.bookie_floor`): one compiled thread that checks and
 journals each turn's frames, one pwrite and one fdatasync over a file written with zeros, then
 the acks, and nothing else a bookie does (no write cache, entry log, index or hand-off between
-threads): a bound on what any bookie reaches with this client, network path and disk.
+threads): a bound on what any bookie reaches with this client, network path and disk. A fourth
+row runs the floor with each turn's write and sync on a second thread, handed over and reported
+back as the bookie's journal writer does (a condition variable, an eventfd): the cost of those
+two hand-offs per group alone.
 
 Each row also shows the bookie's own records per synced journal group (from its statistics
 endpoint; the floor's from its own count): the closed loop at N outstanding puts its N adds in
@@ -216,19 +219,21 @@ def lean_row(address: str, pid: int, stats_port: int, outstanding: int, seconds:
 
 
 def floor_row(journal: Path, outstanding: int, seconds: float, raw: Result,
-              raw_zeroed: Result) -> Row:
+              raw_zeroed: Result, handoff: bool = False) -> Row:
     """The same lean closed loop against the bookie floor (`bench.bookie_floor`: per turn the
     frames received are checked and journaled over `journal`, one pwrite and one fdatasync,
-    then the acks; nothing else, one thread): what the machine allows any bookie at most."""
+    then the acks; nothing else, one thread): what the machine allows any bookie at most.
+    With `handoff`, each turn's write and sync on a second thread, as the bookie's journal
+    writer: what its two hand-offs per group cost."""
     per_slot = math.ceil(seconds * FLOOR_MAX_RATE / outstanding)
     frames = floor_frames(outstanding, per_slot, 900_000, PAYLOAD, MASTER_KEY)
     client0 = time.process_time()
-    with floor_bookie(journal) as served:
+    with floor_bookie(journal, handoff) as served:
         adds, elapsed, latencies = lean_run(served.address, frames, seconds, 900_000)
     client_cpu = (time.process_time() - client0 - served.cpu_seconds) / adds * 1e6
     result = Result(outstanding, adds / elapsed, percentile(latencies, 0.5),
                     percentile(latencies, 0.99))
-    label = f"{outstanding}, floor (lean generator)"
+    label = f"{outstanding}, floor{' with the hand-offs' if handoff else ''} (lean generator)"
     if elapsed < seconds:
         label += f" (frames ran out at {elapsed:.1f} s)"
     return Row(label, result, raw, raw_zeroed, served.cpu_seconds / adds * 1e6, client_cpu,
@@ -396,7 +401,9 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
                         if level == LEAN_LEVEL:
                             rows.append(lean_row(address, process.pid, stats_port, level,
                                                  seconds, raw, raw_zeroed))
-                            rows.append(floor_row(zeroed, level, seconds, raw, raw_zeroed))
+                            for handoff in (False, True):
+                                rows.append(floor_row(zeroed, level, seconds, raw, raw_zeroed,
+                                                      handoff))
                 peak = sampler.peak
             finally:
                 stop_bookie(process)
@@ -425,12 +432,15 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
             f"| {row.sync_ms:.2f} |"
         )
     lean = next(row for row in rows if row.label.startswith(f"{LEAN_LEVEL}, lean"))
-    floor = next(row for row in rows if row.label.startswith(f"{LEAN_LEVEL}, floor"))
+    floor = next(row for row in rows if row.label.startswith(f"{LEAN_LEVEL}, floor ("))
+    handed = next(row for row in rows if row.label.startswith(f"{LEAN_LEVEL}, floor with"))
     lines += [
         "",
         f"The bookie from the lean generator at {LEAN_LEVEL} outstanding: "
-        f"{lean.bookie.rate / floor.bookie.rate:.0%} of the floor's rate (the floor: "
-        f"{floor.bookie.rate / floor.raw.rate:.0%} of the raw grouped rate).",
+        f"{lean.bookie.rate / floor.bookie.rate:.0%} of the floor's rate and "
+        f"{lean.bookie.rate / handed.bookie.rate:.0%} of the floor's with the hand-offs (the "
+        f"floor: {floor.bookie.rate / floor.raw.rate:.0%} of the raw grouped rate, "
+        f"{handed.bookie.rate / floor.raw.rate:.0%} with the hand-offs).",
     ]
     lines += [
         "",

@@ -6,6 +6,9 @@ checked and journaled, one pwrite and one fdatasync, then the EOK responses in o
 keeps no write cache, entry log or index and hands nothing between threads, so its rate under
 the lean generator (bench/lean_load.py) is what the machine's network path, client and disk
 allow a bookie at most; the bookie bench reports the bookie against it.
+`floor_bookie(journal, handoff=True)` is the same with the write and sync of each turn on a
+second thread, handed over and reported back as the bookie's journal writer does: the cost of
+that structure alone.
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ class FloorRun:
 
 
 @contextmanager
-def floor_bookie(journal: Path) -> Iterator[FloorRun]:
+def floor_bookie(journal: Path, handoff: bool = False) -> Iterator[FloorRun]:
     """Serve one connection at `FloorRun.address` until its client closes it, journaling over
-    `journal` (an existing file written with zeros; overwritten). On leaving, the run's figures
-    are filled in; an ending other than the client closing raises."""
+    `journal` (an existing file written with zeros; overwritten); with `handoff`, each turn's
+    write and sync on a second thread, as the bookie's journal writer (bench/bookiefloor.pyx).
+    On leaving, the run's figures are filled in; an ending other than the client closing
+    raises."""
     size = journal.stat().st_size
     if size < bookiefloor.MIN_JOURNAL:
         raise ValueError(f"a journal of {size} bytes is smaller than one turn can write "
@@ -63,7 +68,7 @@ def floor_bookie(journal: Path) -> Iterator[FloorRun]:
         cpu = time.thread_time()
         try:
             run.adds, run.groups, run.sync_seconds, run.seconds, run.ending = bookiefloor.serve(
-                listener.fileno(), fd, size)
+                listener.fileno(), fd, size, handoff)
         except BaseException as exc:  # reported on the caller's thread
             failure.append(exc)
         run.cpu_seconds = time.thread_time() - cpu

@@ -2,4 +2,6 @@
 
 MIN_JOURNAL: int
 
-def serve(listener: int, journal: int, journal_size: int) -> tuple[int, int, float, float, str]: ...
+def serve(
+    listener: int, journal: int, journal_size: int, handoff: bool = False
+) -> tuple[int, int, float, float, str]: ...

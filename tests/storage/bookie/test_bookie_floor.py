@@ -37,10 +37,11 @@ def journaled(journal: Path) -> list[bytes]:
     return bodies
 
 
-def test_every_acknowledged_add_is_in_the_journal(journal: Path) -> None:
+@pytest.mark.parametrize("handoff", [False, True], ids=["one thread", "with the hand-offs"])
+def test_every_acknowledged_add_is_in_the_journal(journal: Path, handoff: bool) -> None:
     slots, per_slot = 8, 40
     frames = build_frames(slots, per_slot, BASE, PAYLOAD, MASTER_KEY)
-    with floor_bookie(journal) as served:
+    with floor_bookie(journal, handoff) as served:
         adds, _, latencies = lean_run(served.address, frames, 60.0, BASE)
     assert adds == len(latencies) == slots * per_slot == served.adds
     assert 1 <= served.per_group <= slots
@@ -58,11 +59,13 @@ def test_repeated_frames_cycle_through_the_distinct_ones(journal: Path) -> None:
         assert lean_run(served.address, frames, 60.0, BASE)[0] == 20
 
 
-def test_a_frame_whose_digest_does_not_check_stops_the_floor(journal: Path) -> None:
+@pytest.mark.parametrize("handoff", [False, True], ids=["one thread", "with the hand-offs"])
+def test_a_frame_whose_digest_does_not_check_stops_the_floor(journal: Path, handoff: bool
+                                                             ) -> None:
     [[frame]] = build_frames(1, 1, BASE, PAYLOAD, MASTER_KEY)
     flipped = frame[:-1] + bytes([frame[-1] ^ 1])
     with pytest.raises(RuntimeError, match="digest does not check"), \
-            floor_bookie(journal) as served, pytest.raises(ConnectionError):
+            floor_bookie(journal, handoff) as served, pytest.raises(ConnectionError):
         lean_run(served.address, [[flipped]], 60.0, BASE)
     assert journaled(journal) == []
 
@@ -77,8 +80,9 @@ def test_a_frame_that_is_not_a_plain_add_stops_the_floor(journal: Path) -> None:
             assert sock.recv(1) == b""  # closed without an answer
 
 
-def test_a_floor_never_connected_to_ends_when_left(journal: Path) -> None:
-    with floor_bookie(journal) as served:
+@pytest.mark.parametrize("handoff", [False, True], ids=["one thread", "with the hand-offs"])
+def test_a_floor_never_connected_to_ends_when_left(journal: Path, handoff: bool) -> None:
+    with floor_bookie(journal, handoff) as served:
         pass
     assert (served.adds, served.groups, served.ending) == (0, 0, "closed")
 
