@@ -227,16 +227,17 @@ def floor_row(journal: Path, outstanding: int, seconds: float, raw: Result,
     writer: what its two hand-offs per group cost."""
     per_slot = math.ceil(seconds * FLOOR_MAX_RATE / outstanding)
     frames = floor_frames(outstanding, per_slot, 900_000, PAYLOAD, MASTER_KEY)
-    client0 = time.process_time()
+    process0, client0 = time.process_time(), time.thread_time()  # the client: this thread
     with floor_bookie(journal, handoff) as served:
         adds, elapsed, latencies = lean_run(served.address, frames, seconds, 900_000)
-    client_cpu = (time.process_time() - client0 - served.cpu_seconds) / adds * 1e6
+    client_cpu = time.thread_time() - client0
+    floor_cpu = time.process_time() - process0 - client_cpu  # its thread(s)
     result = Result(outstanding, adds / elapsed, percentile(latencies, 0.5),
                     percentile(latencies, 0.99))
     label = f"{outstanding}, floor{' with the hand-offs' if handoff else ''} (lean generator)"
     if elapsed < seconds:
         label += f" (frames ran out at {elapsed:.1f} s)"
-    return Row(label, result, raw, raw_zeroed, served.cpu_seconds / adds * 1e6, client_cpu,
+    return Row(label, result, raw, raw_zeroed, floor_cpu / adds * 1e6, client_cpu / adds * 1e6,
                served.per_group, served.sync_ms)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,7 +34,6 @@ class FloorRun:
     groups: int = 0
     sync_seconds: float = 0.0
     seconds: float = 0.0
-    cpu_seconds: float = 0.0  # the serving thread's
     ending: str = ""
 
     @property
@@ -65,13 +63,11 @@ def floor_bookie(journal: Path, handoff: bool = False) -> Iterator[FloorRun]:
     failure: list[BaseException] = []
 
     def serve() -> None:
-        cpu = time.thread_time()
         try:
             run.adds, run.groups, run.sync_seconds, run.seconds, run.ending = bookiefloor.serve(
                 listener.fileno(), fd, size, handoff)
         except BaseException as exc:  # reported on the caller's thread
             failure.append(exc)
-        run.cpu_seconds = time.thread_time() - cpu
 
     thread = threading.Thread(target=serve, name="bookie-floor", daemon=True)
     thread.start()
