@@ -144,12 +144,20 @@ class Registration:
                 await asyncio.sleep(0.5)
 
     async def stop(self) -> None:
+        """Deregister now, as a bookie closing its session does: the key is deleted (even one
+        a previous run of this bookie left on a lease not yet expired) and the lease revoked.
+        The revocation matters on etcd: a registration cancelled with its put in flight may
+        have that put applied after the delete, on a lease nothing keeps alive; once the
+        lease is revoked such a put either went with it or is refused."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         with contextlib.suppress(MetastoreError):
             await self.registrations.delete(self.bookie_id, readonly=self.readonly)
+        if self._lease is not None:
+            with contextlib.suppress(MetastoreError):
+                await self.store.revoke_lease(self._lease)
 
 
 async def watch_disk(
