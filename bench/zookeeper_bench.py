@@ -13,7 +13,9 @@ clients it measures:
   `--bookies` bookies, each request moving one bookie to another rack.
 
 The ratio of the two rates is what is reported: the machine is shared, so absolute numbers
-say little, same-run ratios do.
+say little, same-run ratios do. The report also gives the server's CPU time per request and the
+requests per ZooKeeper write of the rack map (its znode's version before and after: one
+`multi` of group commit serves that many requests).
 
 With `--layers`, each level also measures, in this process and on the same ZooKeeper (under
 a chroot of its own, which the service does not watch), what a rack write is built from, one
@@ -285,6 +287,17 @@ def run(
             "rounds": rounds, "load_average": [min(loads), max(loads)], "levels": levels}
 
 
+def rack_map_version(hosts: str) -> int:
+    """The version of the service's rack map znode: one more per write group commit sends."""
+    client = KazooClient(hosts=f"{hosts}/pulsar", timeout=30)
+    client.start(30)
+    try:
+        return int(client.exists(paths.BOOKIES_RACK_CONFIG).version)
+    finally:
+        client.stop()
+        client.close()
+
+
 class _ZooKeeperUrl:
     """What `BenchServer` reads of its store: the URL the service is started with."""
 
@@ -315,9 +328,12 @@ def level(
             for name, measured in asyncio.run(layers(hosts, clients, seconds, bookies)).items():
                 taken[f"layer {name}"] = measured
         size = reset_rack_map(url, hosts, bookies)
+        version = rack_map_version(hosts)
         cpu = cpu_seconds(server_pid)
         api = set_bookie_rack(url, clients, seconds, bookies)
         api["cpu_ms"] = (cpu_seconds(server_pid) - cpu) / (api["rps"] * seconds) * 1000
+        writes = rack_map_version(hosts) - version
+        api["requests_per_write"] = api["rps"] * seconds / writes if writes else 0.0
         api["mean_ms"] = clients / api["rps"] * 1000  # closed loop: clients over the rate
         taken["api"] = api
         for key, measured in taken.items():
@@ -376,6 +392,9 @@ def report(results: dict[str, Any]) -> str:
     ]
     lines += ["", "server CPU per set-bookie-rack (user + system, all threads): " + ", ".join(
         f"{level['api']['cpu_ms'] * 1000:.0f} µs at {level['clients']}" for level in levels)]
+    lines += ["", "set-bookie-rack requests per ZooKeeper write of the rack map (group commit): "
+              + ", ".join(f"{level['api']['requests_per_write']:.1f} at {level['clients']}"
+                          for level in levels)]  # fmt: skip
     lines += ["", f"target: {ratio_target(levels)}"]
     if levels[0]["layers"]:
         lines += ["", "layers (in this process, then the service over HTTP):", "",
