@@ -198,6 +198,16 @@ async def bookie_level(address: str, outstanding: int, seconds: float, base: int
     )
 
 
+def lean_result(outstanding: int, seconds: float, label: str, adds: int, elapsed: float,
+                latencies: list[float]) -> tuple[str, Result]:
+    """A `lean_run`'s figures as a Result, and `label`, saying when the slots ran out of
+    frames before `seconds`."""
+    if elapsed < seconds:
+        label += f" (frames ran out at {elapsed:.1f} s)"
+    return label, Result(outstanding, adds / elapsed, percentile(latencies, 0.5),
+                         percentile(latencies, 0.99))
+
+
 def lean_row(address: str, pid: int, stats_port: int, outstanding: int, seconds: float,
              raw: Result, raw_zeroed: Result) -> Row:
     """The same closed loop from the lean generator (pre-built frames, plain socket). Should
@@ -209,11 +219,8 @@ def lean_row(address: str, pid: int, stats_port: int, outstanding: int, seconds:
     adds, elapsed, latencies = lean_run(address, frames, seconds, 900_000)
     cpu = (cpu_seconds(pid) - cpu0) / adds * 1e6
     client_cpu = (time.process_time() - client0) / adds * 1e6
-    result = Result(outstanding, adds / elapsed, percentile(latencies, 0.5),
-                    percentile(latencies, 0.99))
-    label = f"{outstanding}, lean generator"
-    if elapsed < seconds:
-        label += f" (frames ran out at {elapsed:.1f} s)"
+    label, result = lean_result(outstanding, seconds, f"{outstanding}, lean generator", adds,
+                                elapsed, latencies)
     return Row(label, result, raw, raw_zeroed, cpu, client_cpu,
                groups.mean(), groups.sync_ms())
 
@@ -232,11 +239,9 @@ def floor_row(journal: Path, outstanding: int, seconds: float, raw: Result,
         adds, elapsed, latencies = lean_run(served.address, frames, seconds, 900_000)
     client_cpu = time.thread_time() - client0
     floor_cpu = time.process_time() - process0 - client_cpu  # its thread(s)
-    result = Result(outstanding, adds / elapsed, percentile(latencies, 0.5),
-                    percentile(latencies, 0.99))
-    label = f"{outstanding}, floor{' with the hand-offs' if handoff else ''} (lean generator)"
-    if elapsed < seconds:
-        label += f" (frames ran out at {elapsed:.1f} s)"
+    kind = "floor with the hand-offs" if handoff else "floor"
+    label, result = lean_result(outstanding, seconds, f"{outstanding}, {kind} (lean generator)",
+                                adds, elapsed, latencies)
     return Row(label, result, raw, raw_zeroed, floor_cpu / adds * 1e6, client_cpu / adds * 1e6,
                served.per_group, served.sync_ms)
 
@@ -400,11 +405,11 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
                         rows.append(Row(str(level), result, raw, raw_zeroed, cpu, client_cpu,
                                         groups.mean(), groups.sync_ms()))
                         if level == LEAN_LEVEL:
-                            rows.append(lean_row(address, process.pid, stats_port, level,
-                                                 seconds, raw, raw_zeroed))
-                            for handoff in (False, True):
-                                rows.append(floor_row(zeroed, level, seconds, raw, raw_zeroed,
-                                                      handoff))
+                            lean = lean_row(address, process.pid, stats_port, level, seconds,
+                                            raw, raw_zeroed)
+                            floor, handed = (floor_row(zeroed, level, seconds, raw, raw_zeroed,
+                                                       handoff) for handoff in (False, True))
+                            rows += [lean, floor, handed]
                 peak = sampler.peak
             finally:
                 stop_bookie(process)
@@ -432,9 +437,6 @@ def run(seconds: float = 3.0, rss_seconds: float = 10.0) -> str:
             f"| {row.group:.1f} | {result.outstanding / result.rate * 1e3:.2f} "
             f"| {row.sync_ms:.2f} |"
         )
-    lean = next(row for row in rows if row.label.startswith(f"{LEAN_LEVEL}, lean"))
-    floor = next(row for row in rows if row.label.startswith(f"{LEAN_LEVEL}, floor ("))
-    handed = next(row for row in rows if row.label.startswith(f"{LEAN_LEVEL}, floor with"))
     lines += [
         "",
         f"The bookie from the lean generator at {LEAN_LEVEL} outstanding: "

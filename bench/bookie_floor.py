@@ -33,7 +33,6 @@ class FloorRun:
     adds: int = 0
     groups: int = 0
     sync_seconds: float = 0.0
-    seconds: float = 0.0
     ending: str = ""
 
     @property
@@ -64,7 +63,7 @@ def floor_bookie(journal: Path, handoff: bool = False) -> Iterator[FloorRun]:
 
     def serve() -> None:
         try:
-            run.adds, run.groups, run.sync_seconds, run.seconds, run.ending = bookiefloor.serve(
+            run.adds, run.groups, run.sync_seconds, run.ending = bookiefloor.serve(
                 listener.fileno(), fd, size, handoff)
         except BaseException as exc:  # reported on the caller's thread
             failure.append(exc)

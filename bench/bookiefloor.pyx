@@ -171,8 +171,8 @@ def serve(int listener, int journal, int64_t journal_size, bint handoff=False):
     variable and reported back on an eventfd that this thread blocks on: the bookie's two
     hand-offs per journal group, and nothing else of it.
 
-    Returns (adds acknowledged, synced groups, seconds in fdatasync, seconds served, how it
-    ended: "closed" or a reason)."""
+    Returns (adds acknowledged, synced groups, seconds in fdatasync, how it ended: "closed" or
+    a reason)."""
     if journal_size < MIN_JOURNAL:
         raise ValueError(f"a journal of {journal_size} bytes is smaller than one turn can write")
     cdef unsigned char *buf = <unsigned char *>malloc(CAPACITY)
@@ -192,7 +192,6 @@ def serve(int listener, int journal, int64_t journal_size, bint handoff=False):
     cdef uint32_t size, digest
     cdef uint64_t reported
     cdef const unsigned char *entry
-    cdef double started = 0.0, t = 0.0
     if buf == NULL or w.records == NULL or responses == NULL:
         free(buf)
         free(w.records)
@@ -210,7 +209,6 @@ def serve(int listener, int journal, int64_t journal_size, bint handoff=False):
             conn = accept(listener, NULL, NULL)
             if conn < 0:
                 ending, detail = IO_ERROR, errno
-            started = now()
             while conn >= 0:
                 got = recv(conn, buf + have, CAPACITY - have, 0)
                 if got < 0 and errno == EINTR:
@@ -282,7 +280,6 @@ def serve(int listener, int journal, int64_t journal_size, bint handoff=False):
                 if send_all(conn, responses, responses_len) < 0:
                     ending, detail = IO_ERROR, errno
                     break
-            t = now() - started
             if conn >= 0:
                 close(conn)
     finally:
@@ -304,4 +301,4 @@ def serve(int listener, int journal, int64_t journal_size, bint handoff=False):
                NOT_PLAIN_ADD: f"not a plain add (frame of {detail} bytes)",
                BAD_DIGEST: "an entry's digest does not check",
                OVERSIZE: f"a frame of {detail} bytes"}
-    return adds, groups, w.synced, t, reasons[ending]
+    return adds, groups, w.synced, reasons[ending]
