@@ -12,7 +12,7 @@ import pytest
 
 from bench.bookie_floor import floor_bookie, floor_frames
 from bench.lean_load import build_frames, lean_run
-from storage.bookie.format import decode_record
+from storage.bookie.journal import ZERO_MARK, journal_path, replay
 from tests.storage.bookie.support import MASTER_KEY
 
 PAYLOAD = b"\x3c" * 1024
@@ -22,19 +22,16 @@ ENTRY_AT = 28  # in an add frame: length, header, master key, then the packaged 
 
 @pytest.fixture
 def journal(tmp_path: Path) -> Path:
-    """A journal file written with zeros, as the bench prepares it."""
-    path = tmp_path / "floor.txn"
+    """A journal file written with zeros, as the bench prepares it, named as the bookie names
+    its journal files."""
+    path = journal_path(tmp_path, 1)
     path.write_bytes(bytes(16 << 20))
     return path
 
 
 def journaled(journal: Path) -> list[bytes]:
-    data = journal.read_bytes()
-    bodies, offset = [], 0
-    while (found := decode_record(data, offset)) is not None:
-        body, offset = found
-        bodies.append(bytes(body))
-    return bodies
+    """The records the bookie's own journal replay reads from the floor's journal."""
+    return list(replay(journal.parent, ZERO_MARK))
 
 
 @pytest.mark.parametrize("handoff", [False, True], ids=["one thread", "with the hand-offs"])
