@@ -29,7 +29,7 @@ from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.errno cimport EINTR, EIO, errno
-from libc.string cimport memcmp, memcpy, memmove
+from libc.string cimport memcmp, memcpy, memmove, memset
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 from posix.types cimport time_t
 from posix.mman cimport MAP_ANONYMOUS, MAP_FAILED, MAP_PRIVATE, PROT_READ, PROT_WRITE, mmap, munmap
@@ -858,7 +858,10 @@ cdef extern from "<unistd.h>" nogil:
     ssize_t c_pwrite "pwrite"(int, const void *, size_t, long)
 
 cdef extern from "<sys/socket.h>" nogil:
-    ssize_t c_send "send"(int, const void *, size_t, int)
+    cdef struct msghdr:
+        iovec *msg_iov
+        size_t msg_iovlen
+    ssize_t sendmsg(int, const msghdr *, int)
     int MSG_DONTWAIT
     int MSG_NOSIGNAL
 
@@ -996,31 +999,81 @@ cdef int _pwrite_all(int fd, iovec *iov, int n, int64_t *at) noexcept nogil:
     return 0
 
 
-cdef void _send_run(Reply *reply) noexcept nogil:
-    """A synced group's run of responses, as much of it as the socket takes at once, unless
-    the loop has bytes of its own waiting or a run before it is half sent."""
-    cdef ReplyState *r = reply.socket
-    cdef ssize_t n = 0
+cdef void _send_socket_runs(ReplyState *r, Reply **runs, Py_ssize_t count) noexcept nogil:
+    """A synced group's runs for one socket, in order, in one sendmsg (IOV_PIECE runs at a
+    time): as much as the socket takes at once, unless the loop has bytes of its own waiting
+    or a run before them is half sent. One send per connection and group, so a client gets a
+    group's acknowledgements together, as the loop's one write per group gave them."""
+    cdef iovec iov[IOV_PIECE]
+    cdef msghdr message
+    cdef Py_ssize_t first = 0, k, i
+    cdef ssize_t n
+    cdef size_t left
+    for i in range(count):
+        runs[i].sent[0] = 0
     pthread_mutex_lock(&r.lock)
-    if r.fd >= 0 and not r.loop_busy and not r.held:
+    while first < count and r.fd >= 0 and not r.loop_busy and not r.held:
+        k = count - first if count - first < IOV_PIECE else IOV_PIECE
+        for i in range(k):
+            iov[i].iov_base = <void *>runs[first + i].data
+            iov[i].iov_len = runs[first + i].size
+        memset(&message, 0, sizeof(message))
+        message.msg_iov, message.msg_iovlen = iov, k
         while True:
-            n = c_send(r.fd, reply.data, reply.size, MSG_DONTWAIT | MSG_NOSIGNAL)
+            n = sendmsg(r.fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL)
             if n >= 0 or errno != EINTR:
                 break
-        if n < 0:  # full (EAGAIN) or broken: the loop sends it, or sees the error
-            n = 0
-        elif <size_t>n < reply.size:
-            r.held = 1
-    reply.sent[0] = n
+        if n <= 0:  # full (EAGAIN) or broken: the loop sends them, or sees the error
+            break
+        left = <size_t>n
+        for i in range(first, first + k):
+            if left >= runs[i].size:
+                runs[i].sent[0] = runs[i].size
+                left -= runs[i].size
+            else:
+                if left:
+                    runs[i].sent[0] = left
+                    r.held = 1
+                first = count  # the socket is full: the loop sends what is left
+                break
+        else:
+            first += k
     pthread_mutex_unlock(&r.lock)
 
 
 cdef void _send_runs(Batch *group) noexcept nogil:
-    cdef Py_ssize_t i
-    while group != NULL:
-        for i in range(group.reply_count):
-            _send_run(&group.replies[i])
-        group = group.next
+    """Every run of a synced group, gathered per socket."""
+    cdef Py_ssize_t total = 0, taken = 0, count, i, j
+    cdef Batch *b = group
+    cdef Reply **runs
+    cdef Reply **mine
+    cdef ReplyState *r
+    while b != NULL:
+        total += b.reply_count
+        b = b.next
+    if not total:
+        return
+    runs = <Reply **>malloc(2 * total * sizeof(Reply *))
+    if runs == NULL:  # nothing sent: the loop sends every run
+        return
+    mine = runs + total
+    b = group
+    while b != NULL:
+        for i in range(b.reply_count):
+            runs[taken] = &b.replies[i]
+            taken += 1
+        b = b.next
+    for i in range(total):
+        if runs[i] == NULL:
+            continue
+        r, count = runs[i].socket, 0
+        for j in range(i, total):
+            if runs[j] != NULL and runs[j].socket == r:
+                mine[count] = runs[j]
+                runs[j] = NULL
+                count += 1
+        _send_socket_runs(r, mine, count)
+    free(runs)
 
 
 cdef void _free_batch(Batch *b) noexcept nogil:
