@@ -24,7 +24,7 @@ from metastore.store import MetadataStore, open_metadata_store
 from metastore.versioned import Versioned
 from metastore.versioned_keys import VersionedKeys
 from metastore.zookeeper_backend import ZooKeeperBackend
-from tests.support import CuttableProxy
+from tests.support import CuttableProxy, wait_until_async
 from tests.zookeeper import EmbeddedZooKeeper
 
 CHROOT = "/pulsar-test"
@@ -61,14 +61,6 @@ async def open_store(
     yield open_one
     for store in opened:
         await store.close()
-
-
-async def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_paths_are_znodes_under_the_chroot(
@@ -204,13 +196,13 @@ async def test_cache_serves_another_clients_writes(
             found = cache.peek("/bookies")
             return isinstance(found, Versioned) and found.value == b'{"default":{}}'
 
-        await _eventually(updated, timeout=1.0)
+        await wait_until_async(updated, timeout=1.0)
         kazoo.create(f"{CHROOT}/ledgers/available/b1:3181", b"reg", makepath=True)
-        await _eventually(lambda: isinstance(children.peek(BOOKIE), Versioned))
+        await wait_until_async(lambda: isinstance(children.peek(BOOKIE), Versioned))
         kazoo.delete(f"{CHROOT}/ledgers/available/b1:3181")
-        await _eventually(lambda: children.peek(BOOKIE) is None)
+        await wait_until_async(lambda: children.peek(BOOKIE) is None)
         kazoo.delete(f"{CHROOT}/bookies")
-        await _eventually(lambda: cache.peek("/bookies") is None)
+        await wait_until_async(lambda: cache.peek("/bookies") is None)
     finally:
         await cache.stop()
         await children.stop()
@@ -274,11 +266,11 @@ async def test_cache_ends_at_the_stored_value_after_interleaved_writers(
         ours = [store.update_json("/bookies", lambda doc, n=n: {**(doc or {}), "ours": n})
                 for n in range(100)]
         await asyncio.gather(asyncio.to_thread(other_client, 100), *ours)
-        await _eventually(stored)
+        await wait_until_async(stored)
         await store.update_json("/bookies", lambda doc: {**(doc or {}), "last": True})
-        await _eventually(stored)
+        await wait_until_async(stored)
         other_client(1)
-        await _eventually(stored)
+        await wait_until_async(stored)
     finally:
         await cache.stop()
 
@@ -298,7 +290,7 @@ async def test_lease_is_the_session(open_store: StoreFactory, kazoo: KazooClient
     await owner.put_ephemeral("/ledgers/available/b1:3181", b"reg", lease)
     assert isinstance(owner.backend, ZooKeeperBackend)
     await owner.backend.expire_session()
-    await _eventually(lambda: not kazoo.exists(f"{CHROOT}/ledgers/available/b1:3181"), 20)
+    await wait_until_async(lambda: not kazoo.exists(f"{CHROOT}/ledgers/available/b1:3181"), 20)
     assert not await owner.refresh_lease(lease)
     renewed = await owner.grant_lease(ttl=4)
     assert renewed != lease
@@ -361,7 +353,7 @@ async def test_a_session_request_left_unanswered_is_given_up_after_the_store_tim
         await store.put("/k", b"1")
         proxy.hold(requests=True)
         proxy.cut(keep_holding=True)
-        await _eventually(lambda: len(proxy.held_requests) > 0)  # the session request
+        await wait_until_async(lambda: len(proxy.held_requests) > 0)  # the session request
         proxy.release()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 10  # kazoo alone waited 16-19 s here
@@ -408,7 +400,7 @@ async def test_zookeeper_killed_and_restarted_under_writers_loses_no_acknowledge
 
     try:
         tasks = [asyncio.create_task(writer(store, f"w{i}")) for i, store in enumerate(stores)]
-        await _eventually(each_wrote(10), 30)
+        await wait_until_async(each_wrote(10), 30)
         assert server.process is not None
         server.process.kill()
         server.process.wait()
@@ -417,7 +409,7 @@ async def test_zookeeper_killed_and_restarted_under_writers_loses_no_acknowledge
         # A writer whose reconnection reached the server while it was starting gets no
         # answer from ZooKeeper 3.8 (`metastore.embedded_zookeeper`): it gives the request up
         # after the store timeout (3 s) and reconnects (`metastore.zookeeper_backend`).
-        await _eventually(each_wrote(10, since=written_before), 60)
+        await wait_until_async(each_wrote(10, since=written_before), 60)
         stop.set()
         await asyncio.gather(*tasks)
         stored = await stores[0].get_json("/bookies")
