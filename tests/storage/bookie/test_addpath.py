@@ -146,8 +146,8 @@ def test_take_adds_agrees_with_the_python_decoder_on_random_frames(
     assert {(lid, eid): body for lid, eid, body in cache.items()} == last
     assert cache.entries == len(last)
     assert cache.size == sum(len(value) for value in last.values())
-    for (ledger_id, entry_id), body in last.items():
-        assert cache.get(ledger_id, entry_id) == body
+    for (ledger_id, entry_id), kept in last.items():
+        assert cache.get(ledger_id, entry_id) == kept
     for ledger_id in {lid for lid, _ in last}:
         assert cache.last_entry(ledger_id) == max(eid for lid, eid in last if lid == ledger_id)
         assert sorted(cache.entry_ids(ledger_id)) == sorted(
@@ -342,7 +342,8 @@ cache_ops = st.lists(st.one_of(
 
 def _model_cache(ops: list[tuple[str, int, int, int]]) -> tuple[WriteCache,
                                                                 dict[tuple[int, int], bytes]]:
-    cache, model = WriteCache(), {}
+    cache = WriteCache()
+    model: dict[tuple[int, int], bytes] = {}
     for number, (op, a, b, n) in enumerate(ops):
         if op == "drop":
             cache.drop({a})

@@ -10,6 +10,9 @@ import os
 import socket
 import threading
 from pathlib import Path
+from typing import cast
+
+import uvloop
 
 from storage.bookie.addpath import GroupWriter, ReplyRun, ReplySocket
 from storage.bookie.journal import journal_path
@@ -30,8 +33,8 @@ class Flow(asyncio.Protocol):
         self.reply = reply
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.WriteTransport)
-        transport.set_write_buffer_limits(high=0, low=0)
+        # uvloop's transports are not subclasses of asyncio's
+        cast(asyncio.WriteTransport, transport).set_write_buffer_limits(high=0, low=0)
 
     def resume_writing(self) -> None:
         self.reply.drained()
@@ -57,6 +60,15 @@ def read_exactly(sock: socket.socket, size: int, timeout: float = 10) -> bytes:
 async def test_runs_leave_from_the_writer_and_a_full_socket_hands_the_rest_to_the_loop(
     tmp_path: Path,
 ) -> None:
+    await full_socket_scenario(tmp_path)
+
+
+def test_the_same_on_uvloop(tmp_path: Path) -> None:
+    """The bookie runs on uvloop, whose transports write and report flow control their own way."""
+    uvloop.run(full_socket_scenario(tmp_path))
+
+
+async def full_socket_scenario(tmp_path: Path) -> None:
     loop = asyncio.get_running_loop()
     ours, peer = socket.socketpair()
     ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
