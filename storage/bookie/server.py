@@ -183,7 +183,7 @@ class RequestHandler:
                 elif runs is not None and run.sent < len(run.data):
                     runs.send_rest(run)
             else:
-                send(b"".join(with_result(run, ResultCode.EIO) for run in acked))
+                send(b"".join(with_result(responses, ResultCode.EIO) for responses in acked))
             if metrics is not None:
                 metrics.added_many(started, count, size, error is None)
 
