@@ -389,6 +389,10 @@ class CuttableProxy:
         self.replies_flow.set()
 
     def close(self) -> None:
+        # shutdown, not close alone, wakes the accepting thread (Linux leaves a blocked
+        # accept() waiting on a socket closed under it)
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         self.cut()
 
