@@ -335,11 +335,16 @@ class Connection(asyncio.Protocol):
             self.transport = None
             return
         sock = transport.get_extra_info("socket")
-        if sock is not None:
+        if sock is None:
+            return
+        try:
             self.reply_socket = ReplySocket(sock.fileno())
-            # Told of every byte the transport holds and of when it has written them all: the
-            # journal's writer sends only while it holds none (`ReplySocket`).
-            self.transport.set_write_buffer_limits(high=0, low=0)
+        except OSError as exc:  # no descriptor to spare: the loop sends this connection's runs
+            log.warning("responses from the event loop only for %s: %s", self.peer, exc)
+            return
+        # Told of every byte the transport holds and of when it has written them all: the
+        # journal's writer sends only while it holds none (`ReplySocket`).
+        self.transport.set_write_buffer_limits(high=0, low=0)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
