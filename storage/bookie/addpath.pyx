@@ -891,12 +891,15 @@ cdef struct ReplyState:
     # One connection's socket as the journal's writer sees it (`ReplySocket`). The writer and
     # the event loop write whole runs of frames, never interleaved: each writes holding
     # `lock`; the writer writes only while the loop's transport holds nothing unsent
-    # (`loop_busy` clear), and when the socket takes only part of a run it sets `held`: the
-    # loop then writes that run's rest before anything else (`ReplySocket.send_rest`).
+    # (`loop_busy` clear) and the loop owes no run the writer left to it (`owed`), so runs
+    # leave in the order their groups were synced. When the socket takes only part of a run
+    # the writer sets `held`: the loop then writes that run's rest before anything else
+    # (`ReplySocket.send_rest`).
     pthread_mutex_t lock
     int fd                     # a duplicate of the connection's socket; -1 once closed
     int loop_busy
     int held
+    Py_ssize_t owed            # runs left (wholly or partly) to the loop, not yet written
 
 
 cdef struct Reply:
@@ -1012,7 +1015,7 @@ cdef void _send_socket_runs(ReplyState *r, Reply **runs, Py_ssize_t count) noexc
     for i in range(count):
         runs[i].sent[0] = 0
     pthread_mutex_lock(&r.lock)
-    while first < count and r.fd >= 0 and not r.loop_busy and not r.held:
+    while first < count and r.fd >= 0 and not r.loop_busy and not r.held and not r.owed:
         k = count - first if count - first < IOV_PIECE else IOV_PIECE
         for i in range(k):
             iov[i].iov_base = <void *>runs[first + i].data
@@ -1038,6 +1041,9 @@ cdef void _send_socket_runs(ReplyState *r, Reply **runs, Py_ssize_t count) noexc
                 break
         else:
             first += k
+    for i in range(count):
+        if runs[i].sent[0] < <Py_ssize_t>runs[i].size:
+            r.owed += 1
     pthread_mutex_unlock(&r.lock)
 
 
@@ -1054,7 +1060,15 @@ cdef void _send_runs(Batch *group) noexcept nogil:
     if not total:
         return
     runs = <Reply **>malloc(2 * total * sizeof(Reply *))
-    if runs == NULL:  # nothing sent: the loop sends every run
+    if runs == NULL:  # nothing sent: the loop owes every run
+        b = group
+        while b != NULL:
+            for i in range(b.reply_count):
+                r = b.replies[i].socket
+                pthread_mutex_lock(&r.lock)
+                r.owed += 1
+                pthread_mutex_unlock(&r.lock)
+            b = b.next
         return
     mine = runs + total
     b = group
@@ -1369,13 +1383,17 @@ cdef class ReplySocket:
             pthread_mutex_unlock(&self.r.lock)
 
     def send_rest(self, transport, ReplyRun run not None) -> None:
-        """A synced run's bytes the writer did not send, through `transport`. After it the
-        loop writes again if the writer had sent part of the run."""
+        """A synced run's bytes the writer did not send, through `transport` (once for each
+        such run, in the order of their groups). After it the loop writes again if the writer
+        had sent part of the run, and the writer sends again once the loop owes nothing."""
         cdef Py_ssize_t sent = run._sent, size = PyBytes_GET_SIZE(run.data)
         pthread_mutex_lock(&self.r.lock)
         try:
-            if sent < size and not transport.is_closing():
-                transport.write(memoryview(run.data)[sent:] if sent else run.data)
+            if sent < size:
+                if not transport.is_closing():
+                    transport.write(memoryview(run.data)[sent:] if sent else run.data)
+                if self.r.owed > 0:
+                    self.r.owed -= 1
             if sent:
                 self.r.held = 0
             self.r.loop_busy = transport.get_write_buffer_size() > 0
@@ -1388,6 +1406,14 @@ cdef class ReplySocket:
         pthread_mutex_lock(&self.r.lock)
         self.r.loop_busy = 0
         pthread_mutex_unlock(&self.r.lock)
+
+    @property
+    def owed(self) -> int:
+        """Runs the writer left to the loop that the loop has not written yet."""
+        pthread_mutex_lock(&self.r.lock)
+        owed = self.r.owed
+        pthread_mutex_unlock(&self.r.lock)
+        return owed
 
     @property
     def held(self) -> bool:

@@ -47,6 +47,16 @@ def send_buffer_max() -> int:
         return 4 << 20
 
 
+def fill(sock: socket.socket) -> int:
+    """Bytes written straight to the (non-blocking) socket until it takes no more."""
+    written = 0
+    while True:
+        try:
+            written += sock.send(b"f" * 4096)
+        except BlockingIOError:
+            return written
+
+
 def read_exactly(sock: socket.socket, size: int, timeout: float = 10) -> bytes:
     sock.settimeout(timeout)
     data = bytearray()
@@ -115,6 +125,27 @@ async def full_socket_scenario(tmp_path: Path) -> None:
         again = ReplyRun(reply, b"b" * 50)
         _reports(writer, writer.submit([b"record"], 1, [again]))
         assert again.sent == 50 and read_exactly(peer, 50) == b"b" * 50
+
+        # A run the full socket takes none of is owed by the loop: until the loop has written
+        # it, the writer sends no later run, even once the socket has room (runs leave in the
+        # order of their groups).
+        filled = fill(ours)
+        owed = ReplyRun(reply, b"o" * 20)
+        _reports(writer, writer.submit([b"record"], 1, [owed]))
+        assert owed.sent == 0 and reply.owed == 1 and not reply.held
+        assert read_exactly(peer, filled) == b"f" * filled  # room again, nothing held
+        later = ReplyRun(reply, b"l" * 20)
+        _reports(writer, writer.submit([b"record"], 1, [later]))
+        assert later.sent == 0 and reply.owed == 2
+        reply.send_rest(transport, owed)
+        reply.send_rest(transport, later)
+        assert reply.owed == 0
+        tail = await loop.run_in_executor(None, read_exactly, peer, 40)
+        assert tail == b"o" * 20 + b"l" * 20
+        await wait_until_async(lambda: transport.get_write_buffer_size() == 0)
+        after_all = ReplyRun(reply, b"a" * 30)
+        _reports(writer, writer.submit([b"record"], 1, [after_all]))
+        assert after_all.sent == 30 and read_exactly(peer, 30) == b"a" * 30
 
         # A failed group sends nothing; a closed socket takes nothing.
         reply.close()
