@@ -6,6 +6,7 @@ from storage.ledger.bookies import BookieConnection, BookiePool
 from storage.ledger.client import LedgerClient, LedgerSpec, MetadataBackend, VersionConflict
 from storage.ledger.errors import (
     AddFailed,
+    ClientClosed,
     EnsembleChangeFailed,
     EntryTooLarge,
     LedgerClosed,
@@ -25,6 +26,7 @@ __all__ = [
     "AddFailed",
     "BookieConnection",
     "BookiePool",
+    "ClientClosed",
     "EnsembleChangeFailed",
     "Entry",
     "EntryTooLarge",

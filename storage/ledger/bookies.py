@@ -3,7 +3,8 @@
 The ledger client only speaks BookKeeper's protocol through `storage.bookie`'s client
 connection; it never touches a bookie's files, so a bookie on another machine is the same code
 path. A bookie id is `host:port` (Pulsar's default `BookieId`), which is also where it listens.
-A connection that broke is dropped and the next request to that bookie dials again.
+A connection that broke is dropped and the next request to that bookie dials again; once the
+pool is closed nothing dials (`ClientClosed`), as upstream's closed bookie client.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Protocol
 from storage.bookie.availability import EntryAvailability
 from storage.bookie.protocol import MAX_FRAME_SIZE
 from storage.bookie_client import AckListener
+from storage.ledger.errors import ClientClosed
 
 
 class BookieConnection(Protocol):
@@ -81,6 +83,13 @@ class BookiePool:
         self.max_frame = max_frame
         self._connections: dict[str, BookieConnection] = {}
         self._dialling: dict[str, asyncio.Task[BookieConnection]] = {}
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """True once `close` began: the connections' failures from then on are the pool's
+        own doing, not the bookies'."""
+        return self._closed
 
     def cached(self, bookie_id: str) -> BookieConnection | None:
         """The open connection to `bookie_id`, if there is one (no await on the hot path)."""
@@ -88,6 +97,8 @@ class BookiePool:
         return found if found is not None and found.connected else None
 
     async def get(self, bookie_id: str) -> BookieConnection:
+        if self._closed:
+            raise ClientClosed()
         found = self._connections.get(bookie_id)
         if found is not None and found.connected:
             return found
@@ -100,10 +111,14 @@ class BookiePool:
         finally:
             if self._dialling.get(bookie_id) is task and task.done():
                 del self._dialling[bookie_id]
+        if self._closed:  # closed while dialling: this one is not kept
+            await connection.close()
+            raise ClientClosed()
         self._connections[bookie_id] = connection
         return connection
 
     async def close(self) -> None:
+        self._closed = True
         connections, self._connections = self._connections, {}
         for connection in connections.values():
             await connection.close()

@@ -13,7 +13,9 @@
     ├── NoSuchEntry                  the entry id is outside the ledger's readable range, or
     │                                enough replicas of its write set say it does not exist
     ├── ReadFailed                   every replica of the entry's write set failed to serve it
-    └── MetadataConflict             the metadata changed under a close in a way that forbids it
+    ├── MetadataConflict             the metadata changed under a close in a way that forbids it
+    └── ClientClosed                 the client was closed: its handles add nothing more, and
+                                     the connections it closed are no bookie's failure
 
 A failed bookie is replaced by an ensemble change (`storage.ledger.ensemble`); only when no
 bookie the ledger's recorded policy allows is left does the add fail (`EnsembleChangeFailed`),
@@ -106,3 +108,13 @@ class ReadFailed(LedgerError):
 
 class MetadataConflict(LedgerError):
     pass
+
+
+class ClientClosed(LedgerError):
+    """The ledger client (its bookie connections) was closed (upstream's
+    `BKClientClosedException`): a handle's copies still unanswered then are not a bookie's
+    failure, so no ensemble change follows; the handle's pending adds fail with this."""
+
+    def __init__(self, ledger_id: int | None = None) -> None:
+        super().__init__("BookKeeper client is closed")
+        self.ledger_id = ledger_id

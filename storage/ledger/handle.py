@@ -49,6 +49,7 @@ from storage.bookie_client import AckListener, AckRing, Answers, encode_add_fram
 from storage.ledger.bookies import BookieConnection, BookiePool
 from storage.ledger.errors import (
     AddFailed,
+    ClientClosed,
     EnsembleChangeFailed,
     EntryTooLarge,
     LedgerClosed,
@@ -299,7 +300,7 @@ class WriteHandle(ReadableLedger):
         """Dial the bookie first (no open connection yet), then send the copy."""
         try:
             connection = await self.bookies.get(bookie)
-        except (TimeoutError, BookieError, OSError) as exc:
+        except (TimeoutError, BookieError, OSError, ClientClosed) as exc:
             self._copy_error(entry_id, index, bookie, exc)
             return
         if self._ensemble[index] != bookie or self._broken is not None:
@@ -402,6 +403,11 @@ class WriteHandle(ReadableLedger):
         """The copy of `entry_id` at `index` failed (the ring counts it already)."""
         if self._ensemble[index] != bookie or self._broken is not None:
             return  # already replaced; the pending adds were re-sent to its successor
+        if self.bookies.closed:
+            # the client closed its connections: no bookie failed, so no ensemble change
+            # (upstream's ClientClosedException errors out the pending adds)
+            self._fail_all(ClientClosed())
+            return
         self._failures[bookie] = why
         md = self.metadata
         if bookie not in self._to_replace:  # once per failed bookie, not once per copy

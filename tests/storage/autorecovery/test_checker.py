@@ -176,14 +176,6 @@ async def test_open_ledgers_last_fragment_is_checked_up_to_its_lac(own_cluster: 
     """Ten entries (LAC 8 on the last), one entry (LAC -1: the first entry is probed on its
     write set) and none (every bookie says "no such ledger": nothing to check), all OPEN."""
     spec = LedgerSpec(3, 3, 2, managed_ledger_custom_metadata("t/ns/persistent/open", None))
-    async with engine(own_cluster) as running:
-        ten = await running.client.create(spec)
-        for i in range(10):
-            await ten.add(b"entry %d" % i)
-        one = await running.client.create(spec)
-        await one.add(b"only")
-        empty = await running.client.create(spec)
-    mine = {ten.ledger_id, one.ledger_id, empty.ledger_id}
     keys = VersionedKeys(parse_metadata_store_url(own_cluster.etcd.url))
     marked: dict[int, set[str]] = {}
 
@@ -191,7 +183,14 @@ async def test_open_ledgers_last_fragment_is_checked_up_to_its_lac(own_cluster: 
         marked.setdefault(ledger_id, set()).update(missing)
 
     try:
-        async with engine(own_cluster) as running:
+        async with engine(own_cluster) as writer, engine(own_cluster) as running:
+            ten = await writer.client.create(spec)
+            for i in range(10):
+                await ten.add(b"entry %d" % i)
+            one = await writer.client.create(spec)
+            await one.add(b"only")
+            empty = await writer.client.create(spec)
+            mine = {ten.ledger_id, one.ledger_id, empty.ledger_id}
             checks = PeriodicChecks(keys, UnderReplication(keys), running.client.bookies,
                                     CONFIG, record)
             assert not (await checks.check_all_ledgers()) & mine
@@ -201,7 +200,7 @@ async def test_open_ledgers_last_fragment_is_checked_up_to_its_lac(own_cluster: 
             assert {k: v for k, v in marked.items() if k in mine} == {
                 ten.ledger_id: {victim}, one.ledger_id: {victim}}
             # never fenced: the writer goes on
-            await ten.add(b"entry 10")
+            assert await ten.add(b"entry 10") == 10
     finally:
         await keys.close()
 

@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import random
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +21,7 @@ from metastore.ledger_metadata import LedgerState, decode_ledger_metadata
 from placement import AffinityGroups
 from storage.bookie.errors import NoLedger
 from storage.bookie_client import BookieClient
-from storage.ledger import EnsembleChangeFailed, LedgerFenced, LedgerSpec
+from storage.ledger import ClientClosed, EnsembleChangeFailed, LedgerFenced, LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from storage.ledger.recovery import recover
 from tests.storage.bookie.support import BookieProcess
@@ -106,6 +107,39 @@ async def test_a_bookie_killed_mid_write_is_replaced_inside_the_group_and_nothin
             assert md.last_entry_id == len(data) - 1 and md.length == sum(map(len, data))
             reader = await other.open(handle.ledger_id)
             assert [(await reader.read(i)).payload for i in range(len(data))] == data
+
+
+async def test_a_closing_client_fails_its_handles_and_changes_no_ensemble(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A client closed while a copy is unanswered past the ack quorum (a slow third bookie):
+    the connections it closes are its own doing, not a bookie's failure, so no ensemble
+    change is made (a spare in the group would be there to take it), and the handle adds
+    nothing more (upstream's ClientClosedException). A writer's shutdown must not move its
+    open ledger off a healthy bookie while someone else may be recovering it."""
+    with group_of_spares(cluster, tmp_path, "cc", 4) as bookies:
+        groups = AffinityGroups(("cc",), strict=True)
+        async with ledger_client(cluster) as client:
+            handle = await client.create(spec(groups))
+            first = handle.metadata.current_ensemble
+            slow = next(b for b in bookies if b.bookie_id == first[2])
+            assert slow.process is not None
+            slow.process.send_signal(signal.SIGSTOP)
+            try:
+                assert await handle.add(b"acked by two") == 0
+            except BaseException:
+                slow.process.send_signal(signal.SIGCONT)
+                raise
+        # the client closed with the slow bookie's copy unanswered
+        try:
+            with pytest.raises(ClientClosed, match="BookKeeper client is closed"):
+                await handle.add(b"late")
+            assert handle.ensemble_changes == 0 and handle.last_add_confirmed == 0
+        finally:
+            slow.process.send_signal(signal.SIGCONT)
+        stored = stored_metadata(cluster, handle.ledger_id)
+        assert stored.state is LedgerState.OPEN
+        assert stored.ensembles == {0: first}
 
 
 @pytest.mark.slow
