@@ -18,7 +18,9 @@ write cache keeps with the entry for its entry-log record.
 
 Also here: `WriteCache` (one half of the write cache: entries in large blocks of C memory, a C
 index, no Python object per entry), `frame_records` (entry-log records of a list of bodies) and
-`GroupWriter` (the journal's writer thread: pwritev + fdatasync per group, without the GIL).
+`GroupWriter` (the journal's writer thread: pwritev + fdatasync per group, without the GIL),
+which also sends each group's runs of EOK responses (`ReplyRun`) on their connections
+(`ReplySocket`) as soon as the group's fdatasync returns.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -27,7 +29,7 @@ from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.errno cimport EINTR, EIO, errno
-from libc.string cimport memcmp, memcpy, memmove
+from libc.string cimport memcmp, memcpy, memmove, memset
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 from posix.types cimport time_t
 from posix.mman cimport MAP_ANONYMOUS, MAP_FAILED, MAP_PRIVATE, PROT_READ, PROT_WRITE, mmap, munmap
@@ -802,6 +804,12 @@ cdef extern from "<pthread.h>" nogil:
         pass
     ctypedef struct pthread_condattr_t:
         pass
+    ctypedef struct pthread_mutexattr_t:
+        pass
+    int PTHREAD_MUTEX_RECURSIVE
+    int pthread_mutexattr_init(pthread_mutexattr_t *)
+    int pthread_mutexattr_settype(pthread_mutexattr_t *, int)
+    int pthread_mutexattr_destroy(pthread_mutexattr_t *)
     int pthread_create(pthread_t *, const void *, void *(*)(void *) noexcept nogil, void *)
     int pthread_join(pthread_t, void **)
     int pthread_mutex_init(pthread_mutex_t *, const void *)
@@ -830,6 +838,8 @@ cdef extern from "<sys/uio.h>" nogil:
     ssize_t pwritev(int, const iovec *, int, long)
 
 cdef extern from "<fcntl.h>" nogil:
+    int fcntl(int, int, ...)
+    int F_DUPFD_CLOEXEC
     int posix_fallocate(int, long, long)
     int c_open "open"(const char *, int, ...)
     int O_RDWR
@@ -846,6 +856,14 @@ cdef extern from "<unistd.h>" nogil:
     ssize_t c_read "read"(int, void *, size_t)
     ssize_t c_write "write"(int, const void *, size_t)
     ssize_t c_pwrite "pwrite"(int, const void *, size_t, long)
+
+cdef extern from "<sys/socket.h>" nogil:
+    cdef struct msghdr:
+        iovec *msg_iov
+        size_t msg_iovlen
+    ssize_t sendmsg(int, const msghdr *, int)
+    int MSG_DONTWAIT
+    int MSG_NOSIGNAL
 
 cdef extern from "<stdio.h>" nogil:
     int snprintf(char *, size_t, const char *, ...)
@@ -865,6 +883,30 @@ cdef struct Batch:
     size_t size
     size_t records
     uint64_t token
+    Reply *replies             # runs of responses sent once the batch's group is synced
+    Py_ssize_t reply_count
+
+
+cdef struct ReplyState:
+    # One connection's socket as the journal's writer sees it (`ReplySocket`). The writer and
+    # the event loop write whole runs of frames, never interleaved: each writes holding
+    # `lock`; the writer writes only while the loop's transport holds nothing unsent
+    # (`loop_busy` clear) and the loop owes no run the writer left to it (`owed`), so runs
+    # leave in the order their groups were synced. When the socket takes only part of a run
+    # the writer sets `held`: the loop then writes that run's rest before anything else
+    # (`ReplySocket.send_rest`).
+    pthread_mutex_t lock
+    int fd                     # a duplicate of the connection's socket; -1 once closed
+    int loop_busy
+    int held
+    Py_ssize_t owed            # runs left (wholly or partly) to the loop, not yet written
+
+
+cdef struct Reply:
+    ReplyState *socket
+    const char *data
+    size_t size
+    Py_ssize_t *sent           # the writer's answer: bytes it sent (0: none, the loop sends)
 
 
 cdef struct Synced:
@@ -958,6 +1000,100 @@ cdef int _pwrite_all(int fd, iovec *iov, int n, int64_t *at) noexcept nogil:
                 iov[0].iov_len -= skip
                 skip = 0
     return 0
+
+
+cdef void _send_socket_runs(ReplyState *r, Reply **runs, Py_ssize_t count) noexcept nogil:
+    """A synced group's runs for one socket, in order, in one sendmsg (IOV_PIECE runs at a
+    time): as much as the socket takes at once, unless the loop has bytes of its own waiting
+    or a run before them is half sent. One send per connection and group, so a client gets a
+    group's acknowledgements together, as the loop's one write per group gave them."""
+    cdef iovec iov[IOV_PIECE]
+    cdef msghdr message
+    cdef Py_ssize_t first = 0, k, i
+    cdef ssize_t n
+    cdef size_t left
+    for i in range(count):
+        runs[i].sent[0] = 0
+    pthread_mutex_lock(&r.lock)
+    while first < count and r.fd >= 0 and not r.loop_busy and not r.held and not r.owed:
+        k = count - first if count - first < IOV_PIECE else IOV_PIECE
+        for i in range(k):
+            iov[i].iov_base = <void *>runs[first + i].data
+            iov[i].iov_len = runs[first + i].size
+        memset(&message, 0, sizeof(message))
+        message.msg_iov, message.msg_iovlen = iov, k
+        while True:
+            n = sendmsg(r.fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL)
+            if n >= 0 or errno != EINTR:
+                break
+        if n <= 0:  # full (EAGAIN) or broken: the loop sends them, or sees the error
+            break
+        left = <size_t>n
+        for i in range(first, first + k):
+            if left >= runs[i].size:
+                runs[i].sent[0] = runs[i].size
+                left -= runs[i].size
+            else:
+                if left:
+                    runs[i].sent[0] = left
+                    r.held = 1
+                first = count  # the socket is full: the loop sends what is left
+                break
+        else:
+            first += k
+    for i in range(count):
+        if runs[i].sent[0] < <Py_ssize_t>runs[i].size:
+            r.owed += 1
+    pthread_mutex_unlock(&r.lock)
+
+
+cdef void _send_runs(Batch *group) noexcept nogil:
+    """Every run of a synced group, gathered per socket."""
+    cdef Py_ssize_t total = 0, taken = 0, count, i, j
+    cdef Batch *b = group
+    cdef Reply **runs
+    cdef Reply **mine
+    cdef ReplyState *r
+    while b != NULL:
+        total += b.reply_count
+        b = b.next
+    if not total:
+        return
+    runs = <Reply **>malloc(2 * total * sizeof(Reply *))
+    if runs == NULL:  # nothing sent: the loop owes every run
+        b = group
+        while b != NULL:
+            for i in range(b.reply_count):
+                r = b.replies[i].socket
+                pthread_mutex_lock(&r.lock)
+                r.owed += 1
+                pthread_mutex_unlock(&r.lock)
+            b = b.next
+        return
+    mine = runs + total
+    b = group
+    while b != NULL:
+        for i in range(b.reply_count):
+            runs[taken] = &b.replies[i]
+            taken += 1
+        b = b.next
+    for i in range(total):
+        if runs[i] == NULL:
+            continue
+        r, count = runs[i].socket, 0
+        for j in range(i, total):
+            if runs[j] != NULL and runs[j].socket == r:
+                mine[count] = runs[j]
+                runs[j] = NULL
+                count += 1
+        _send_socket_runs(r, mine, count)
+    free(runs)
+
+
+cdef void _free_batch(Batch *b) noexcept nogil:
+    free(b.iov)
+    free(b.replies)
+    free(b)
 
 
 cdef int _write_group(WriterState *s, Batch *group, size_t size, size_t pad,
@@ -1158,6 +1294,8 @@ cdef void *_writer_run(void *arg) noexcept nogil:
         started = _now_ns()
         if not error and fdatasync(s.fd):
             error = errno
+        if not error:  # durable: the responses leave now, before the loop hears of it
+            _send_runs(group)
         if done != NULL:
             done.next = NULL
             done.token = last.token
@@ -1172,8 +1310,7 @@ cdef void *_writer_run(void *arg) noexcept nogil:
             _roll(s)
         while group != NULL:
             b = group.next
-            free(group.iov)
-            free(group)
+            _free_batch(group)
             group = b
 
         pthread_mutex_lock(&s.lock)
@@ -1187,6 +1324,121 @@ cdef void *_writer_run(void *arg) noexcept nogil:
     pthread_mutex_unlock(&s.lock)
     c_write(s.event_fd, &one, 8)
     return NULL
+
+
+cdef class ReplySocket:
+    """A connection's socket shared by the event loop and the journal's writer: the writer
+    sends a synced group's runs of EOK responses itself (`ReplyRun`), so they leave without
+    waiting for the loop to wake and run the group's callbacks; the loop writes everything
+    else through its transport (`write`). The two never interleave inside a run (see
+    `ReplyState`). The writer sends on a duplicate of the socket, closed by `close`, so it
+    never writes to a descriptor number the loop has closed and reused."""
+
+    cdef ReplyState *r
+
+    def __cinit__(self, int fd):
+        cdef pthread_mutexattr_t attr
+        self.r = <ReplyState *>calloc(1, sizeof(ReplyState))
+        if self.r == NULL:
+            raise MemoryError()
+        # Recursive for the loop: a transport may call its protocol back (`drained`) from
+        # inside a write made under the lock.
+        pthread_mutexattr_init(&attr)
+        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE)
+        pthread_mutex_init(&self.r.lock, &attr)
+        pthread_mutexattr_destroy(&attr)
+        self.r.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        if self.r.fd < 0:
+            raise OSError(errno, "cannot share the connection's socket")
+
+    def __dealloc__(self):
+        if self.r == NULL:
+            return
+        if self.r.fd >= 0:
+            c_close(self.r.fd)
+        pthread_mutex_destroy(&self.r.lock)
+        free(self.r)
+        self.r = NULL
+
+    def close(self) -> None:
+        """The writer sends nothing more (call before the transport closes its socket)."""
+        cdef int fd
+        pthread_mutex_lock(&self.r.lock)
+        fd, self.r.fd = self.r.fd, -1
+        pthread_mutex_unlock(&self.r.lock)
+        if fd >= 0:
+            c_close(fd)
+
+    def write(self, transport, list frames not None) -> bool:
+        """The loop's `frames` through `transport`, or False (nothing written) while a run
+        of the writer's is half sent: the caller keeps them until `send_rest` of that run."""
+        pthread_mutex_lock(&self.r.lock)
+        try:
+            if self.r.held:
+                return False
+            transport.writelines(frames)
+            self.r.loop_busy = transport.get_write_buffer_size() > 0
+            return True
+        finally:
+            pthread_mutex_unlock(&self.r.lock)
+
+    def send_rest(self, transport, ReplyRun run not None) -> None:
+        """A synced run's bytes the writer did not send, through `transport` (once for each
+        such run, in the order of their groups). After it the loop writes again if the writer
+        had sent part of the run, and the writer sends again once the loop owes nothing."""
+        cdef Py_ssize_t sent = run._sent, size = PyBytes_GET_SIZE(run.data)
+        pthread_mutex_lock(&self.r.lock)
+        try:
+            if sent < size:
+                if not transport.is_closing():
+                    transport.write(memoryview(run.data)[sent:] if sent else run.data)
+                if self.r.owed > 0:
+                    self.r.owed -= 1
+            if sent:
+                self.r.held = 0
+            self.r.loop_busy = transport.get_write_buffer_size() > 0
+        finally:
+            pthread_mutex_unlock(&self.r.lock)
+
+    def drained(self) -> None:
+        """The transport has written everything it held (its protocol's `resume_writing`
+        with a low-water mark of 0): the writer may send again."""
+        pthread_mutex_lock(&self.r.lock)
+        self.r.loop_busy = 0
+        pthread_mutex_unlock(&self.r.lock)
+
+    @property
+    def owed(self) -> int:
+        """Runs the writer left to the loop that the loop has not written yet."""
+        pthread_mutex_lock(&self.r.lock)
+        owed = self.r.owed
+        pthread_mutex_unlock(&self.r.lock)
+        return owed
+
+    @property
+    def held(self) -> bool:
+        """A run of the writer's is half sent: the loop writes its rest before anything."""
+        pthread_mutex_lock(&self.r.lock)
+        held = self.r.held
+        pthread_mutex_unlock(&self.r.lock)
+        return bool(held)
+
+
+cdef class ReplyRun:
+    """Response frames (whole) for the journal's writer to send on `socket` once the batch
+    submitted with them is durable; `sent` is how many bytes it sent (0 until then, and 0
+    when it left them all to the loop: the socket was full, closed, or the loop's)."""
+
+    cdef readonly ReplySocket socket
+    cdef readonly bytes data
+    cdef Py_ssize_t _sent
+
+    def __cinit__(self, ReplySocket socket not None, bytes data not None):
+        self.socket, self.data, self._sent = socket, data, 0
+
+    @property
+    def sent(self) -> int:
+        return self._sent
 
 
 cdef class GroupWriter:
@@ -1245,8 +1497,7 @@ cdef class GroupWriter:
             self._stop()
         while self.s.head != NULL:
             b = self.s.head.next
-            free(self.s.head.iov)
-            free(self.s.head)
+            _free_batch(self.s.head)
             self.s.head = b
         while self.s.synced_head != NULL:
             d = self.s.synced_head.next
@@ -1299,25 +1550,40 @@ cdef class GroupWriter:
         pthread_mutex_unlock(&self.s.lock)
         return count
 
-    def submit(self, list parts not None, Py_ssize_t records) -> int:
+    def submit(self, list parts not None, Py_ssize_t records, list runs=None) -> int:
         """Queue `parts` (bytes, kept alive by the caller until `synced` reports the batch's
-        token) holding `records` records; returns the batch's token (ascending)."""
-        cdef Py_ssize_t n = len(parts), i
+        token) holding `records` records, and `runs` (`ReplyRun`s, kept alive the same way)
+        to send once the batch's group is synced; returns the batch's token (ascending)."""
+        cdef Py_ssize_t n = len(parts), i, reply_count = len(runs) if runs else 0
         cdef size_t size = 0
         cdef Batch *b
         cdef object part
+        cdef ReplyRun run
         if self.joined or self.s.closing:
             raise RuntimeError("journal writer is closed")
         for part in parts:
             if type(part) is not bytes:
                 raise TypeError(f"a journal record part must be bytes, not {type(part).__name__}")
-        b = <Batch *>malloc(sizeof(Batch))
+        for i in range(reply_count):
+            if type(runs[i]) is not ReplyRun:
+                raise TypeError(f"a run of responses must be a ReplyRun, not {type(runs[i]).__name__}")
+        b = <Batch *>calloc(1, sizeof(Batch))
         if b == NULL:
             raise MemoryError()
         b.iov = <iovec *>malloc((n if n else 1) * sizeof(iovec))
-        if b.iov == NULL:
-            free(b)
+        if reply_count:
+            b.replies = <Reply *>malloc(reply_count * sizeof(Reply))
+        if b.iov == NULL or (reply_count and b.replies == NULL):
+            _free_batch(b)
             raise MemoryError()
+        for i in range(reply_count):
+            run = runs[i]
+            run._sent = 0
+            b.replies[i].socket = run.socket.r
+            b.replies[i].data = PyBytes_AS_STRING(run.data)
+            b.replies[i].size = PyBytes_GET_SIZE(run.data)
+            b.replies[i].sent = &run._sent
+        b.reply_count = reply_count
         for i in range(n):
             part = parts[i]
             b.iov[i].iov_base = PyBytes_AS_STRING(part)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from storage.bookie.addpath import take_adds
+from storage.bookie.addpath import ReplyRun, take_adds
 from storage.bookie.entrylog import DEFAULT_LOG_SIZE_LIMIT, EntryLogger
 from storage.bookie.errors import CorruptEntry
 from storage.bookie.format import (
@@ -187,9 +187,11 @@ class Bookie:
                 self.trigger_checkpoint()
         return pos, count, size, responses
 
-    def when_durable(self, done: Callable[[BaseException | None], None]) -> None:
-        """`done(None)` once every entry added so far is durable (see `add_unacked`)."""
-        self.journal.when_durable(done)
+    def when_durable(self, done: Callable[[BaseException | None], None],
+                     run: ReplyRun | None = None) -> None:
+        """`done(None)` once every entry added so far is durable (see `add_unacked`); `run`,
+        their responses, sent by the journal's writer as soon as they are (`Journal`)."""
+        self.journal.when_durable(done, run)
 
     def _admit(self, ledger_id: int, entry_id: int, master_key: bytes, entry: bytes,
                flags: int) -> int:

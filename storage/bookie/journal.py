@@ -9,7 +9,11 @@ Records appended during one event-loop iteration are handed to a dedicated journ
 one go (one lock and one wake-up per iteration, not per record); that thread does `pwritev` +
 `fdatasync` for a whole group (the design measured best in
 reference/storage-pipeline-anchors.md §2.3) and reports the group to the loop on an eventfd,
-whose reader runs the group's callbacks: one wake-up of the loop per group. The thread is
+whose reader runs the group's callbacks: one wake-up of the loop per group. Runs of EOK
+responses handed over with a batch (`when_durable(done, run)`) are sent by the thread itself
+right after the group's fdatasync (`addpath.ReplySocket`), so a writer's acknowledgements do
+not wait for that wake-up and the callbacks; they are still sent only once the group is
+durable. The thread is
 compiled (`storage.bookie.addpath.GroupWriter`) and never takes the GIL, so a group's write
 and sync never wait for Python work on the loop or in the checkpoint. While one group is being
 synced, the next one gathers, which is BookKeeper's second level of grouping (its
@@ -49,7 +53,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.bookie.addpath import GroupWriter
+from storage.bookie.addpath import GroupWriter, ReplyRun
 from storage.bookie.format import decode_record, record_header
 from storage.bookie.metrics import BookieMetrics
 
@@ -132,10 +136,13 @@ class Journal:
         # or runs of whole records) and their callbacks, handed to the writer by `_hand_over`.
         self._parts: list[bytes] = []
         self._dones: list[Done] = []
+        self._runs: list[ReplyRun] = []
         self._records = 0
-        # Handed over, not yet reported synced: (token, parts kept alive for the writer,
-        # callbacks, records), in token order.
-        self._pending: deque[tuple[int, list[bytes], list[Done], int]] = deque()
+        # Handed over, not yet reported synced: (token, parts and runs kept alive for the
+        # writer, callbacks, records), in token order.
+        self._pending: deque[tuple[int, tuple[list[bytes], list[ReplyRun]], list[Done], int]] = (
+            deque()
+        )
         self._pending_records = 0
         self._writer: GroupWriter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -230,14 +237,18 @@ class Journal:
         self._parts.append(records)
         self._records += count
 
-    def when_durable(self, done: Done) -> None:
+    def when_durable(self, done: Done, run: ReplyRun | None = None) -> None:
         """`done(None)` once every record appended so far is durable (`done(error)` if the
-        write of their group failed): one callback for many records appended without one."""
+        write of their group failed): one callback for many records appended without one.
+        `run`: response frames the writer sends itself as soon as the group is synced,
+        before `done` runs (`run.sent` then says how much of it left)."""
         if self._closing or self._loop is None:
             raise RuntimeError("journal is not running")
         if not self._parts and not self._dones:
             self._loop.call_soon(self._hand_over)
         self._dones.append(done)
+        if run is not None:
+            self._runs.append(run)
 
     def append_future(self, body: bytes) -> asyncio.Future[None]:
         """`append`, as a future that completes when the record is durable."""
@@ -257,10 +268,10 @@ class Journal:
         if not self._parts and not self._dones:
             return
         assert self._writer is not None
-        token = self._writer.submit(self._parts, self._records)
-        self._pending.append((token, self._parts, self._dones, self._records))
+        token = self._writer.submit(self._parts, self._records, self._runs)
+        self._pending.append((token, (self._parts, self._runs), self._dones, self._records))
         self._pending_records += self._records
-        self._parts, self._dones, self._records = [], [], 0
+        self._parts, self._dones, self._runs, self._records = [], [], [], 0
 
     def _on_synced(self) -> None:
         """The eventfd's reader: each group the writer finished, its batches' callbacks run

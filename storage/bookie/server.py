@@ -7,8 +7,12 @@ fdatasync), so a pipelined connection never waits on one request to send the nex
 `RequestHandler.handle_buffer` takes all the requests of one read at once: runs of adds
 without flags (a writer's traffic) are taken in compiled code (`Bookie.add_run`,
 `storage.bookie.addpath`), others without flags go through `Bookie.add_unacked`, and all of
-them are answered together by one journal callback, in one run of responses; every other
-request (reads, recovery adds, V3) goes through `handle`, in order.
+them are answered together, in one run of responses: sent by the journal's writer thread as
+soon as their group's fdatasync returns (`addpath.ReplySocket`, a duplicate of the
+connection's socket), or by the loop from the group's callback when that thread could not
+(the loop had bytes of its own waiting, the socket was full, or the group failed: EIO). Every
+other request (reads, recovery adds, V3) goes through `handle`, in order; its response leaves
+through the loop's transport, never inside a run of the writer's.
 
 V3 requests (`protocol_v3`) share the connection: GET_BOOKIE_INFO is answered with the data
 file system's total and free bytes (upstream's `GetBookieInfoProcessorV3`);
@@ -27,9 +31,9 @@ import os
 import struct
 import time
 from collections.abc import Callable
-from typing import cast
+from typing import Protocol, cast
 
-from storage.bookie.addpath import with_result
+from storage.bookie.addpath import ReplyRun, ReplySocket, with_result
 from storage.bookie.availability import encode_availability
 from storage.bookie.bookie import DEFERRED, Bookie
 from storage.bookie.connections import ConnectionBounds, ConnectionLimits
@@ -79,6 +83,19 @@ Send = Callable[[bytes], None]
 Durable = Callable[[BaseException | None], None]
 _READ_RESPONSE_HEAD = 28  # frame length, header, status, ledger id, entry id
 _HEADER = struct.Struct(">I")  # a request body's first word: version, opcode, flags
+# Response bytes a connection's transport may hold unsent before the connection stops reading
+# requests (asyncio's default high-water mark).
+WRITE_BACKLOG = 64 * 1024
+
+
+class RunSender(Protocol):
+    """Where a read's run of add responses goes: `reply_socket`, the connection's socket as
+    the journal's writer sends on it (None: the loop sends the run), and `send_rest(run)`,
+    what the writer did not send of a synced run."""
+
+    reply_socket: ReplySocket | None
+
+    def send_rest(self, run: ReplyRun) -> None: ...
 
 
 class RequestHandler:
@@ -99,12 +116,14 @@ class RequestHandler:
         else:
             self._read(request, self._measured_read(send, self.metrics))
 
-    def handle_buffer(self, buf: bytes, pos: int, end: int, send: Send) -> None:
+    def handle_buffer(self, buf: bytes, pos: int, end: int, send: Send,
+                      runs: RunSender | None = None) -> None:
         """Every request of the whole frames in buf[pos:end] (length prefixes included), in
         order, each answered as `handle` answers it. Runs of a writer's plain adds are taken by
         the bookie's compiled add path (`Bookie.add_run`); the frame that ends a run takes
-        `_frame`. All of this read's adds are answered by one journal callback with one run
-        of responses."""
+        `_frame`. All of this read's adds are answered in one run of responses, sent by the
+        journal's writer on `runs.reply_socket` once they are durable (or by their journal
+        callback through `send`)."""
         add_run = self.bookie.add_run
         acked: list[bytes] = []  # runs of EOK add responses
         count = size = 0
@@ -122,8 +141,14 @@ class RequestHandler:
                 if added >= 0:
                     count += 1
                     size += added
-        if count:
+        if not count:
+            return
+        socket = runs.reply_socket if runs is not None else None
+        if runs is None or socket is None:
             self.bookie.when_durable(self._answer(acked, count, size, started, send))
+            return
+        run = ReplyRun(socket, b"".join(acked))
+        self.bookie.when_durable(self._answer(acked, count, size, started, send, run, runs), run)
 
     def _frame(self, buf: bytes, start: int, end: int, acked: list[bytes], send: Send) -> int:
         """One request body at buf[start:end]. An add without flags takes the bookie's
@@ -144,16 +169,21 @@ class RequestHandler:
         return -1
 
     def _answer(self, acked: list[bytes], count: int, size: int, started: float,
-                send: Send) -> Durable:
-        """The journal callback of a read's adds: their responses in one frame run, EOK, or
-        EIO each when their group could not be written."""
+                send: Send, run: ReplyRun | None = None,
+                runs: RunSender | None = None) -> Durable:
+        """The journal callback of a read's adds: their responses in one frame run, EOK (what
+        the journal's writer did not send of `run`), or EIO each when their group could not
+        be written."""
         metrics = self.metrics
 
         def durable(error: BaseException | None) -> None:
             if error is None:
-                send(b"".join(acked))
+                if run is None:
+                    send(b"".join(acked))
+                elif runs is not None and run.sent < len(run.data):
+                    runs.send_rest(run)
             else:
-                send(b"".join(with_result(run, ResultCode.EIO) for run in acked))
+                send(b"".join(with_result(responses, ResultCode.EIO) for responses in acked))
             if metrics is not None:
                 metrics.added_many(started, count, size, error is None)
 
@@ -290,6 +320,8 @@ class Connection(asyncio.Protocol):
         self.peer: object = None
         self.reads = 0  # for the bounds' sweeper: progress, counted not timed
         self.frames = 0
+        self.reply_socket: ReplySocket | None = None  # shared with the journal's writer
+        self._reading_paused = False
 
     @property
     def partial(self) -> bool:
@@ -301,26 +333,56 @@ class Connection(asyncio.Protocol):
         if self.bounds is not None and not self.bounds.admit(self, self.peer):
             self.transport.abort()
             self.transport = None
+            return
+        sock = transport.get_extra_info("socket")
+        if sock is None:
+            return
+        try:
+            self.reply_socket = ReplySocket(sock.fileno())
+        except OSError as exc:  # no descriptor to spare: the loop sends this connection's runs
+            log.warning("responses from the event loop only for %s: %s", self.peer, exc)
+            return
+        # Told of every byte the transport holds and of when it has written them all: the
+        # journal's writer sends only while it holds none (`ReplySocket`).
+        self.transport.set_write_buffer_limits(high=0, low=0)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
+        self._close_reply_socket()
         if self.bounds is not None:
             self.bounds.leave(self)
+
+    def _close_reply_socket(self) -> None:
+        if self.reply_socket is not None:
+            self.reply_socket.close()
 
     def cut(self, reason: str) -> None:
         """Close a stalled connection (`ConnectionBounds` logged why)."""
         del reason
+        self._close_reply_socket()
         if self.transport is not None:
             self.transport.abort()
             self.transport = None
 
     def pause_writing(self) -> None:
-        if self.transport is not None:
-            self.transport.pause_reading()
+        """The transport holds unsent bytes (a high-water mark of 0); past WRITE_BACKLOG the
+        connection stops reading until they are written."""
+        self._check_backlog()
 
     def resume_writing(self) -> None:
-        if self.transport is not None:
+        """The transport has written everything it held."""
+        if self.reply_socket is not None:
+            self.reply_socket.drained()
+        if self._reading_paused and self.transport is not None:
+            self._reading_paused = False
             self.transport.resume_reading()
+
+    def _check_backlog(self) -> None:
+        transport = self.transport
+        if (transport is not None and not self._reading_paused
+                and transport.get_write_buffer_size() > WRITE_BACKLOG):
+            self._reading_paused = True
+            transport.pause_reading()
 
     def send(self, frame: bytes) -> None:
         """Queue a response; all responses of one loop iteration leave in one write."""
@@ -328,11 +390,28 @@ class Connection(asyncio.Protocol):
             asyncio.get_running_loop().call_soon(self._flush)
         self._out.append(frame)
 
-    def _flush(self) -> None:
-        out, self._out = self._out, []
+    def send_rest(self, run: ReplyRun) -> None:
+        """What the journal's writer did not send of a synced run of add responses, then the
+        responses held while it had sent part of it."""
         transport = self.transport
-        if transport is not None and not transport.is_closing():
-            transport.writelines(out)  # one writev under uvloop, no joined copy
+        if transport is None or self.reply_socket is None:
+            return
+        self.reply_socket.send_rest(transport, run)
+        self._check_backlog()
+        if self._out:
+            self._flush()
+
+    def _flush(self) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            self._out = []
+            return
+        if self.reply_socket is None:
+            transport.writelines(self._out)  # one writev under uvloop, no joined copy
+        elif not self.reply_socket.write(transport, self._out):
+            return  # a run of the writer's is half sent: these follow it (`send_rest`)
+        self._out = []
+        self._check_backlog()
 
     def data_received(self, data: bytes) -> None:
         self.reads += 1
@@ -340,7 +419,7 @@ class Connection(asyncio.Protocol):
             buf, pos, end = self.reader.whole(data)
             if end > pos:
                 self.frames += 1  # a read that completed frames: progress
-            self.handler.handle_buffer(buf, pos, end, self.send)
+            self.handler.handle_buffer(buf, pos, end, self.send, self)
         except MalformedFrame as exc:
             self._abort(f"malformed frame: {exc}")
         except Exception as exc:  # a bug or a closing bookie: lose this connection only
@@ -350,6 +429,7 @@ class Connection(asyncio.Protocol):
     def _abort(self, reason: str) -> None:
         peer = self.transport.get_extra_info("peername") if self.transport else None
         log.warning("closing connection from %s: %s", peer, reason)
+        self._close_reply_socket()
         if self.transport is not None:
             self.transport.abort()
             self.transport = None

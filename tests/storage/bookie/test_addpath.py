@@ -571,6 +571,12 @@ MISUSES = {
     "GroupWriter(-1, 0, 0, b'/tmp', 1.0, 1, True, 1, 1).submit([b'a', bytearray(2)], 2)":
         "TypeError",
     "GroupWriter(-1, 0, 0, b'/tmp', 1.0, 1, True, 1, 1).submit(None, 1)": "TypeError",
+    "GroupWriter(-1, 0, 0, b'/tmp', 1.0, 1, True, 1, 1).submit([b'a'], 1, [b'run'])":
+        "TypeError",
+    "ReplySocket(-1)": "OSError",
+    "ReplyRun(None, b'')": "TypeError",
+    "ReplyRun(ReplySocket(0), bytearray(1))": "TypeError",
+    "ReplySocket(0).send_rest(None, None)": "TypeError",
     "GroupWriter(-1, 0, 0, b'x' * 5000, 1.0, 1, True, 1, 1)": "ValueError",
     "crc32c(None)": "TypeError",
     "record_header(None)": "TypeError",
