@@ -16,7 +16,8 @@ Errors of the layers below are mapped here too (one table, `STATUS_BY_ERROR`): t
 store being unreachable is 503, a lost compare-and-swap after all retries is 409, a placement
 that cannot be satisfied is 412 and a malformed placement
 request (E < Qw, Qw < Qa, sizes <= 0) is 400. Of the storage engine's: an unknown ledger,
-entry or position is 404, a lost metadata race 409, any other ledger failure 500.
+entry or position is 404, a lost metadata race 409, a closed ledger client (the service
+stopping) 503, any other ledger failure 500.
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     ledger_errors.RecoveryFailed: 500,
     ledger_errors.ReadFailed: 500,
     ledger_errors.MetadataConflict: 409,
+    ledger_errors.ClientClosed: 503,  # the service is stopping: a retry reaches a running one
     ledger_errors.EntryTooLarge: 413,
     ledger_errors.LedgerError: 500,
     managed_ledger_errors.ManagedLedgerNotFound: 404,
