@@ -20,7 +20,13 @@ from placement import AffinityGroups, EnsembleRequest, Placement, PlacementConfi
 from placement import new_ensemble as place_ensemble
 from storage.ledger.bookies import BookiePool
 from storage.ledger.ensemble import replacements
-from storage.ledger.errors import LedgerClosed, LedgerFenced, MetadataConflict, NoSuchLedger
+from storage.ledger.errors import (
+    ClientClosed,
+    LedgerClosed,
+    LedgerFenced,
+    MetadataConflict,
+    NoSuchLedger,
+)
 from storage.ledger.handle import ChangeEnsemble, ReadableLedger, WriteHandle
 from storage.ledger.metadata import LedgerMetadata, LedgerState, closed
 
@@ -90,7 +96,10 @@ class LedgerClient:
                               affinity=spec.affinity)
 
     async def create(self, spec: LedgerSpec) -> WriteHandle:
-        """A new OPEN ledger placed for `spec`; NotEnoughBookies when the policy cannot."""
+        """A new OPEN ledger placed for `spec`; NotEnoughBookies when the policy cannot,
+        ClientClosed once the client is closed (no ledger is created then)."""
+        if self.bookies.closed:
+            raise ClientClosed()
         placement = await self.place(spec)
         for _ in range(MAX_CAS_ATTEMPTS):
             ledger_id = await self.metadata.next_ledger_id()

@@ -135,6 +135,8 @@ async def test_a_closing_client_fails_its_handles_and_changes_no_ensemble(
             with pytest.raises(ClientClosed, match="BookKeeper client is closed"):
                 await handle.add(b"late")
             assert handle.ensemble_changes == 0 and handle.last_add_confirmed == 0
+            with pytest.raises(ClientClosed):  # and creates no ledger
+                await client.create(spec(groups))
         finally:
             slow.process.send_signal(signal.SIGCONT)
         stored = stored_metadata(cluster, handle.ledger_id)
