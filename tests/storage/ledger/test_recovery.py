@@ -21,7 +21,14 @@ from metastore.ledger_metadata import LedgerState, decode_ledger_metadata
 from placement import AffinityGroups
 from storage.bookie.errors import NoLedger
 from storage.bookie_client import BookieClient
-from storage.ledger import ClientClosed, EnsembleChangeFailed, LedgerFenced, LedgerSpec
+from storage.ledger import (
+    BookiePool,
+    ClientClosed,
+    EnsembleChangeFailed,
+    LedgerFenced,
+    LedgerSpec,
+)
+from storage.ledger.bookies import BookieConnection
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from storage.ledger.recovery import recover
 from tests.storage.bookie.support import BookieProcess
@@ -142,6 +149,37 @@ async def test_a_closing_client_fails_its_handles_and_changes_no_ensemble(
         stored = stored_metadata(cluster, handle.ledger_id)
         assert stored.state is LedgerState.OPEN
         assert stored.ensembles == {0: first}
+
+
+async def test_a_closed_pool_dials_nothing_and_drops_a_dial_it_outlived(
+    cluster: Cluster,
+) -> None:
+    """`BookiePool.close` during a dial: the connection the dial brings back is closed, not
+    kept, and its waiter gets ClientClosed; after close nothing dials at all."""
+    entered, release = asyncio.Event(), asyncio.Event()
+    dialled: list[BookieClient] = []
+
+    async def connect(bookie: str) -> BookieConnection:
+        entered.set()
+        await release.wait()
+        connection = await BookieClient.connect(bookie)
+        dialled.append(connection)
+        return connection
+
+    pool = BookiePool(connect)
+    bookie = cluster.ids[0]
+    waiting = asyncio.ensure_future(pool.get(bookie))
+    await asyncio.wait_for(entered.wait(), 10)  # the dial is under way, held at `release`
+    await pool.close()
+    assert pool.closed
+    release.set()
+    with pytest.raises(ClientClosed):
+        await waiting
+    assert len(dialled) == 1 and not dialled[0].connected
+    assert pool.cached(bookie) is None
+    with pytest.raises(ClientClosed):
+        await pool.get(bookie)
+    assert len(dialled) == 1  # no second dial
 
 
 @pytest.mark.slow
