@@ -115,6 +115,5 @@ class ClientClosed(LedgerError):
     `BKClientClosedException`): a handle's copies still unanswered then are not a bookie's
     failure, so no ensemble change follows; the handle's pending adds fail with this."""
 
-    def __init__(self, ledger_id: int | None = None) -> None:
+    def __init__(self) -> None:
         super().__init__("BookKeeper client is closed")
-        self.ledger_id = ledger_id

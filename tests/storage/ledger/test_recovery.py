@@ -10,6 +10,7 @@ import json
 import logging
 import random
 import signal
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -126,26 +127,24 @@ async def test_a_closing_client_fails_its_handles_and_changes_no_ensemble(
     open ledger off a healthy bookie while someone else may be recovering it."""
     with group_of_spares(cluster, tmp_path, "cc", 4) as bookies:
         groups = AffinityGroups(("cc",), strict=True)
-        async with ledger_client(cluster) as client:
-            handle = await client.create(spec(groups))
-            first = handle.metadata.current_ensemble
-            slow = next(b for b in bookies if b.bookie_id == first[2])
-            assert slow.process is not None
-            slow.process.send_signal(signal.SIGSTOP)
-            try:
-                assert await handle.add(b"acked by two") == 0
-            except BaseException:
-                slow.process.send_signal(signal.SIGCONT)
-                raise
-        # the client closed with the slow bookie's copy unanswered
+        stopped: subprocess.Popen[bytes] | None = None
         try:
+            async with ledger_client(cluster) as client:
+                handle = await client.create(spec(groups))
+                first = handle.metadata.current_ensemble
+                stopped = next(b for b in bookies if b.bookie_id == first[2]).process
+                assert stopped is not None
+                stopped.send_signal(signal.SIGSTOP)
+                assert await handle.add(b"acked by two") == 0
+            # the client closed with the stopped bookie's copy unanswered
             with pytest.raises(ClientClosed, match="BookKeeper client is closed"):
                 await handle.add(b"late")
             assert handle.ensemble_changes == 0 and handle.last_add_confirmed == 0
             with pytest.raises(ClientClosed):  # and creates no ledger
                 await client.create(spec(groups))
         finally:
-            slow.process.send_signal(signal.SIGCONT)
+            if stopped is not None:
+                stopped.send_signal(signal.SIGCONT)
         stored = stored_metadata(cluster, handle.ledger_id)
         assert stored.state is LedgerState.OPEN
         assert stored.ensembles == {0: first}
