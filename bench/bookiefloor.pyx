@@ -125,13 +125,16 @@ cdef struct Writer:
 
 
 cdef int write_turn(Writer *w) noexcept nogil:
-    """The turn's records, padded with zeros to a page boundary, in one pwrite, then one
-    fdatasync; 0 or the errno of the failure."""
+    """The turn's records, padded with zeros to the next page boundary of the file (as the
+    bookie's journal writer pads its groups: no partly written last page for the page cache
+    to read from the disk first), in one pwrite, then one fdatasync; 0 or the errno of the
+    failure."""
     cdef size_t padded = (w.length + PAGE - 1) // PAGE * PAGE
     cdef double t
-    memset(w.records + w.length, 0, padded - w.length)
-    if w.offset + <int64_t>padded > w.size:
+    if w.offset + <int64_t>padded + PAGE > w.size:
         w.offset = 0
+    padded = <size_t>((w.offset + <int64_t>w.length + PAGE - 1) // PAGE * PAGE - w.offset)
+    memset(w.records + w.length, 0, padded - w.length)
     if pwrite(w.journal, w.records, padded, w.offset) != <ssize_t>padded:
         return errno if errno else 5  # EIO
     t = now()
