@@ -307,12 +307,26 @@ class RawEtcd(RawStore):
         self._post("kv/compaction", {"revision": revision, "physical": True})
 
 
+class _Flows:
+    """Whether a proxy relays each direction, for the connections of one span between cuts."""
+
+    def __init__(self, requests: bool = True, replies: bool = True) -> None:
+        self.requests = threading.Event()
+        self.replies = threading.Event()
+        if requests:
+            self.requests.set()
+        if replies:
+            self.replies.set()
+
+
 class CuttableProxy:
     """A TCP relay to a local port, on a port of its own: `cut()` closes every connection
     open through it (a network cut, or a restarted load balancer, nothing faked on either
     side); new connections are relayed as before. `hold()` stops relaying one direction
     (a request sent but never delivered, or delivered with its reply lost) until the
-    next `cut()`, which drops what was held."""
+    next `cut()`, which drops what was held. Each connection follows the flows of the span
+    between cuts it was accepted in, so one accepted while a cut is under way is relayed
+    as the span after the cut, never held by the span before it."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
@@ -320,10 +334,7 @@ class CuttableProxy:
         self.port = self.listener.getsockname()[1]
         self.connections: list[socket.socket] = []
         self.lock = threading.Lock()
-        self.requests_flow = threading.Event()
-        self.replies_flow = threading.Event()
-        self.requests_flow.set()
-        self.replies_flow.set()
+        self._flows = _Flows()
         self.holding = threading.Event()  # some data is held (`hold`)
         self.held_requests = bytearray()  # what `hold` kept from the target, until `cut`
         threading.Thread(target=self._accept, daemon=True).start()
@@ -341,18 +352,22 @@ class CuttableProxy:
             upstream = socket.create_connection(("127.0.0.1", self.target_port))
             with self.lock:
                 self.connections += [client, upstream]
-            for a, b, flow in ((client, upstream, self.requests_flow),
-                               (upstream, client, self.replies_flow)):
-                threading.Thread(target=self._pump, args=(a, b, flow), daemon=True).start()
+                flows = self._flows
+            for a, b, requests in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._pump, args=(a, b, flows, requests),
+                                 daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket, flow: threading.Event) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, flows: _Flows,
+              requests: bool) -> None:  # fmt: skip
+        flow = flows.requests if requests else flows.replies
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
                 if not flow.is_set():  # held (read on, so it can be looked at) until a cut
-                    if flow is self.requests_flow:
-                        with self.lock:
-                            self.held_requests += data
-                    self.holding.set()
+                    with self.lock:
+                        if flows is self._flows:  # not a span a cut already ended
+                            if requests:
+                                self.held_requests += data
+                            self.holding.set()
                     continue
                 sink.sendall(data)
         for sock in (source, sink):
@@ -361,10 +376,12 @@ class CuttableProxy:
 
     def hold(self, *, requests: bool = False, replies: bool = False) -> None:
         """Stop relaying requests (client to target) and/or replies until the next `cut`."""
+        with self.lock:
+            flows = self._flows
         if requests:
-            self.requests_flow.clear()
+            flows.requests.clear()
         if replies:
-            self.replies_flow.clear()
+            flows.replies.clear()
 
     def cut(self, *, keep_holding: bool = False) -> int:
         """Close every open connection, dropping anything held; returns how many there
@@ -372,21 +389,25 @@ class CuttableProxy:
         (a server that accepts connections and answers nothing), until `release`."""
         with self.lock:
             connections, self.connections = self.connections, []
+            old = self._flows
+            if keep_holding:
+                self._flows = _Flows(old.requests.is_set(), old.replies.is_set())
+            else:
+                self._flows = _Flows()
+            self.held_requests = bytearray()
+            self.holding.clear()
         for sock in connections:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # wakes the pumps blocked reading it
             sock.close()
-        self.holding.clear()
-        with self.lock:
-            self.held_requests = bytearray()
-        if not keep_holding:
-            self.release()
         return len(connections)
 
     def release(self) -> None:
         """Relay both directions again from now on; what was held stays dropped."""
-        self.requests_flow.set()
-        self.replies_flow.set()
+        with self.lock:
+            flows = self._flows
+        flows.requests.set()
+        flows.replies.set()
 
     def close(self) -> None:
         # shutdown, not close alone, wakes the accepting thread (Linux leaves a blocked

@@ -32,13 +32,15 @@ def proxy(etcd: EmbeddedEtcd) -> Iterator[CuttableProxy]:
 @pytest.fixture
 async def cut_store(proxy: CuttableProxy, raw_etcd: RawEtcd) -> AsyncIterator[MetadataStore]:
     """A store reaching etcd through the proxy, with a 1 s call timeout; `KEY` holds v0,
-    mirrored by a watch-fed cache (updates start from it: the write is the only call)."""
+    mirrored by a watch-fed cache (updates start from it: the write is the only call). The
+    cache is waited for: a fresh process's first call, its connection made on the way, can
+    outlast the 1 s, and the cache retries."""
     raw_etcd.wipe()
+    raw_etcd.put(KEY, "v0")
     store = MetadataStore([Endpoint("127.0.0.1", proxy.port)], timeout=1)
-    await store.put(KEY, b"v0")
     cache = WatchedRange(store, KEY)
     await cache.start()
-    assert isinstance(cache.peek(KEY), Versioned)
+    await wait_until_async(lambda: isinstance(cache.peek(KEY), Versioned))
     yield store
     await cache.stop()
     await store.close()
