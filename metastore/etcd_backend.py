@@ -96,9 +96,23 @@ async def cancel_watch(cancel: Awaitable[object], timeout: float) -> None:
     """Cancel an aetcd watch, best effort and within `timeout`: aetcd's cancel queues its
     request under the watcher's lock, and a stream broken mid-request can keep that lock (or
     the request queue) from ever freeing, with nothing of the caller's left to wait for."""
-    with contextlib.suppress(Exception):
-        async with asyncio.timeout(timeout):
-            await cancel
+    await at_most(cancel, timeout)
+
+
+async def at_most(operation: Awaitable[object], timeout: float) -> None:
+    """Run `operation` for at most `timeout` seconds, best effort (its errors are dropped).
+    It runs as a task of its own that is waited for, not cancelled where it stands: aetcd's
+    stream shutdown awaits its request handler and ignores a `CancelledError` there, so a
+    timeout delivered as a cancellation could be swallowed and leave the caller waiting on
+    whatever comes next. Still running after `timeout`, the task is cancelled and left."""
+    task = asyncio.ensure_future(operation)
+    try:
+        await asyncio.wait({task}, timeout=timeout)
+    finally:
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled():
+            task.exception()  # retrieved, so never logged as an error nobody saw
 
 
 class EtcdBackend:
@@ -143,9 +157,7 @@ class EtcdBackend:
         which a watch request stuck behind a broken stream can hold for ever."""
         if self._etcd is not None:
             client, self._etcd = self._etcd, None
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.timeout):
-                    await client.close()
+            await at_most(client.close(), self.timeout)
 
     async def failover(self) -> None:
         """Move to the next endpoint after a failure (only when there is more than one)."""

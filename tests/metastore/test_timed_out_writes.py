@@ -14,6 +14,7 @@ from metastore.cache import WatchedRange
 from metastore.change_history import ChangeContext, recording
 from metastore.embedded import EmbeddedEtcd
 from metastore.errors import OutcomeUnknown, Unavailable
+from metastore.etcd_backend import at_most
 from metastore.store import Endpoint, MetadataStore, Versioned
 from tests.support import CuttableProxy, RawEtcd, wait_until, wait_until_async
 
@@ -100,6 +101,29 @@ async def test_an_unsettled_write_is_outcome_unknown_and_the_cache_follows_etcd(
     await wait_until_async(  # the watch broke with the connection: the cache re-read
         lambda: getattr(cut_store.cached(KEY), "value", None) == b"v1")
     assert (await cut_store.get(KEY) or pytest.fail()).value == b"v1"
+
+
+async def test_an_operation_that_swallows_its_timeout_is_left_behind() -> None:
+    """aetcd's stream shutdown (within its client's `close`) ignores a `CancelledError`
+    while it awaits its request handler, so a timeout delivered as a cancellation there is
+    lost. `at_most` waits for the operation as a task of its own: the caller leaves after
+    the timeout whatever the operation does with the cancellation it is sent."""
+    release = asyncio.Event()
+    cancels = 0
+
+    async def stubborn() -> None:
+        nonlocal cancels
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                cancels += 1  # swallowed
+
+    waiting = asyncio.ensure_future(at_most(stubborn(), 0.05))
+    done, _ = await asyncio.wait({waiting}, timeout=10)
+    release.set()  # whatever happened, let it end
+    assert waiting in done
+    await wait_until_async(lambda: cancels == 1)  # it was told to stop, and was left
 
 
 def test_outcome_unknown_is_a_503_with_its_reason() -> None:
