@@ -92,19 +92,14 @@ def _prefix_range(path: str) -> tuple[bytes, bytes]:
     return prefix, prefix[:-1] + bytes([prefix[-1] + 1])
 
 
-async def cancel_watch(cancel: Awaitable[object], timeout: float) -> None:
-    """Cancel an aetcd watch, best effort and within `timeout`: aetcd's cancel queues its
-    request under the watcher's lock, and a stream broken mid-request can keep that lock (or
-    the request queue) from ever freeing, with nothing of the caller's left to wait for."""
-    await at_most(cancel, timeout)
-
-
 async def at_most(operation: Awaitable[object], timeout: float) -> None:
-    """Run `operation` for at most `timeout` seconds, best effort (its errors are dropped).
-    It runs as a task of its own that is waited for, not cancelled where it stands: aetcd's
-    stream shutdown awaits its request handler and ignores a `CancelledError` there, so a
-    timeout delivered as a cancellation could be swallowed and leave the caller waiting on
-    whatever comes next. Still running after `timeout`, the task is cancelled and left."""
+    """Run `operation` (an aetcd watch cancel or client close) for at most `timeout`
+    seconds, best effort (its errors are dropped). aetcd's cancel queues its request under
+    the watcher's lock, which a stream broken mid-request can keep from ever freeing, and
+    its stream shutdown awaits its request handler and ignores a `CancelledError` there, so
+    a timeout delivered as a cancellation could be swallowed and leave the caller waiting on
+    whatever comes next. So the operation runs as a task of its own that is waited for, not
+    cancelled where it stands; still running after `timeout`, it is cancelled and left."""
     task = asyncio.ensure_future(operation)
     try:
         await asyncio.wait({task}, timeout=timeout)
@@ -399,7 +394,7 @@ class EtcdBackend:
             except aetcd.ClientError:
                 pass
             finally:
-                await cancel_watch(watch.cancel(), self.timeout)
+                await at_most(watch.cancel(), self.timeout)
             await asyncio.sleep(0.1)
 
     async def close(self) -> None:

@@ -32,7 +32,7 @@ from metastore.errors import (
     OutcomeUnknown,
     Unavailable,
 )
-from metastore.etcd_backend import EtcdBackend, cancel_watch
+from metastore.etcd_backend import EtcdBackend, at_most
 from metastore.guards import Guard, GuardKind
 from metastore.retry import MAX_CAS_ATTEMPTS, conflict_backoff
 from metastore.settling import SETTLED_WRITE_SHARE, Found, Landing, settle
@@ -82,7 +82,7 @@ class EtcdWatch:
     """An established etcd watch as `WatchEvent`s (hides the client's event types), in
     revision order, the events of one revision together. The iteration raises `Compacted`
     when etcd compacted the revisions still to be sent, `Unavailable` when the connection
-    broke. `cancel` gives up after `timeout` seconds (`etcd_backend.cancel_watch`)."""
+    broke. `cancel` gives up after `timeout` seconds (`etcd_backend.at_most`)."""
 
     def __init__(self, watch: Any, timeout: float) -> None:
         self._watch = watch
@@ -101,7 +101,7 @@ class EtcdWatch:
             raise Unavailable(f"watch broken: {type(exc).__name__}") from exc
 
     async def cancel(self) -> None:
-        await cancel_watch(self._watch.cancel(), self._timeout)
+        await at_most(self._watch.cancel(), self._timeout)
 
 
 class EtcdKeys:
