@@ -21,6 +21,7 @@ from api.http.encoded_slash import EncodedSlashes
 from api.http.hot_path import RackWriteHotPath
 from api.http.rate_limit import WriteRateLimit
 from api.http.request_rules import RequestRules, produce_body_limit, require_json_media_type
+from api.http.trailing_slash import TrailingSlashes
 from api.metrics import install_metrics
 from api.openapi.doc import OpenApiApp
 from api.openapi.docs_ui import install_docs_ui
@@ -116,5 +117,6 @@ def create_app(settings: Settings, bookies: LocalBookies | None = None) -> FastA
         app.include_router(router)
     install_metrics(app)
     app.add_middleware(RequestDeadline, seconds=timeout)
+    app.add_middleware(TrailingSlashes)  # after EncodedSlashes, which rebuilds the path
     app.add_middleware(EncodedSlashes)
     return app

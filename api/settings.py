@@ -106,6 +106,9 @@ class Settings:
     maxMessagesPerProduceRequest: int = 10000
     allowAutoTopicCreation: bool = True
     defaultNumberOfNamespaceBundles: int = 4
+    # Pulsar's: what GET of a namespace's policies answers for an unset
+    # `is_allow_auto_update_schema` (the field was a boolean before 2.8).
+    isAllowAutoUpdateSchemaEnabled: bool = True
     maxTenants: int = 0
     maxNamespacesPerTenant: int = 0
     forceDeleteTenantAllowed: bool = False

@@ -2,7 +2,7 @@
 for every layer (api, cli, storage, placement, pipeline) to share. It imports nothing of ours and
 does no I/O.
 
-    jackson     Jackson's pretty printer and its String/long/boolean binding coercions
+    jackson     Jackson's pretty printer and its String/int/long/double/boolean binding coercions
     gson        Gson's compact, HTML-safe JSON (a HashMap<String, String>)
     hashing     String.hashCode, HashMap/HashSet iteration order, Java's toString of values
     numbers     Long.parseLong, Integer.parseInt, Long.decode, Double.toString, uint64 as long
@@ -18,10 +18,14 @@ from javaformats.gson import gson_hash_map, gson_string
 from javaformats.hashing import hash_map_order, hash_set_order, java_string_hash, java_to_string
 from javaformats.jackson import (
     jackson_bool,
+    jackson_double,
+    jackson_integer,
     jackson_long,
     jackson_pretty,
     jackson_string,
+    jackson_string_field,
     jackson_text,
+    jackson_token,
 )
 from javaformats.numbers import (
     decode_java_long,
@@ -49,10 +53,14 @@ __all__ = [
     "hash_map_order",
     "hash_set_order",
     "jackson_bool",
+    "jackson_double",
+    "jackson_integer",
     "jackson_long",
     "jackson_pretty",
     "jackson_string",
+    "jackson_string_field",
     "jackson_text",
+    "jackson_token",
     "java_double",
     "java_split",
     "java_string_hash",

@@ -11,8 +11,12 @@ dropped; without it they print as `null`.
 `jackson_bytes_escapes` turns compact JSON from orjson or Python's json into the escapes of
 Jackson's UTF-8 generator (what Pulsar's metadata serdes store).
 
-`jackson_text`, `jackson_long` and `jackson_bool` are the coercions Jackson applies when it binds
-a JSON value into a `String`, `long` or `boolean` field.
+`jackson_text`, `jackson_string_field`, `jackson_integer` (`jackson_long`), `jackson_double` and
+`jackson_bool` are the coercions Jackson applies when it binds a JSON value into a `String`,
+`int` or `long`, `double` or `boolean` field (Pulsar's mapper, as its admin API binds request
+bodies and its metadata store reads documents: scalars coerced, a single value never taken
+for an array), with Jackson's words when it refuses one; `jackson_token` names a value as
+those words do.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from javaformats.hashing import java_to_string
-from javaformats.numbers import parse_java_long
 
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
                   "\r": "\\r"}  # fmt: skip
@@ -115,10 +118,35 @@ def jackson_pretty(value: Any, *, omit_null: bool = True) -> str:
     return "".join(out)
 
 
+def jackson_token(value: Any) -> str:
+    """A JSON value as Jackson's binding errors name it: `String "x"`, `Integer value (token
+    `JsonToken.VALUE_NUMBER_INT`)`, `Array value (token `JsonToken.START_ARRAY`)`, ..."""
+    if isinstance(value, str):
+        return f"String {json.dumps(value, ensure_ascii=False)}"
+    if isinstance(value, bool):
+        return f"Boolean value (token `JsonToken.VALUE_{'TRUE' if value else 'FALSE'}`)"
+    if isinstance(value, int):
+        return "Integer value (token `JsonToken.VALUE_NUMBER_INT`)"
+    if isinstance(value, float):
+        return "Floating-point value (token `JsonToken.VALUE_NUMBER_FLOAT`)"
+    if isinstance(value, list):
+        return "Array value (token `JsonToken.START_ARRAY`)"
+    if isinstance(value, dict):
+        return "Object value (token `JsonToken.START_OBJECT`)"
+    return "Null value (token `JsonToken.VALUE_NULL`)"
+
+
+def _refused(java_type: str, value: Any, why: str = "") -> ValueError:
+    return ValueError(f"Cannot deserialize value of type `{java_type}` from "
+                      f"{jackson_token(value)}{why}")
+
+
 def jackson_text(value: Any) -> Any:
     """A JSON scalar as Jackson binds it into a `String` field: `1` -> `"1"`, `true` ->
     `"true"`; strings and null as they are. Arrays and objects are returned unchanged (Jackson
-    refuses them; the caller says how)."""
+    refuses them; the caller says how; `jackson_string_field` refuses them). Jackson keeps a
+    number's text as written (`1E5`, `1.50`); a parsed number can only give its shortest
+    form (`100000.0`, `1.5`), which is what this returns."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -126,30 +154,97 @@ def jackson_text(value: Any) -> Any:
     return value
 
 
-def jackson_long(value: Any) -> int:
-    """A JSON value as Jackson binds it into a `long` field: null is 0, a float is truncated,
-    a string must hold a Java long; ValueError for anything else or out of range."""
-    number: int | None = None
+def jackson_string_field(value: Any) -> str | None:
+    """A JSON value bound into a `String` field: scalars as `jackson_text`, an array or
+    object refused with Jackson's words (ValueError)."""
+    if isinstance(value, list | dict):
+        raise _refused("java.lang.String", value)
+    text: str | None = jackson_text(value)
+    return text
+
+
+_JAVA_DIGITS = re.compile(r"[+-]?[0-9]+")
+_RANGES = {"int": (-(1 << 31), (1 << 31) - 1), "long": (-(1 << 63), (1 << 63) - 1)}
+
+
+def jackson_integer(value: Any, java_type: str = "long") -> int:
+    """A JSON value as Jackson binds it into an `int` or `long` field (`java_type`): null and
+    the empty string are 0 (a primitive's default), a float is truncated toward zero, a
+    string is its trimmed decimal digits with an optional sign; a boolean, array, object,
+    any other string or a value out of the type's range is refused with Jackson's words
+    (ValueError)."""
+    low, high = _RANGES[java_type]
     if value is None:
         return 0
-    if isinstance(value, int) and not isinstance(value, bool):
+    number: int
+    if isinstance(value, bool | list | dict):
+        raise _refused(java_type, value)
+    if isinstance(value, int):
         number = value
-    elif isinstance(value, float) and math.isfinite(value):
+    elif isinstance(value, float):
+        if not math.isfinite(value) or not low <= value < high + 1:
+            raise ValueError(f"Numeric value ({value!r}) out of range of {java_type} "
+                             f"({low} - {high})")
         number = int(value)
-    elif isinstance(value, str):
-        number = parse_java_long(value.strip())
-    if number is None or not -(1 << 63) <= number < 1 << 63:
-        raise ValueError(f"not a valid long: {value!r}")
+    else:
+        text = str(value).strip()
+        if not text:
+            return 0
+        if not text.isascii() or not _JAVA_DIGITS.fullmatch(text):
+            raise _refused(java_type, value, f": not a valid `{java_type}` value")
+        number = int(text)
+    if not low <= number <= high:
+        raise ValueError(f"Numeric value ({number}) out of range of {java_type} ({low} - {high})")
     return number
 
 
+def jackson_long(value: Any) -> int:
+    """`jackson_integer` for a `long` field."""
+    return jackson_integer(value, "long")
+
+
+_JAVA_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?")
+
+
+def jackson_double(value: Any) -> float:
+    """A JSON value as Jackson binds it into a `double` field: null and the empty string are
+    0.0, an integer its value, a string its trimmed decimal text (`Double.parseDouble`); a
+    boolean, array, object or any other string is refused with Jackson's words (ValueError).
+    Unlike Jackson, the text of a non-finite number (`NaN`, `Infinity`) is refused too: the
+    documents hold finite numbers only, as the request bodies do."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool | list | dict):
+        raise _refused("double", value)
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).strip()
+    if not text:
+        return 0.0
+    if not text.isascii() or not _JAVA_DECIMAL.fullmatch(text):
+        raise _refused("double", value, ": not a valid `double` value (as String to convert)")
+    return float(text.rstrip("fFdD"))
+
+
+_BOOLEAN_TEXTS = {"true": True, "True": True, "TRUE": True,
+                  "false": False, "False": False, "FALSE": False, "": False}  # fmt: skip
+
+
 def jackson_bool(value: Any) -> bool:
-    """A JSON value as Jackson binds it into a `boolean` field: null is false, `"true"` and
-    `"false"` as strings; ValueError for anything else."""
+    """A JSON value as Jackson binds it into a `boolean` field: null and the empty string are
+    false, an integer is whether it is not 0, a string `true`, `True`, `TRUE`, `false`,
+    `False` or `FALSE` (trimmed); a float, array, object or any other string is refused with
+    Jackson's words (ValueError)."""
     if value is None:
         return False
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value in ("true", "false"):
-        return value == "true"
-    raise ValueError(f"not a valid boolean: {value!r}")
+    if isinstance(value, int):
+        return value != 0
+    if isinstance(value, str):
+        found = _BOOLEAN_TEXTS.get(value.strip())
+        if found is not None:
+            return found
+        raise _refused("boolean", value, ': only "true"/"True"/"TRUE" or "false"/"False"/'
+                                         '"FALSE" recognized')
+    raise _refused("boolean", value)

@@ -9,12 +9,13 @@ document a real broker wrote is never truncated by us. Unknown input fields are 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainSerializer,
@@ -22,22 +23,105 @@ from pydantic import (
     model_validator,
 )
 from pydantic.config import JsonDict
+from pydantic_core import PydanticCustomError
 
-from javaformats import hash_set_order, jackson_text, java_double
+from javaformats import (
+    hash_set_order,
+    jackson_bool,
+    jackson_double,
+    jackson_integer,
+    jackson_string_field,
+    jackson_token,
+    java_double,
+)
 from metastore.codec import dump_json, load_json
 from metastore.errors import ContentDeserializationError
 from placement import AffinityGroups, EnsembleRequest
 
 M = TypeVar("M", bound="PulsarModel")
 
-# Numbers as Java holds them: a field Pulsar declares `int` is 32-bit, `long` 64-bit.
-JavaInt = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
-JavaLong = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+def _bound(convert: Callable[[Any], Any]) -> BeforeValidator:
+    """`convert` as a field's first step, its ValueError (Jackson's words) the field's error."""
+
+    def bind(value: Any) -> Any:
+        try:
+            return convert(value)
+        except ValueError as exc:
+            raise PydanticCustomError("jackson", str(exc)) from None
+
+    return BeforeValidator(bind)
+
+
+def _string_items(java_type: str) -> Callable[[Any], Any]:
+    """A JSON value bound into a `Set<String>` or `List<String>` (`java_type`, as Jackson
+    names it): each item as `jackson_string_field`, null as null; a scalar or object refused
+    as Jackson refuses it (a single value is never taken for an array)."""
+
+    def bind(value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, list):
+            return [jackson_string_field(item) for item in value]
+        if isinstance(value, str):
+            raw = java_type.split("<", 1)[0]
+            raise ValueError(f"Cannot construct instance of `{raw}` (although at least one "
+                             f"Creator exists): no String-argument constructor/factory method "
+                             f"to deserialize from String value ('{value}')")
+        raise ValueError(f"Cannot deserialize value of type `{java_type}` from "
+                         f"{jackson_token(value)}")
+
+    return bind
+
+
+def _string_values(value: Any) -> Any:
+    """A JSON value bound into a `Map<String, String>`: each value as `jackson_string_field`."""
+    if isinstance(value, dict):
+        return {key: jackson_string_field(item) for key, item in value.items()}
+    if value is None or isinstance(value, list):
+        return value  # null; an array: the map's own error
+    raise ValueError(f"Cannot deserialize value of type `java.util.LinkedHashMap<java.lang."
+                     f"String,java.lang.String>` from {jackson_token(value)}")
+
+
+def _hash_set_order(value: list[str] | None) -> list[str] | None:
+    return None if value is None else hash_set_order(value)
+
+
+def _linked_set_order(value: list[str] | None) -> list[str] | None:
+    return None if value is None else list(dict.fromkeys(value))
+
+
+# Fields as Jackson binds them into Pulsar's Java types, from a request body or a stored
+# document alike (`javaformats.jackson`): scalars coerced (`1` into a String is "1", "3" into an
+# int is 3, null into a primitive is its default), anything else refused with Jackson's words.
+# A field Pulsar declares `int` is 32-bit, `long` 64-bit.
+JavaString = Annotated[str | None, _bound(jackson_string_field)]
+JavaInt = Annotated[int, Field(ge=-(2**31), le=2**31 - 1),
+                    _bound(lambda v: jackson_integer(v, "int"))]  # fmt: skip
+JavaLong = Annotated[int, Field(ge=-(2**63), le=2**63 - 1), _bound(jackson_integer)]
+JavaBoolean = Annotated[bool, _bound(jackson_bool)]
+JavaDouble = Annotated[float, _bound(jackson_double)]
+JavaBooleanOrNull = Annotated[bool | None, _bound(lambda v: None if v is None else jackson_bool(v))]
+JavaStringList = Annotated[
+    list[str] | None, _bound(_string_items("java.util.ArrayList<java.lang.String>"))
+]
+JavaStringMap = Annotated[dict[str, str] | None, _bound(_string_values)]
 # A `Set<String>` Jackson fills with `new HashSet<>()` and `add`: written in that set's iteration
 # order, duplicates collapsed. A `LinkedHashSet<String>`: insertion order, duplicates collapsed.
-JavaHashSet = Annotated[list[str], PlainSerializer(hash_set_order, return_type=list[str])]
-JavaLinkedHashSet = Annotated[
-    list[str], PlainSerializer(lambda v: list(dict.fromkeys(v)), return_type=list[str])
+JavaHashSet = Annotated[
+    list[str],
+    _bound(_string_items("java.util.HashSet<java.lang.String>")),
+    PlainSerializer(hash_set_order, return_type=list[str]),
+]
+JavaHashSetOrNull = Annotated[
+    list[str] | None,
+    _bound(_string_items("java.util.HashSet<java.lang.String>")),
+    PlainSerializer(_hash_set_order, return_type=list[str] | None),
+]
+JavaLinkedHashSetOrNull = Annotated[
+    list[str] | None,
+    _bound(_string_items("java.util.LinkedHashSet<java.lang.String>")),
+    PlainSerializer(_linked_set_order, return_type=list[str] | None),
 ]
 
 
@@ -62,16 +146,6 @@ def _unknown_enum_as_null(allowed: tuple[str, ...]) -> Any:
         return value if value is None or value in allowed else None
 
     return read
-
-
-def _jackson_texts(value: Any) -> Any:
-    """Jackson coerces the JSON scalars of a `List<String>` or `Map<String, String>` into
-    strings: 1 -> "1", true -> "true" (`javaformats.jackson_text`)."""
-    if isinstance(value, list):
-        return [jackson_text(item) for item in value]
-    if isinstance(value, dict):
-        return {key: jackson_text(item) for key, item in value.items()}
-    return value
 
 
 # -- examples in the OpenAPI document (the JSON Pulsar writes for each shape) -------------------
@@ -179,8 +253,10 @@ class BookieInfo(PulsarModel):
         json_schema_extra={"examples": [{"rack": "/rack1", "hostname": "bk-1.example.com"}]}
     )
 
-    rack: str | None = Field(default=None, description="Rack path, e.g. /rack1 or /region1/rack1")
-    hostname: str | None = Field(default=None, description="Bookie hostname (optional)")
+    rack: JavaString = Field(
+        default=None, description="Rack path, e.g. /rack1 or /region1/rack1"
+    )
+    hostname: JavaString = Field(default=None, description="Bookie hostname (optional)")
 
 
 class RawBookieInfo(PulsarModel):
@@ -207,71 +283,71 @@ class ClusterData(PulsarModel):
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_CLUSTER]})
 
     # In the order Jackson writes ClusterDataImpl's properties.
-    serviceUrl: str | None = Field(
+    serviceUrl: JavaString = Field(
         default=None, description="HTTP admin URL of the cluster (scheme http)"
     )
-    serviceUrlTls: str | None = Field(default=None, description="HTTPS admin URL (scheme https)")
-    brokerServiceUrl: str | None = Field(
+    serviceUrlTls: JavaString = Field(default=None, description="HTTPS admin URL (scheme https)")
+    brokerServiceUrl: JavaString = Field(
         default=None, description="Binary protocol URL (scheme pulsar)"
     )
-    brokerServiceUrlTls: str | None = Field(
+    brokerServiceUrlTls: JavaString = Field(
         default=None, description="Binary protocol URL over TLS (scheme pulsar+ssl)"
     )
-    proxyServiceUrl: str | None = Field(
+    proxyServiceUrl: JavaString = Field(
         default=None, description="URL of a proxy in front of the cluster (pulsar or pulsar+ssl)"
     )
     proxyProtocol: Literal["SNI"] | None = Field(
         default=None, description="How to reach brokers through the proxy: only SNI"
     )
-    peerClusterNames: JavaLinkedHashSet | None = Field(
+    peerClusterNames: JavaLinkedHashSetOrNull = Field(
         default=None,
         description="Clusters lookups are redirected to for namespaces not replicated here",
     )
-    authenticationPlugin: str | None = Field(
+    authenticationPlugin: JavaString = Field(
         default=None, description="Client auth plugin class brokers use towards this cluster"
     )
-    authenticationParameters: str | None = Field(
+    authenticationParameters: JavaString = Field(
         default=None, description="Parameters of the authentication plugin"
     )
-    brokerClientTlsEnabled: bool = Field(
+    brokerClientTlsEnabled: JavaBoolean = Field(
         default=False, description="Brokers use TLS towards this cluster"
     )
-    tlsAllowInsecureConnection: bool = Field(
+    tlsAllowInsecureConnection: JavaBoolean = Field(
         default=False, description="Accept untrusted TLS certificates from this cluster"
     )
-    brokerClientTlsEnabledWithKeyStore: bool = Field(
+    brokerClientTlsEnabledWithKeyStore: JavaBoolean = Field(
         default=False, description="TLS with key stores instead of PEM files"
     )
-    brokerClientTlsTrustStoreType: str | None = Field(
+    brokerClientTlsTrustStoreType: JavaString = Field(
         default=None, description="Trust store type (JKS or PKCS12; JKS when unset)"
     )
-    brokerClientTlsTrustStore: str | None = Field(default=None, description="Trust store path")
-    brokerClientTlsTrustStorePassword: str | None = Field(
+    brokerClientTlsTrustStore: JavaString = Field(default=None, description="Trust store path")
+    brokerClientTlsTrustStorePassword: JavaString = Field(
         default=None, description="Trust store password"
     )
-    brokerClientTrustCertsFilePath: str | None = Field(
+    brokerClientTrustCertsFilePath: JavaString = Field(
         default=None, description="Trusted CA certificates (PEM) path"
     )
-    brokerClientCertificateFilePath: str | None = Field(
+    brokerClientCertificateFilePath: JavaString = Field(
         default=None, description="Client certificate (PEM) path"
     )
-    brokerClientKeyFilePath: str | None = Field(
+    brokerClientKeyFilePath: JavaString = Field(
         default=None, description="Client private key (PEM) path"
     )
-    brokerClientTlsKeyStoreType: str | None = Field(
+    brokerClientTlsKeyStoreType: JavaString = Field(
         default=None, description="Key store type (JKS or PKCS12; JKS when unset)"
     )
-    brokerClientTlsKeyStorePassword: str | None = Field(
+    brokerClientTlsKeyStorePassword: JavaString = Field(
         default=None, description="Key store password"
     )
-    brokerClientTlsKeyStore: str | None = Field(default=None, description="Key store path")
-    brokerClientSslFactoryPlugin: str | None = Field(
+    brokerClientTlsKeyStore: JavaString = Field(default=None, description="Key store path")
+    brokerClientSslFactoryPlugin: JavaString = Field(
         default=None, description="SSL factory plugin class (Pulsar 3.x/4.x)"
     )
-    brokerClientSslFactoryPluginParams: str | None = Field(
+    brokerClientSslFactoryPluginParams: JavaString = Field(
         default=None, description="Parameters of the SSL factory plugin"
     )
-    listenerName: str | None = Field(
+    listenerName: JavaString = Field(
         default=None, description="Advertised listener to use when connecting to this cluster"
     )
 
@@ -301,7 +377,7 @@ class FailureDomain(PulsarModel):
         }
     )
 
-    brokers: JavaHashSet | None = Field(
+    brokers: JavaHashSetOrNull = Field(
         default=None, description="Broker ids, host:webServicePort"
     )
 
@@ -356,8 +432,8 @@ class PersistencePolicies(PulsarModel):
     bookkeeperEnsemble: JavaInt = 2
     bookkeeperWriteQuorum: JavaInt = 2
     bookkeeperAckQuorum: JavaInt = 2
-    managedLedgerMaxMarkDeleteRate: float = 0.0
-    managedLedgerStorageClassName: str | None = None
+    managedLedgerMaxMarkDeleteRate: JavaDouble = 0.0
+    managedLedgerStorageClassName: JavaString = None
 
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_PERSISTENCE]})
 
@@ -365,15 +441,16 @@ class PersistencePolicies(PulsarModel):
 class BookieAffinityGroupData(PulsarModel):
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_AFFINITY]})
 
-    bookkeeperAffinityGroupPrimary: str | None = Field(
+    bookkeeperAffinityGroupPrimary: JavaString = Field(
         default=None, description="Comma-separated primary bookie groups"
     )
-    bookkeeperAffinityGroupSecondary: str | None = Field(
+    bookkeeperAffinityGroupSecondary: JavaString = Field(
         default=None, description="Comma-separated secondary (fallback) bookie groups"
     )
-    bookkeeperAffinityGroupStrict: bool | None = Field(
+    # Upstream's BookieAffinityGroupData has no such field and ignores it; ours binds it as
+    # Jackson binds a `Boolean` (true, "true", "True", 1, ...; "yes" or 2.5 refused).
+    bookkeeperAffinityGroupStrict: JavaBooleanOrNull = Field(
         default=None,
-        strict=True,
         description=(
             "Extension: never place on bookies without rack info or of other groups. "
             "Omitted when false, so upstream Pulsar ignores it."
@@ -392,7 +469,7 @@ class BookieAffinityGroupData(PulsarModel):
 
 
 class BundlesData(OpenPulsarModel):
-    boundaries: list[str] | None = None
+    boundaries: JavaStringList = None
     numBundles: JavaInt = 0
 
 
@@ -421,18 +498,20 @@ class Policies(OpenPulsarModel):
     retention_policies: dict[str, Any] | None = None
     publishMaxMessageRate: dict[str, Any] = Field(default_factory=dict)
     latency_stats_sample_rate: dict[str, Any] = Field(default_factory=dict)
-    deleted: bool = False
-    encryption_required: bool = False
+    deleted: JavaBoolean = False
+    encryption_required: JavaBoolean = False
     subscription_auth_mode: str = "None"
     offload_threshold: JavaLong = -1
     offload_threshold_in_seconds: JavaLong = -1
-    schema_auto_update_compatibility_strategy: str | None = None
+    schema_auto_update_compatibility_strategy: JavaString = None
     schema_compatibility_strategy: str = "UNDEFINED"
-    is_allow_auto_update_schema: bool | None = None
-    schema_validation_enforced: bool = False
+    is_allow_auto_update_schema: JavaBooleanOrNull = None
+    schema_validation_enforced: JavaBoolean = False
     subscription_types_enabled: JavaHashSet = Field(default_factory=list)
-    properties: dict[str, str] = Field(default_factory=dict)
-    migrated: bool = False
+    properties: Annotated[dict[str, str], _bound(_string_values)] = Field(
+        default_factory=dict
+    )
+    migrated: JavaBoolean = False
 
     def cluster_that_can_delete(self) -> str | None:
         """`Policies.getClusterThatCanDeleteNamespace()` (Pulsar 4.0): the one replication
@@ -525,8 +604,8 @@ class LocalPolicies(OpenPulsarModel):
 
     bundles: BundlesData | None = Field(default_factory=_one_bundle)
     bookieAffinityGroup: BookieAffinityGroupData | None = None
-    namespaceAntiAffinityGroup: str | None = None
-    migrated: bool = False
+    namespaceAntiAffinityGroup: JavaString = None
+    migrated: JavaBoolean = False
 
     @property
     def bookie_affinity(self) -> AffinityGroups | None:
@@ -605,20 +684,19 @@ class AutoFailoverPolicyData(PulsarModel):
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_FAILOVER]})
 
     # Jackson writes AutoFailoverPolicyDataImpl's `parameters` before `policy_type`
-    parameters: dict[str, str] | None = Field(
+    parameters: JavaStringMap = Field(
         default=None, description="min_limit and usage_threshold, as strings of integers"
     )
-    policy_type: str | None = Field(default=None, description="Only min_available exists")
+    policy_type: JavaString = Field(default=None, description="Only min_available exists")
 
-    _parameters = field_validator("parameters", mode="before")(_jackson_texts)
 
 
 class NamespaceIsolationData(PulsarModel):
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_ISOLATION]})
 
-    namespaces: list[str] | None = Field(default=None, description="Regexes of tenant/namespace")
-    primary: list[str] | None = Field(default=None, description="Regexes of primary brokers")
-    secondary: list[str] | None = Field(default=None, description="Regexes of secondary brokers")
+    namespaces: JavaStringList = Field(default=None, description="Regexes of tenant/namespace")
+    primary: JavaStringList = Field(default=None, description="Regexes of primary brokers")
+    secondary: JavaStringList = Field(default=None, description="Regexes of secondary brokers")
     auto_failover_policy: AutoFailoverPolicyData | None = Field(
         default=None, description="When to fall back to the secondary brokers"
     )
@@ -626,7 +704,6 @@ class NamespaceIsolationData(PulsarModel):
         default=None, description="Which namespaces a policy change unloads (Pulsar 3.x)"
     )
 
-    _strings = field_validator("namespaces", "primary", "secondary", mode="before")(_jackson_texts)
     _unload_scope = field_validator("unload_scope", mode="before")(
         _unknown_enum_as_null(("all_matching", "none", "changed"))
     )
@@ -636,8 +713,10 @@ class BrokerNamespaceIsolationData(PulsarModel):
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_BROKER_ISOLATION]})
 
     brokerName: str = Field(description="Broker id, host:webServicePort")
-    policyName: str | None = Field(default=None, description="The isolation policy naming it")
-    primary: bool = Field(default=False, alias="primary", description="Primary (else secondary)")
+    policyName: JavaString = Field(default=None, description="The isolation policy naming it")
+    primary: JavaBoolean = Field(
+        default=False, alias="primary", description="Primary (else secondary)"
+    )
     namespaceRegex: list[str] = Field(
         default_factory=list, description="Namespaces the policy pins to the broker"
     )

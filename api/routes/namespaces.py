@@ -86,8 +86,9 @@ async def get_tenant_namespaces(tenant: TenantName, namespaces: NamespacesDep) -
 async def get_policies(
     tenant: TenantName, namespace: NamespaceName, namespaces: NamespacesDep
 ) -> Response:
-    """The namespace's policies document, as stored (fields we do not interpret included)."""
-    return json_body(await namespaces.policies(tenant, namespace))
+    """The namespace's policies document, as stored (fields we do not interpret included),
+    with an unset `is_allow_auto_update_schema` shown as the broker's setting."""
+    return json_body(await namespaces.shown_policies(tenant, namespace))
 
 
 @router.put(
@@ -219,16 +220,19 @@ async def remove_namespace_anti_affinity_group(
     operation_id="getPersistence",
     summary="Get the persistence configuration for a namespace.",
     response_model=PersistencePolicies,
-    responses={204: {"description": "No persistence policies set"}, **errors({404: NOT_FOUND})},
+    responses={200: {"description": "The persistence policies; an empty body when none is set"},
+               **errors({404: NOT_FOUND})},
 )
 async def get_persistence(
     tenant: TenantName, namespace: NamespaceName, policies: NamespacePoliciesDep
 ) -> Response:
     """The namespace's ensemble size, write and ack quorums and mark-delete rate.
 
-    204 when none is set: new ledgers then use the broker's `managedLedgerDefault*` sizes.
+    200 with an empty body when none is set, as the broker answers (its asynchronous response
+    resumed with null): new ledgers then use the broker's `managedLedgerDefault*` sizes.
     """
-    return json_body(await policies.persistence(tenant, namespace))
+    found = await policies.persistence(tenant, namespace)
+    return Response(status_code=200) if found is None else json_body(found)
 
 
 @router.post(

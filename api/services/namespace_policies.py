@@ -33,6 +33,7 @@ from metastore.store import MetadataStore, retry_on_conflict
 from placement.config import split_groups
 
 LOCAL_POLICIES_NOT_FOUND = "Namespace local-policies does not exist"
+NAMESPACE_NOT_OWNED = "Namespace not found"  # validateGlobalNamespaceOwnership's 404
 EMPTY_ANTI_AFFINITY_GROUP = "antiAffinityGroup can't be empty"
 WILDCARD_GROUP = "*"
 STRICT_WITHOUT_PRIMARY = (
@@ -151,8 +152,14 @@ class NamespacePolicyService:
         await self._update_local(tenant, namespace, change, create=False)
 
     async def _require_local_cluster(self, tenant: str, namespace: str) -> Policies:
-        """Pulsar's `validateGlobalNamespaceOwnership`: the namespace must replicate to us."""
-        policies = await self.namespaces.policies(tenant, namespace)
+        """Pulsar's `validateGlobalNamespaceOwnership`: the namespace must exist (404
+        `Namespace not found`, its words there, whether the tenant exists or not) and
+        replicate to us."""
+        require_valid_namespace_name(tenant, namespace)
+        found = await self.docs.policies.get(tenant, namespace)
+        if found is None:
+            raise NotFound(NAMESPACE_NOT_OWNED)
+        policies = found.value
         local_cluster = self.settings.clusterName
         name = f"{tenant}/{namespace}"
         clusters = policies.replication_clusters

@@ -160,6 +160,16 @@ class NamespaceService:
             raise NotFound(NAMESPACE_NOT_FOUND)
         return found.value
 
+    async def shown_policies(self, tenant: str, namespace: str) -> Policies:
+        """The policies as `GET /admin/v2/namespaces/{tenant}/{namespace}` answers them: an
+        unset `is_allow_auto_update_schema` shows the broker's `isAllowAutoUpdateSchemaEnabled`,
+        as Pulsar's `getNamespacePoliciesAsync` fills it in (nothing is written)."""
+        policies = await self.policies(tenant, namespace)
+        if policies.is_allow_auto_update_schema is None:
+            allowed = self.settings.isAllowAutoUpdateSchemaEnabled
+            policies = policies.model_copy(update={"is_allow_auto_update_schema": allowed})
+        return policies
+
     # -- create -------------------------------------------------------------------------------
 
     async def create(self, tenant: str, namespace: str, requested: Policies | None) -> Policies:

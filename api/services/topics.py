@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,7 +42,8 @@ from javaformats import (
     hash_map_order,
     jackson_bool,
     jackson_long,
-    jackson_text,
+    jackson_string_field,
+    jackson_token,
     java_to_string,
     parse_java_long,
     signed_long,
@@ -475,43 +475,28 @@ def message_too_large(index: int, size: int, limit: int) -> PayloadTooLarge:
         f"message size of {limit} bytes (maxMessageSize)")
 
 
-def _described(value: object) -> str:
-    """A JSON value as a binding error names it: an array or object by its kind, a scalar
-    as its JSON text."""
-    if isinstance(value, list):
-        return "Array value"
-    if isinstance(value, dict):
-        return "Object value"
-    return json.dumps(value)
-
-
 def bind_string(value: object, name: str) -> str | None:
-    """A `String` field as Jackson binds it: scalars are taken as their JSON text, an
-    object or array is a 400."""
-    if isinstance(value, list | dict):
-        raise InvalidInput(f"Cannot deserialize value of type `java.lang.String` from "
-                           f"{_described(value)} (field `{name}`)")
-    text: str | None = jackson_text(value)
-    return text
+    """A `String` field as Jackson binds it (`javaformats.jackson_string_field`): scalars are
+    taken as their JSON text, an object or array is a 400."""
+    return _bound(jackson_string_field, value, name)
 
 
 def bind_long(value: object, name: str) -> int:
     """A `long` field as Jackson binds it (`javaformats.jackson_long`); a 400 otherwise."""
-    return _bound(jackson_long, value, name, "`long` from {}: not a valid `long` value")
+    return _bound(jackson_long, value, name)
 
 
 def bind_bool(value: object, name: str) -> bool:
     """A `boolean` field as Jackson binds it (`javaformats.jackson_bool`); a 400 otherwise."""
-    return _bound(jackson_bool, value, name, "`boolean` from {}")
+    return _bound(jackson_bool, value, name)
 
 
-def _bound(convert: Callable[[object], T], value: object, name: str, refusal: str) -> T:
-    """`convert(value)`, or Jackson's binding error (`refusal` with the value's JSON text)."""
+def _bound(convert: Callable[[object], T], value: object, name: str) -> T:
+    """`convert(value)`, or a 400 with Jackson's words for the refusal and the field's name."""
     try:
         return convert(value)
-    except ValueError:
-        what = refusal.format(json.dumps(value))
-        raise InvalidInput(f"Cannot deserialize value of type {what} (field `{name}`)") from None
+    except ValueError as exc:
+        raise InvalidInput(f"{exc} (field `{name}`)") from None
 
 
 def _string_map(value: object, name: str) -> dict[str, str]:
@@ -519,7 +504,7 @@ def _string_map(value: object, name: str) -> dict[str, str]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInput(f"Cannot deserialize value of type `java.util.Map` from "
-                           f"{_described(value)} (field `{name}`)")
+                           f"{jackson_token(value)} (field `{name}`)")
     out = {}
     for key, item in value.items():
         text = bind_string(item, f"{name}.{key}")
@@ -534,7 +519,7 @@ def _string_list(value: object, name: str) -> tuple[str, ...]:
         return ()
     if not isinstance(value, list):
         raise InvalidInput(f"Cannot deserialize value of type `java.util.List` from "
-                           f"{_described(value)} (field `{name}`)")
+                           f"{jackson_token(value)} (field `{name}`)")
     return tuple(bind_string(item, name) or "" for item in value)
 
 

@@ -198,7 +198,7 @@ def test_a_failed_write_records_nothing_and_prefix_filters(
             http.delete("/admin/v2/bookies/racks-info/10.9.9.9:3181"),  # 404
             http.put("/admin/v2/tenants/kept", json={"allowedClusters": ["test"]}),  # 409
             http.put("/admin/v2/tenants/other", json={"allowedClusters": ["nope"]}),  # 412
-            http.post("/admin/v2/bookies/racks-info/10.9.9.9:3181", json={"rack": 5}),  # 400
+            http.post("/admin/v2/bookies/racks-info/10.9.9.9:3181", json={"rack": [5]}),  # 400
         ]
         assert [r.status_code for r in failures] == [404, 409, 412, 400]
         assert all_changes(url, since) == []

@@ -8,6 +8,7 @@ a bookie out of the group makes the audit flag exactly the broker's ledgers on i
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,3 +125,151 @@ def test_broker_ledgers_follow_our_isolation_and_our_audit_sees_them(
                 if moved in members}
     assert expected
     assert audit(spark, beside.cluster, tmp_path / "after") == expected
+
+
+# -- the admin API side by side: the same requests to the broker's REST and to ours ------------
+#
+# Both serve the same store, so each write goes to the broker first and then to ours: the two
+# statuses must agree, a refusal must carry the broker's words (Jackson's text for a body it
+# cannot bind, the JSON reason otherwise), and after a write both must read the same document.
+
+PROBE = "probe"  # tenant, cluster, domain and policy names of these tests
+PROBE_BOOKIE = "10.9.9.9:3181"
+
+
+@dataclass
+class SideBySide:
+    theirs: httpx.Client
+    ours: httpx.Client
+    mismatches: list[str]
+
+    def send(self, method: str, path: str, body: bytes | None = None,
+             read: str | None = None) -> None:
+        """`method path` with a JSON `body` to both; then `read` (a GET) from both."""
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        answers = [client.request(method, path, content=body, headers=headers)
+                   for client in (self.theirs, self.ours)]
+        theirs, ours = answers
+        what = f"{method} {path} {body!r}"
+        if theirs.status_code != ours.status_code:
+            self.mismatches.append(f"{what}: {theirs.status_code} {theirs.text[:200]!r} "
+                                   f"against ours {ours.status_code} {ours.text[:200]!r}")
+            return
+        if theirs.status_code >= 400 and refusal(theirs) not in refusal(ours):
+            self.mismatches.append(f"{what}: {refusal(theirs)!r} against ours {refusal(ours)!r}")
+        if read is not None:
+            self.same_read(read, after=what)
+
+    def create(self, path: str, body: bytes = b"{}") -> None:
+        """PUT `path` through the broker (a create answers 409 the second time), then both
+        read it alike."""
+        created = self.theirs.put(path, content=body,
+                                  headers={"Content-Type": "application/json"})
+        assert created.status_code in (200, 204), created.text
+        self.same_read(path, after=f"PUT {path} {body!r}")
+
+    def same_read(self, path: str, after: str = "") -> None:
+        """The same status; a success with the same JSON, keys in the same order."""
+        theirs, ours = self.theirs.get(path), self.ours.get(path)
+        same = theirs.status_code == ours.status_code and (
+            theirs.status_code >= 400 or in_order(theirs) == in_order(ours))
+        if not same:
+            self.mismatches.append(f"GET {path} {after}: {theirs.status_code} {theirs.text!r} "
+                                   f"against ours {ours.status_code} {ours.text!r}")
+
+
+def in_order(response: httpx.Response) -> Any:
+    """A JSON body with each object as its list of (key, value) pairs, in order."""
+    return json.loads(response.content, object_pairs_hook=list) if response.content else None
+
+
+def refusal(response: httpx.Response) -> str:
+    """What a refusal says: its JSON reason, or the first line of Jackson's text."""
+    try:
+        return str(response.json()["reason"])
+    except (ValueError, KeyError, TypeError):
+        return response.text.split("\n at [Source", 1)[0]
+
+
+@pytest.fixture
+def side_by_side(beside: Beside) -> Iterator[SideBySide]:
+    with httpx.Client(base_url=beside.broker.web_url, timeout=20) as theirs, \
+            httpx.Client(base_url=beside.service.url, timeout=20) as ours:
+        pair = SideBySide(theirs, ours, [])
+        yield pair
+        for path in (f"/admin/v2/bookies/racks-info/{PROBE_BOOKIE}",
+                     f"/admin/v2/clusters/test/failureDomains/{PROBE}",
+                     f"/admin/v2/namespaces/{PROBE}/ns", f"/admin/v2/tenants/{PROBE}",
+                     f"/admin/v2/clusters/{PROBE}"):
+            ours.delete(path)
+
+
+def test_bodies_bind_as_the_brokers_jackson_binds_them(side_by_side: SideBySide) -> None:
+    """Scalars coerced into String, int, double and boolean fields as Jackson coerces them,
+    a single value never taken for a set, and each refusal in Jackson's words."""
+    pair = side_by_side
+    rack = f"/admin/v2/bookies/racks-info/{PROBE_BOOKIE}"
+    for body in (b'{"rack":5}', b'{"rack":5.5}', b'{"rack":true}', b'{"rack":"/r","hostname":7}',
+                 b'{"rack":null,"hostname":"h"}', b'{"rack":[1]}', b'{"rack":{"a":1}}',
+                 b'{"hostname":false}'):
+        pair.send("POST", f"{rack}?group={PROBE}", body, read=rack)
+
+    cluster = f"/admin/v2/clusters/{PROBE}"
+    pair.create(cluster, b'{"serviceUrl":"http://probe:8080"}')
+    for flag in (b'"true"', b"1", b"0", b"-1", b'"TRUE"', b'" True "', b'""', b"null", b'"yes"',
+                 b'"1"', b"2.5", b"[true]"):
+        pair.send("POST", cluster,
+                  b'{"serviceUrl":"http://probe:8080","brokerClientTlsEnabled":%s}' % flag,
+                  read=cluster)
+    for url in (b"5", b"true", b"[1]"):
+        pair.send("POST", cluster, b'{"serviceUrl":%s}' % url, read=cluster)
+
+    tenant = f"/admin/v2/tenants/{PROBE}"
+    pair.create(tenant, b'{"allowedClusters":["test"]}')
+    for body in (b'{"allowedClusters":["test"],"adminRoles":[1,true]}',
+                 b'{"allowedClusters":["test"],"adminRoles":"r"}', b'{"allowedClusters":5}',
+                 b'{"allowedClusters":["test"],"adminRoles":[[1]]}'):
+        pair.send("POST", tenant, body, read=tenant)
+
+    pair.create(f"/admin/v2/namespaces/{PROBE}/ns")
+    persistence = f"/admin/v2/namespaces/{PROBE}/ns/persistence"
+    for count in (b'"3"', b'" 3"', b'"+3"', b"3.999", b'"0x3"', b'"3.5"', b'"3e0"', b"true",
+                  b"null", b'""', b"-0.5", b"2147483648", b"10000000000.5", b"[3]"):
+        pair.send("POST", persistence, b'{"bookkeeperEnsemble":%s,"bookkeeperWriteQuorum":1,'
+                                       b'"bookkeeperAckQuorum":1}' % count, read=persistence)
+    for rate in (b'"1.5"', b'" 2.5"', b'"1e3"', b'""', b"null", b"5", b"true", b'"0x10"',
+                 b'"1,5"'):
+        pair.send("POST", persistence, b'{"bookkeeperEnsemble":1,"bookkeeperWriteQuorum":1,'
+                                       b'"bookkeeperAckQuorum":1,'
+                                       b'"managedLedgerMaxMarkDeleteRate":%s}' % rate,
+                  read=persistence)
+    pair.send("POST", persistence, b'{"bookkeeperEnsemble":1,"bookkeeperWriteQuorum":1,'
+                                   b'"bookkeeperAckQuorum":1,"managedLedgerStorageClassName":5}',
+              read=persistence)
+
+    domain = f"/admin/v2/clusters/test/failureDomains/{PROBE}"
+    for body in (b'{"brokers":[5,true]}', b'{"brokers":5}', b'{"brokers":"b:8080"}',
+                 b'{"brokers":[{"b":1}]}'):
+        pair.send("POST", domain, body, read=domain)
+    assert pair.mismatches == [], "\n".join(pair.mismatches)
+
+
+def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) -> None:
+    """A trailing slash names the same resource; a namespace's policies show the broker's
+    `is_allow_auto_update_schema` where unset; bookie affinity of a namespace that does not
+    exist is 404 in the broker's words."""
+    pair = side_by_side
+    pair.create(f"/admin/v2/tenants/{PROBE}", b'{"allowedClusters":["test"]}')
+    pair.create(f"/admin/v2/namespaces/{PROBE}/ns")
+    for path in ("/admin/v2/clusters/", "/admin/v2/clusters/test/", "/admin/v2/tenants/",
+                 f"/admin/v2/tenants/{PROBE}/", f"/admin/v2/namespaces/{PROBE}/",
+                 f"/admin/v2/namespaces/{PROBE}/ns/", "/admin/v2/namespaces/public/default",
+                 "/admin/v2/clusters/test/failureDomains/", "/admin/v2/bookies/racks-info/",
+                 "/admin/v2/clusters//test", f"/admin/v2/namespaces/{PROBE}/ns/persistence/"):
+        pair.same_read(path)
+    for owner in (f"{PROBE}/missing", "missing/ns"):
+        affinity = f"/admin/v2/namespaces/{owner}/persistence/bookieAffinity"
+        pair.send("GET", affinity)
+        pair.send("POST", affinity, b'{"bookkeeperAffinityGroupPrimary":"g"}')
+        pair.send("DELETE", affinity)
+    assert pair.mismatches == [], "\n".join(pair.mismatches)

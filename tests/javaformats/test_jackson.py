@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from javaformats import jackson_bool, jackson_long, jackson_pretty, jackson_string, jackson_text
+from javaformats import (
+    jackson_bool,
+    jackson_double,
+    jackson_integer,
+    jackson_long,
+    jackson_pretty,
+    jackson_string,
+    jackson_string_field,
+    jackson_text,
+)
 from javaformats.jackson import jackson_bytes_escapes
 
 
@@ -102,12 +111,18 @@ def test_strings_keep_utf8_and_escape_controls_in_upper_case_hex() -> None:
 
 
 def test_binding_coercions() -> None:
+    """As the upstream broker (4.0.8) binds its admin API's request bodies."""
     assert [jackson_text(v) for v in (1, 1.5, True, None, "x")] == ["1", "1.5", "true", None, "x"]
     assert jackson_long(None) == 0
     assert jackson_long(7.9) == 7
     assert jackson_long(" 12 ") == 12
-    assert jackson_bool(None) is False
-    assert jackson_bool("true") is True
+    assert [jackson_integer(v, "int") for v in ("3", " 3", "3 ", "+3", "03", 3.999, -0.5, "")] \
+        == [3, 3, 3, 3, 3, 3, 0, 0]
+    assert [jackson_double(v) for v in ("1.5", " 1.5", "1e3", "", None, 5, "-0")] \
+        == [1.5, 1.5, 1000.0, 0.0, 0.0, 5.0, -0.0]
+    assert [jackson_bool(v) for v in (None, "true", "True", "TRUE", " true", "false", "", 1, 0,
+                                      2, -1)] == [False, True, True, True, True, False, False,
+                                                  True, False, True, True]  # fmt: skip
 
 
 @pytest.mark.parametrize("value", ["x", "1.5", 2**63, [], {}, True, float("inf")])
@@ -116,10 +131,50 @@ def test_long_binding_refuses(value: object) -> None:
         jackson_long(value)
 
 
-@pytest.mark.parametrize("value", ["yes", "TRUE", 1, []])
-def test_boolean_binding_refuses(value: object) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(("value", "message"), [
+    ("0x3", 'Cannot deserialize value of type `int` from String "0x3": not a valid `int` value'),
+    ("3e0", 'Cannot deserialize value of type `int` from String "3e0": not a valid `int` value'),
+    (True, "Cannot deserialize value of type `int` from Boolean value (token "
+           "`JsonToken.VALUE_TRUE`)"),
+    (1e10, "Numeric value (10000000000.0) out of range of int (-2147483648 - 2147483647)"),
+    (2**31, "Numeric value (2147483648) out of range of int (-2147483648 - 2147483647)"),
+    ("٣", 'Cannot deserialize value of type `int` from String "٣": not a valid `int` value'),
+])  # fmt: skip
+def test_int_binding_refuses_in_jacksons_words(value: object, message: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        jackson_integer(value, "int")
+    assert str(refused.value) == message
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("yes", 'Cannot deserialize value of type `boolean` from String "yes": only "true"/"True"/'
+            '"TRUE" or "false"/"False"/"FALSE" recognized'),
+    ("1", 'Cannot deserialize value of type `boolean` from String "1": only "true"/"True"/'
+          '"TRUE" or "false"/"False"/"FALSE" recognized'),
+    (1.0, "Cannot deserialize value of type `boolean` from Floating-point value (token "
+          "`JsonToken.VALUE_NUMBER_FLOAT`)"),
+    ([], "Cannot deserialize value of type `boolean` from Array value (token "
+         "`JsonToken.START_ARRAY`)"),
+])  # fmt: skip
+def test_boolean_binding_refuses_in_jacksons_words(value: object, message: str) -> None:
+    with pytest.raises(ValueError) as refused:
         jackson_bool(value)
+    assert str(refused.value) == message
+
+
+@pytest.mark.parametrize("value", ["0x10", "1,5", "NaN", "Infinity", True, [], {}])
+def test_double_binding_refuses(value: object) -> None:
+    with pytest.raises(ValueError):
+        jackson_double(value)
+
+
+def test_string_binding_takes_scalars_and_refuses_structures() -> None:
+    assert [jackson_string_field(v) for v in (5, 5.5, True, None, "x")] == \
+        ["5", "5.5", "true", None, "x"]
+    with pytest.raises(ValueError) as refused:
+        jackson_string_field({"a": 1})
+    assert str(refused.value) == ("Cannot deserialize value of type `java.lang.String` from "
+                                  "Object value (token `JsonToken.START_OBJECT`)")
 
 
 def test_bytes_escapes_follow_jacksons_utf8_generator() -> None:

@@ -129,9 +129,11 @@ def test_strict_without_a_real_primary_is_412(
     "body",
     [
         {"bookkeeperAffinityGroupPrimary": "a", "bookkeeperAffinityGroupStrict": "yes"},
-        {"bookkeeperAffinityGroupPrimary": "a", "bookkeeperAffinityGroupStrict": "true"},
-        {"bookkeeperAffinityGroupPrimary": "a", "bookkeeperAffinityGroupStrict": 1},
+        {"bookkeeperAffinityGroupPrimary": "a", "bookkeeperAffinityGroupStrict": "1"},
+        {"bookkeeperAffinityGroupPrimary": "a", "bookkeeperAffinityGroupStrict": 2.5},
+        {"bookkeeperAffinityGroupPrimary": "a", "bookkeeperAffinityGroupStrict": ["true"]},
         {"bookkeeperAffinityGroupPrimary": ["a"]},
+        {"bookkeeperAffinityGroupPrimary": {"a": 1}},
     ],
 )
 def test_bad_types_are_400_and_write_nothing(
@@ -144,6 +146,25 @@ def test_bad_types_are_400_and_write_nothing(
     assert clean_store.get(LOCAL) is None
 
 
+@pytest.mark.parametrize(
+    ("given", "strict"),
+    [("true", True), ("True", True), (1, True), (-1, True), (" TRUE ", True), ("false", False),
+     (0, False), ("", False)],
+)
+def test_strict_and_groups_bind_as_jackson_binds_them(
+    admin: httpx.Client, clean_store: RawEtcd, given: Any, strict: bool
+) -> None:
+    """The extension's flag binds as Jackson binds a `Boolean`, the groups as `String`s (a
+    number is its text), as the upstream broker binds the rest of the body."""
+    make_namespace(admin, clean_store)
+    body = {"bookkeeperAffinityGroupPrimary": 7, "bookkeeperAffinityGroupStrict": given}
+    assert admin.post(AFFINITY, json=body).status_code == 204
+    expected: dict[str, Any] = {"bookkeeperAffinityGroupPrimary": "7"}
+    if strict:
+        expected["bookkeeperAffinityGroupStrict"] = True
+    assert admin.get(AFFINITY).json() == expected
+
+
 def test_wildcard_primary_without_strict_is_accepted(
     admin: httpx.Client, clean_store: RawEtcd
 ) -> None:
@@ -152,12 +173,14 @@ def test_wildcard_primary_without_strict_is_accepted(
 
 
 def test_unknown_namespace_is_404(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    """Upstream's words (its global-ownership check), for an unknown tenant too."""
     make_namespace(admin, clean_store)
-    url = f"{NAMESPACES}/acme/ghost/persistence/bookieAffinity"
     body = {"bookkeeperAffinityGroupPrimary": "a"}
-    for response in (admin.get(url), admin.post(url, json=body), admin.delete(url)):
-        assert_reason(response, 404, "Namespace does not exist")
-    assert clean_store.get("/admin/local-policies/acme/ghost") is None
+    for owner in ("acme/ghost", "ghost/ns"):
+        url = f"{NAMESPACES}/{owner}/persistence/bookieAffinity"
+        for response in (admin.get(url), admin.post(url, json=body), admin.delete(url)):
+            assert_reason(response, 404, "Namespace not found")
+        assert clean_store.get(f"/admin/local-policies/{owner}") is None
 
 
 def test_namespace_not_replicated_here_is_412(admin: httpx.Client, clean_store: RawEtcd) -> None:

@@ -54,7 +54,11 @@ def test_create_without_body_uses_pulsar_defaults(
     assert stored["deleted"] is False
     # No local policies at creation (upstream creates them lazily).
     assert clean_store.get("/admin/local-policies/acme/ns1") is None
-    assert admin.get(f"{NAMESPACES}/acme/ns1").json() == stored
+    # GET shows the broker's isAllowAutoUpdateSchemaEnabled where the stored policies leave the
+    # flag unset, as upstream's GET does; nothing is written.
+    assert "is_allow_auto_update_schema" not in stored
+    assert admin.get(f"{NAMESPACES}/acme/ns1").json() == {**stored,
+                                                          "is_allow_auto_update_schema": True}
 
 
 def test_create_with_policies_body(admin: httpx.Client, clean_store: RawEtcd) -> None:
@@ -120,8 +124,8 @@ def test_explicit_boundaries_are_normalised(admin: httpx.Client, clean_store: Ra
         (  # numBundles is a Java int: Jackson refuses the value before Pulsar's own check
             {"bundles": {"numBundles": 4294967297}},
             400,
-            "Invalid request: bundles.numBundles: Input should be less than or equal to "
-            "2147483647",
+            "Invalid request: bundles.numBundles: Numeric value (4294967297) out of range of int "
+            "(-2147483648 - 2147483647)",
         ),
         (
             {"persistence": {"bookkeeperEnsemble": 2, "bookkeeperWriteQuorum": 3}},
