@@ -111,8 +111,9 @@ def prepare(url: str) -> None:
 def wait_for_bookies(url: str, count: int) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        listed = httpx.get(f"{url}/admin/v2/bookies/all", timeout=5).json()
-        if len(listed.get("bookies", [])) >= count:
+        listed = httpx.get(f"{url}/api/v1/bookie/list_bookies", params={"type": "rw"},
+                           timeout=5).json()
+        if len(listed) >= count:
             return
         time.sleep(0.2)
     raise RuntimeError("bookies did not register")

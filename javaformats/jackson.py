@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from javaformats.hashing import java_to_string
+from javaformats.numbers import java_double
 
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
                   "\r": "\\r"}  # fmt: skip
@@ -224,6 +225,30 @@ def jackson_double(value: Any) -> float:
     if not text.isascii() or not _JAVA_DECIMAL.fullmatch(text):
         raise _refused("double", value, ": not a valid `double` value (as String to convert)")
     return float(text.rstrip("fFdD"))
+
+
+def jackson_object_refusal(java_class: str, value: Any) -> str:
+    """Jackson's words when a JSON value that is not an object is bound into a bean of
+    `java_class` (fully qualified): an array cannot be deserialized into it, a scalar finds
+    no constructor taking it."""
+    if isinstance(value, list):
+        return (f"Cannot deserialize value of type `{java_class}` from Array value "
+                f"(token `JsonToken.START_ARRAY`)")
+    if isinstance(value, str):
+        kind, shown = "String", f"String value ('{value}')"
+    elif isinstance(value, bool):
+        kind, shown = "boolean/Boolean", f"boolean value ({'true' if value else 'false'})"
+    elif isinstance(value, int):
+        low, high = _RANGES["int"]
+        kind = "int/Int" if low <= value <= high else "long/Long"
+        shown = f"Number value ({value})"
+    elif isinstance(value, float):
+        kind, shown = "double/Double", f"Number value ({java_double(value)})"
+    else:
+        return f"Cannot deserialize value of type `{java_class}` from {jackson_token(value)}"
+    return (f"Cannot construct instance of `{java_class}` (although at least one Creator "
+            f"exists): no {kind}-argument constructor/factory method to deserialize from "
+            f"{shown}")
 
 
 _BOOLEAN_TEXTS = {"true": True, "True": True, "TRUE": True,

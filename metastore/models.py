@@ -10,7 +10,7 @@ document a real broker wrote is never truncated by us. Unknown input fields are 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 import orjson
 from pydantic import (
@@ -30,6 +30,7 @@ from javaformats import (
     jackson_bool,
     jackson_double,
     jackson_integer,
+    jackson_object_refusal,
     jackson_string_field,
     jackson_token,
     java_double,
@@ -216,6 +217,18 @@ def stored_object(path: str, raw: bytes) -> dict[str, Any]:
 class PulsarModel(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
+    # The Java class Jackson binds this document into, fully qualified: a JSON value that is
+    # not an object is refused in Jackson's words naming it (None: pydantic's words).
+    java_class: ClassVar[str | None] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_object(cls, data: Any) -> Any:
+        if cls.java_class is not None and not isinstance(data, dict | BaseModel) \
+                and data is not None:
+            raise PydanticCustomError("jackson", jackson_object_refusal(cls.java_class, data))
+        return data
+
     def dump(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
@@ -249,6 +262,7 @@ class OpenPulsarModel(PulsarModel):
 
 
 class BookieInfo(PulsarModel):
+    java_class = "org.apache.pulsar.common.policies.data.impl.BookieInfoImpl"
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"rack": "/rack1", "hostname": "bk-1.example.com"}]}
     )
@@ -280,6 +294,7 @@ BookiesRackConfiguration = dict[str, dict[str, BookieInfo]]
 
 
 class ClusterData(PulsarModel):
+    java_class = "org.apache.pulsar.common.policies.data.ClusterDataImpl"
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_CLUSTER]})
 
     # In the order Jackson writes ClusterDataImpl's properties.
@@ -371,6 +386,7 @@ BUILDER_DEFAULTS: dict[str, Any] = {
 
 
 class FailureDomain(PulsarModel):
+    java_class = "org.apache.pulsar.common.policies.data.FailureDomainImpl"
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [{"brokers": ["broker-1.example.com:8080", "broker-2.example.com:8080"]}]
@@ -399,6 +415,7 @@ class FailureDomain(PulsarModel):
 
 
 class TenantInfo(PulsarModel):
+    java_class = "org.apache.pulsar.common.policies.data.TenantInfoImpl"
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"adminRoles": ["ops"], "allowedClusters": ["standalone"]}]}
     )
@@ -429,6 +446,7 @@ class TenantInfo(PulsarModel):
 
 
 class PersistencePolicies(PulsarModel):
+    java_class = "org.apache.pulsar.common.policies.data.PersistencePolicies"
     bookkeeperEnsemble: JavaInt = 2
     bookkeeperWriteQuorum: JavaInt = 2
     bookkeeperAckQuorum: JavaInt = 2
@@ -439,6 +457,7 @@ class PersistencePolicies(PulsarModel):
 
 
 class BookieAffinityGroupData(PulsarModel):
+    java_class = "org.apache.pulsar.common.policies.data.impl.BookieAffinityGroupDataImpl"
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_AFFINITY]})
 
     bookkeeperAffinityGroupPrimary: JavaString = Field(
@@ -481,6 +500,7 @@ class AuthPolicies(OpenPulsarModel):
 
 class Policies(OpenPulsarModel):
     """The namespace's global policies (the subset we interpret; the rest is kept as is)."""
+    java_class = "org.apache.pulsar.common.policies.data.Policies"
 
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_POLICIES]})
 
@@ -692,6 +712,7 @@ class AutoFailoverPolicyData(PulsarModel):
 
 
 class NamespaceIsolationData(PulsarModel):
+    java_class = "org.apache.pulsar.common.policies.data.NamespaceIsolationDataImpl"
     model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_ISOLATION]})
 
     namespaces: JavaStringList = Field(default=None, description="Regexes of tenant/namespace")

@@ -149,8 +149,8 @@ class MakeRun:
             self.process = subprocess.Popen(command, cwd=REPO, env=environ, stdout=log, stderr=log)
         wait_until(lambda: "ready:" in self.log.read_text() or self.process.poll() is not None, 60)
         assert self.process.poll() is None, self.log.read_text()
-        all_bookies = f"http://127.0.0.1:{self.port}/admin/v2/bookies/all"
-        wait_until(lambda: len(httpx.get(all_bookies).json()["bookies"]) == BOOKIES, 60)
+        running = f"http://127.0.0.1:{self.port}/api/v1/bookie/list_bookies?type=rw"
+        wait_until(lambda: len(httpx.get(running).json()) == BOOKIES, 60)
 
     def ports(self) -> list[tuple[int, int]]:
         """(port in the README, real port) of each bookie."""

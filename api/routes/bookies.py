@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request, Response
 
 from api.deps import MetastoreDep, RacksDep
-from api.services.racks import parse_rack_write, registered_bookies
+from api.services.racks import all_bookies, parse_rack_write
 from api.shapes.models import BookieInfo, BookiesClusterInfo, RawBookieInfo
 from api.shapes.params import BookieId
 from api.shapes.responses import RackMap
@@ -107,10 +107,13 @@ async def delete_bookie_rack_info(bookie: BookieId, racks: RacksDep) -> Response
     response_model=BookiesClusterInfo,
 )
 async def get_all_bookies(store: MetastoreDep) -> BookiesClusterInfo:
-    """Every bookie registered in the metadata store, writable and read-only alike.
+    """Every bookie of the cluster, running or not: those with a BookKeeper cookie
+    (`/ledgers/cookies/{bookieId}`, written at a bookie's first start and kept while it is
+    down), as Pulsar lists them (its registration client's `getAllBookies`), in the order of
+    the Java `HashSet` it reads them into.
 
-    Independent of rack information: a bookie shows here once it registers under
-    `/ledgers/available`, whether or not it has a rack entry.
+    Independent of rack information and of registration: `GET /admin/v2/storage/bookies`
+    and BookKeeper's `/api/v1/bookie/list_bookies` say which are running.
     """
-    bookies = await registered_bookies(store)
+    bookies = await all_bookies(store)
     return BookiesClusterInfo(bookies=[RawBookieInfo(bookieId=b) for b in bookies])

@@ -3,13 +3,19 @@ persistence."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
 from api.deps import NamespacePoliciesDep, NamespacesDep, ReplicationDep
-from api.shapes.models import BookieAffinityGroupData, PersistencePolicies, Policies, PulsarModel
+from api.shapes.models import (
+    BookieAffinityGroupData,
+    JavaStringList,
+    PersistencePolicies,
+    Policies,
+    PulsarModel,
+)
 from api.shapes.params import AntiAffinityGroupName, ClusterName, NamespaceName, TenantName
 from api.shapes.responses import ClusterNames, NamespaceNames
 
@@ -377,8 +383,9 @@ async def get_namespace_replication_clusters(
         "cluster of another listed cluster, and must be allowed by the namespace's "
         "`allowed_clusters` when set, else by the tenant's `allowedClusters`."
     ),
-    status_code=204,
-    responses=errors(
+    status_code=200,
+    response_class=Response,
+    responses={200: {"description": "Stored (empty body)."}, **errors(
         {
             403: "Invalid cluster id: <c> / Cluster [<c>] is not in the list of allowed "
             "clusters list for tenant [<t>]",
@@ -387,18 +394,19 @@ async def get_namespace_replication_clusters(
             412: "ClusterIds should not be null or empty / Cannot specify global in the list "
             "of replication clusters / Invalid replication cluster <c>",
         }
-    ),
+    )},
 )
 async def set_namespace_replication_clusters(
     tenant: TenantName,
     namespace: NamespaceName,
     replication: ReplicationDep,
-    cluster_ids: list[str] | None = Body(default=None, examples=[["standalone"]]),
+    cluster_ids: Annotated[JavaStringList, Body(examples=[["standalone"]])] = None,
 ) -> Response:
     """Replace the namespace's replication clusters with the listed ones (Pulsar's
-    `setNamespaceReplicationClusters`); 204 when stored."""
+    `setNamespaceReplicationClusters`); 200 with an empty body when stored, as the broker
+    answers. The list binds as Jackson binds a `List<String>` (a number is its text)."""
     await replication.set_clusters(tenant, namespace, cluster_ids)
-    return no_content()
+    return Response(status_code=200)
 
 
 # -- anti-affinity listing (after the per-namespace routes: `{cluster}` is a free segment) ------

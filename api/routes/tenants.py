@@ -53,7 +53,8 @@ async def get_tenant_admin(tenant: TenantName, tenants: TenantsDep) -> Response:
             400: "Malformed TenantInfo",
             409: "Tenant already exist",
             412: (
-                "Tenant name is not valid / Clusters cannot be empty or blank / Clusters do not "
+                "Tenant name is not valid / Clusters cannot be null / Clusters cannot be empty or "
+                "blank / Clusters do not "
                 "exist / AdminRoles contains whitespace in the beginning or end. / Exceed the "
                 "maximum number of tenants"
             ),
@@ -83,7 +84,8 @@ async def create_tenant(
             400: "Malformed TenantInfo",
             404: "Tenant <tenant> not found",
             412: (
-                "Clusters cannot be empty or blank / Clusters do not exist / AdminRoles contains "
+                "Clusters cannot be null / Clusters cannot be empty or blank / Clusters do not "
+                "exist / AdminRoles contains "
                 "whitespace in the beginning or end. / Active namespaces (a removed cluster is "
                 "still used by a namespace of the tenant)"
             ),

@@ -16,11 +16,11 @@ from api.errors import InvalidInput, NotFound, PreconditionFailed, validation_re
 from api.services.naming import require_free_name
 from api.settings import Settings
 from api.shapes.models import BookieInfo
+from javaformats import hash_set_order
 from metastore.cache import CachedDocument, WatchedRange
 from metastore.codec import dump_json, load_json
 from metastore.documents import RackConfig, decode_rack_config
-from metastore.readers import read_registered_bookies
-from metastore.repositories import RackConfiguration
+from metastore.repositories import RackConfiguration, Repositories
 from metastore.store import MetadataStore
 
 INVALID_RACK_REASON = (
@@ -169,6 +169,9 @@ class RackService:
         )
 
 
-async def registered_bookies(store: MetadataStore) -> list[str]:
-    """Every bookie registered under `/ledgers/available/`, writable and read-only."""
-    return sorted((await read_registered_bookies(store)).all)
+async def all_bookies(store: MetadataStore) -> list[str]:
+    """`GET /admin/v2/bookies/all`: every bookie of the cluster, running or not, as Pulsar's
+    `BookiesBase.getAllBookies` lists them: the ids of BookKeeper's cookies (its registration
+    client's `getAllBookies`), read in key order (as from etcd) into a `HashSet<BookieId>` one by
+    one and answered in that set's iteration order (a `BookieId` hashes as its id string)."""
+    return hash_set_order(sorted(await Repositories(store).bookies.with_cookies()))

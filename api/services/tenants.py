@@ -143,6 +143,8 @@ class TenantService:
     async def _validated(self, info: TenantInfo | None) -> TenantInfo:
         if info is None:
             raise PreconditionFailed("TenantInfo is null")
+        if "allowedClusters" not in info.model_fields_set:  # absent or null: TenantInfoImpl's
+            raise PreconditionFailed("Clusters cannot be null")
         clusters = info.allowedClusters
         if not clusters or any(not c.strip() for c in clusters):
             raise PreconditionFailed("Clusters cannot be empty or blank")

@@ -266,6 +266,11 @@ class BookieRegistrations:
         """The registered bookies, writable and read-only."""
         return registrations_of(await self.store.get_children_values(paths.BOOKIES_AVAILABLE))
 
+    async def with_cookies(self) -> list[str]:
+        """Every bookie with a cookie (`/ledgers/cookies/{bookieId}`), running or not: what
+        BookKeeper's registration client answers for `getAllBookies`."""
+        return await self.store.children(paths.BOOKIE_COOKIES)
+
     async def ids(self) -> set[str]:
         """Every registered bookie id, writable or read-only (one listing each)."""
         found = set(await self.store.children(paths.BOOKIES_AVAILABLE))

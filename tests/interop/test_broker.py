@@ -228,7 +228,8 @@ def test_bodies_bind_as_the_brokers_jackson_binds_them(side_by_side: SideBySide)
     pair.create(tenant, b'{"allowedClusters":["test"]}')
     for body in (b'{"allowedClusters":["test"],"adminRoles":[1,true]}',
                  b'{"allowedClusters":["test"],"adminRoles":"r"}', b'{"allowedClusters":5}',
-                 b'{"allowedClusters":["test"],"adminRoles":[[1]]}'):
+                 b'{"allowedClusters":["test"],"adminRoles":[[1]]}', b"{}",
+                 b'{"allowedClusters":null}', b'{"allowedClusters":[]}'):
         pair.send("POST", tenant, body, read=tenant)
 
     pair.create(f"/admin/v2/namespaces/{PROBE}/ns")
@@ -251,13 +252,24 @@ def test_bodies_bind_as_the_brokers_jackson_binds_them(side_by_side: SideBySide)
     for body in (b'{"brokers":[5,true]}', b'{"brokers":5}', b'{"brokers":"b:8080"}',
                  b'{"brokers":[{"b":1}]}'):
         pair.send("POST", domain, body, read=domain)
+
+    # a body that is not an object, for each document: refused, naming the Java class
+    isolation = f"/admin/v2/clusters/test/namespaceIsolationPolicies/{PROBE}"
+    for method, path in (("POST", f"{rack}?group={PROBE}"), ("POST", cluster), ("POST", tenant),
+                         ("POST", persistence), ("POST", domain), ("POST", isolation),
+                         ("POST", f"/admin/v2/namespaces/{PROBE}/ns/persistence/bookieAffinity"),
+                         ("PUT", f"/admin/v2/namespaces/{PROBE}/other")):
+        for body in (b"[]", b'"x"', b"5", b"-7", b"5.5", b"true", b"[{}]"):
+            pair.send(method, path, body)
     assert pair.mismatches == [], "\n".join(pair.mismatches)
 
 
 def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) -> None:
-    """A trailing slash names the same resource; a namespace's policies show the broker's
-    `is_allow_auto_update_schema` where unset; bookie affinity of a namespace that does not
-    exist is 404 in the broker's words."""
+    """A trailing slash names the same resource; every bookie with a cookie is listed, in
+    the broker's order; a namespace's policies show the broker's
+    `is_allow_auto_update_schema` where unset; setting replication clusters answers 200 and
+    binds the list as Jackson does; bookie affinity of a namespace that does not exist is 404
+    in the broker's words."""
     pair = side_by_side
     pair.create(f"/admin/v2/tenants/{PROBE}", b'{"allowedClusters":["test"]}')
     pair.create(f"/admin/v2/namespaces/{PROBE}/ns")
@@ -265,8 +277,12 @@ def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) 
                  f"/admin/v2/tenants/{PROBE}/", f"/admin/v2/namespaces/{PROBE}/",
                  f"/admin/v2/namespaces/{PROBE}/ns/", "/admin/v2/namespaces/public/default",
                  "/admin/v2/clusters/test/failureDomains/", "/admin/v2/bookies/racks-info/",
-                 "/admin/v2/clusters//test", f"/admin/v2/namespaces/{PROBE}/ns/persistence/"):
+                 "/admin/v2/clusters//test", f"/admin/v2/namespaces/{PROBE}/ns/persistence/",
+                 "/admin/v2/bookies/all"):
         pair.same_read(path)
+    replication = f"/admin/v2/namespaces/{PROBE}/ns/replication"
+    for clusters in (b'["test"]', b'["test","test"]', b'"test"', b"[[1]]", b"[]"):
+        pair.send("POST", replication, clusters, read=replication)
     for owner in (f"{PROBE}/missing", "missing/ns"):
         affinity = f"/admin/v2/namespaces/{owner}/persistence/bookieAffinity"
         pair.send("GET", affinity)

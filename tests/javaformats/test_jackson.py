@@ -10,6 +10,7 @@ from javaformats import (
     jackson_double,
     jackson_integer,
     jackson_long,
+    jackson_object_refusal,
     jackson_pretty,
     jackson_string,
     jackson_string_field,
@@ -175,6 +176,24 @@ def test_string_binding_takes_scalars_and_refuses_structures() -> None:
         jackson_string_field({"a": 1})
     assert str(refused.value) == ("Cannot deserialize value of type `java.lang.String` from "
                                   "Object value (token `JsonToken.START_OBJECT`)")
+
+
+@pytest.mark.parametrize(("value", "tail"), [
+    ("x", "no String-argument constructor/factory method to deserialize from String value ('x')"),
+    (5, "no int/Int-argument constructor/factory method to deserialize from Number value (5)"),
+    (2**40, "no long/Long-argument constructor/factory method to deserialize from Number value "
+            "(1099511627776)"),
+    (100.0, "no double/Double-argument constructor/factory method to deserialize from Number "
+            "value (100.0)"),
+    (False, "no boolean/Boolean-argument constructor/factory method to deserialize from boolean "
+            "value (false)"),
+])  # fmt: skip
+def test_a_scalar_for_a_bean_is_refused_in_jacksons_words(value: object, tail: str) -> None:
+    """As the upstream broker refused each for a tenant's body."""
+    assert jackson_object_refusal("a.B", value) == (
+        "Cannot construct instance of `a.B` (although at least one Creator exists): " + tail)
+    assert jackson_object_refusal("a.B", []) == (
+        "Cannot deserialize value of type `a.B` from Array value (token `JsonToken.START_ARRAY`)")
 
 
 def test_bytes_escapes_follow_jacksons_utf8_generator() -> None:

@@ -45,8 +45,8 @@ def service(tmp_path_factory: pytest.TempPathFactory
     try:
         server.start()
         with httpx.Client(base_url=server.url, timeout=30) as http:
-            wait_until(lambda: len(http.get("/admin/v2/bookies/all").json()["bookies"]) == 4,
-                       30)
+            wait_until(lambda: len(http.get("/api/v1/bookie/list_bookies",
+                                            params={"type": "rw"}).json()) == 4, 30)
         yield server, etcd, work / "data"
     finally:
         server.stop()

@@ -119,20 +119,18 @@ def test_write_directly_in_etcd_is_seen(admin: httpx.Client, clean_store: RawEtc
     wait_until(lambda: admin.get(f"{RACKS}/x:1").status_code == 404, timeout=1.0)
 
 
-def test_all_bookies_lists_registered_writable_and_readonly(
+def test_all_bookies_lists_every_bookie_with_a_cookie_in_hash_set_order(
     admin: httpx.Client, clean_store: RawEtcd
 ) -> None:
+    """As Pulsar's `getAllBookies`: the bookies with a cookie, running or not (a registration
+    without a cookie is not one of them), in Java `HashSet<BookieId>` order."""
     assert admin.get("/admin/v2/bookies/all").json() == {"bookies": []}
-    clean_store.put("/ledgers/available/10.0.0.2:3181", b"")
-    clean_store.put("/ledgers/available/10.0.0.1:3181", b"")
-    clean_store.put("/ledgers/available/readonly/10.0.0.3:3181", b"")
-    assert admin.get("/admin/v2/bookies/all").json() == {
-        "bookies": [
-            {"bookieId": "10.0.0.1:3181"},
-            {"bookieId": "10.0.0.2:3181"},
-            {"bookieId": "10.0.0.3:3181"},
-        ]
-    }
+    clean_store.put("/ledgers/available/10.0.0.9:3181", b"")  # registered, no cookie
+    for bookie in ("127.0.0.1:37911", "127.0.0.1:57753", "10.0.0.1:3181"):
+        clean_store.put(f"/ledgers/cookies/{bookie}", b"5\n")
+    listed = [b["bookieId"] for b in admin.get("/admin/v2/bookies/all").json()["bookies"]]
+    # the order the upstream broker answered for the first two
+    assert listed == ["10.0.0.1:3181", "127.0.0.1:57753", "127.0.0.1:37911"]
 
 
 def test_malformed_rack_document_from_another_tool_reads_as_empty(

@@ -222,7 +222,7 @@ def test_clean_configuration_has_no_warnings(admin: httpx.Client, clean_store: R
     register(clean_store, "b1:3181", "b2:3181")
     set_rack(admin, "b1:3181", "/r1", "default")
     set_rack(admin, "b2:3181", "/r2", "default")
-    wait_until(lambda: admin.get("/admin/v2/bookies/all").json()["bookies"])
+    wait_until(lambda: admin.get("/api/v1/bookie/list_bookies", params={"type": "rw"}).json())
     assert wait_until(lambda: warnings(admin) == [])
 
 

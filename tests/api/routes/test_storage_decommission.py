@@ -71,7 +71,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         server.start()
         running = Service(server, etcd, RawEtcd(etcd.endpoint), work / "data")
         with httpx.Client(base_url=server.url, timeout=30) as http:
-            wait_until(lambda: len(http.get("/admin/v2/bookies/all").json()["bookies"]) == 4,
+            wait_until(lambda: len(http.get("/api/v1/bookie/list_bookies",
+                                            params={"type": "rw"}).json()) == 4,
                        30)
         yield running
     finally:

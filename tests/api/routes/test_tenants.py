@@ -157,6 +157,8 @@ def test_update_validates_clusters_and_roles(admin: httpx.Client, clean_store: R
     before = clean_store.get("/admin/policies/acme")
     cases = [
         ({"allowedClusters": []}, "Clusters cannot be empty or blank"),
+        ({}, "Clusters cannot be null"),
+        ({"allowedClusters": None, "adminRoles": ["r"]}, "Clusters cannot be null"),
         ({"allowedClusters": ["nowhere"]}, "Clusters do not exist"),
         (
             {"allowedClusters": ["test"], "adminRoles": ["\tx"]},

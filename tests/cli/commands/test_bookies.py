@@ -57,14 +57,14 @@ def test_racks_placement_empty_prints_an_empty_object(cli: CliRunner) -> None:
 
 def test_list_bookies_pretty_json(cli: CliRunner, clean_store: RawEtcd) -> None:
     assert ok(cli("bookies", "list-bookies")) == '{\n  "bookies" : [ ]\n}\n'
-    clean_store.put("/ledgers/available/127.0.0.1:3181", b"")
-    clean_store.put("/ledgers/available/127.0.0.2:3181", b"")
+    clean_store.put("/ledgers/cookies/127.0.0.1:3181", b"")  # every bookie with a cookie
+    clean_store.put("/ledgers/cookies/127.0.0.2:3181", b"")
     assert ok(cli("bookies", "list-bookies")) == (
         "{\n"
         '  "bookies" : [ {\n'
-        '    "bookieId" : "127.0.0.1:3181"\n'
-        "  }, {\n"
         '    "bookieId" : "127.0.0.2:3181"\n'
+        "  }, {\n"
+        '    "bookieId" : "127.0.0.1:3181"\n'
         "  } ]\n"
         "}\n"
     )
