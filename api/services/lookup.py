@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from api.errors import InvalidInput, NotFound, ServiceUnavailable
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
+    NAMESPACE_NOT_OWNED,
     TOPIC_DOMAINS,
     NamespaceService,
     bundles_for,
@@ -142,7 +143,7 @@ class LookupService:
         require_valid_namespace_name(tenant, namespace)
         found = await self.docs.policies.get_cached(tenant, namespace)  # once per request
         if found is None:
-            raise NotFound(NAMESPACE_NOT_FOUND)
+            raise NotFound(NAMESPACE_NOT_OWNED)
         policies = found.value
         local = await self.docs.local_policies.read_placement(tenant, namespace, cached=True)
         topic_name = f"{domain}://{tenant}/{namespace}/{topic}"
@@ -157,7 +158,9 @@ class LookupService:
 
     async def unload(self, tenant: str, namespace: str) -> None:
         """Release every bundle of the namespace (delete its ownership records)."""
-        await self.namespaces.policies(tenant, namespace)
+        require_valid_namespace_name(tenant, namespace)
+        if await self.docs.policies.get(tenant, namespace) is None:
+            raise NotFound(NAMESPACE_NOT_OWNED)
         root = self.docs.ownership.namespace_root(tenant, namespace)
         revision = await self.docs.ownership.release_namespace(tenant, namespace)
         for key in [k for k in await self.ownership.entries() if k.startswith(root + "/")]:

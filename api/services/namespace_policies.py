@@ -20,6 +20,7 @@ from api.errors import InvalidInput, NotFound, PreconditionFailed
 from api.services.clusters import require_cluster
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
+    NAMESPACE_NOT_OWNED,
     NamespaceService,
     require_valid_namespace_name,
     validate_persistence,
@@ -33,7 +34,6 @@ from metastore.store import MetadataStore, retry_on_conflict
 from placement.config import split_groups
 
 LOCAL_POLICIES_NOT_FOUND = "Namespace local-policies does not exist"
-NAMESPACE_NOT_OWNED = "Namespace not found"  # validateGlobalNamespaceOwnership's 404
 EMPTY_ANTI_AFFINITY_GROUP = "antiAffinityGroup can't be empty"
 WILDCARD_GROUP = "*"
 STRICT_WITHOUT_PRIMARY = (

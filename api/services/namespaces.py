@@ -29,6 +29,9 @@ from metastore.repositories import Repositories, ownership_tree
 from metastore.store import MetadataStore, retry_on_conflict
 
 NAMESPACE_NOT_FOUND = "Namespace does not exist"
+# The 404 of Pulsar's global-ownership check (`checkLocalOrGetPeerReplicationCluster`), which
+# lookup, unload, topic creation and bookie affinity run first.
+NAMESPACE_NOT_OWNED = "Namespace not found"
 INVALID_NAMESPACE_NAME = "Namespace name is not valid"
 GLOBAL_CLUSTER = "global"
 

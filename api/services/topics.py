@@ -30,6 +30,7 @@ from api.errors import (
 )
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
+    NAMESPACE_NOT_OWNED,
     NamespaceService,
     is_valid_namespace_name,
     require_valid_namespace_name,
@@ -70,6 +71,7 @@ from storage.managed_ledger import (
     Position,
     RolloverPolicy,
     codec_decode,
+    codec_encode,
     decode_message,
     encode_message,
     managed_ledger_name,
@@ -116,6 +118,9 @@ def event_time_of(text: str) -> int:
         return parse_java_long(text)
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
+
+
+PARTITION_SUFFIX = "-partition-"  # TopicName.PARTITIONED_TOPIC_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -330,14 +335,37 @@ class TopicService:
 
     async def create(self, tenant: str, namespace: str, topic: str) -> None:
         require_valid_topic_name(tenant, namespace, topic)
+        if await self.docs.policies.get_cached(tenant, namespace) is None:
+            raise NotFound(NAMESPACE_NOT_OWNED)  # the broker's ownership check, first
         await self._writable_policies(tenant, namespace)
+        await self._require_not_a_stray_partition(tenant, namespace, topic)
         if await self._exists(managed_ledger_name(tenant, namespace, topic)):
             raise Conflict("This topic already exists")
         await self._open(tenant, namespace, topic, create=True)
 
+    async def _require_not_a_stray_partition(self, tenant: str, namespace: str,
+                                             topic: str) -> None:
+        """Pulsar's `validateNonPartitionTopicName`: a name whose part after its first
+        `-partition-` is all digits names a partition, creatable only below the partition count
+        of the partitioned topic before it (412 otherwise)."""
+        base, found, suffix = topic.partition(PARTITION_SUFFIX)
+        if not found or not (suffix.isascii() and suffix.isdigit()):
+            return  # no suffix of digits (a sign is not one, as the broker reads it): a name
+        index = int(suffix)
+        partitions = await self.docs.topics.partitions(tenant, namespace, codec_encode(base))
+        if partitions == 0:
+            raise PreconditionFailed(
+                f'Can\'t create topic {topic} with "-partition-" followed by numeric value if '
+                f"there isn't a partitioned topic {base} created.")
+        if index >= partitions:
+            raise PreconditionFailed(
+                f'Can\'t create topic {topic} with "-partition-" followed by a number smaller '
+                f"then number of partition of partitioned topic {base}")
+
     async def delete(self, tenant: str, namespace: str, topic: str) -> None:
         require_valid_topic_name(tenant, namespace, topic)
-        await self.namespaces.policies(tenant, namespace)
+        if await self.docs.policies.get(tenant, namespace) is None:
+            raise topic_not_found(tenant, namespace, topic)  # the broker's words here
         name = managed_ledger_name(tenant, namespace, topic)
         if self.factory.get_if_open(name) is None and not await self._exists(name):
             raise topic_not_found(tenant, namespace, topic)

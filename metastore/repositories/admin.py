@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from metastore import paths
-from metastore.codec import dump_json, load_stored
+from metastore.codec import dump_json, load_json, load_stored
 from metastore.documents import (
     BrokerRegistration,
     RackConfig,
@@ -325,6 +325,21 @@ class NamespaceTopics:
         """Whether the topic's managed-ledger record exists (`managed_ledger`: its name,
         `tenant/ns/persistent/<URL-encoded topic>`)."""
         return await self.store.exists(f"{paths.MANAGED_LEDGERS}/{managed_ledger}")
+
+    async def partitions(self, tenant: str, namespace: str, encoded_topic: str) -> int:
+        """The partition count of the persistent partitioned topic (`encoded_topic`, its
+        URL-encoded local name) as its `PartitionedTopicMetadata` holds it; 0 when there is no
+        such topic (or its metadata holds no count)."""
+        found = await self.store.get(
+            paths.join(paths.PARTITIONED_TOPICS, tenant, namespace, "persistent", encoded_topic))
+        if found is None:
+            return 0
+        try:
+            metadata = load_json(found.value)
+        except ValueError:
+            return 0
+        count = metadata.get("partitions") if isinstance(metadata, dict) else None
+        return count if isinstance(count, int) and not isinstance(count, bool) else 0
 
     async def any(self, tenant: str, namespace: str) -> bool:
         for root in self._roots(tenant, namespace):

@@ -268,8 +268,9 @@ def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) 
     """A trailing slash names the same resource; every bookie with a cookie is listed, in
     the broker's order; a namespace's policies show the broker's
     `is_allow_auto_update_schema` where unset; setting replication clusters answers 200 and
-    binds the list as Jackson does; bookie affinity of a namespace that does not exist is 404
-    in the broker's words."""
+    binds the list as Jackson does; bookie affinity, lookup, unload and topic creation in a
+    namespace that does not exist are 404 in the broker's words; a topic named as a partition
+    of no partitioned topic is refused."""
     pair = side_by_side
     pair.create(f"/admin/v2/tenants/{PROBE}", b'{"allowedClusters":["test"]}')
     pair.create(f"/admin/v2/namespaces/{PROBE}/ns")
@@ -288,4 +289,11 @@ def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) 
         pair.send("GET", affinity)
         pair.send("POST", affinity, b'{"bookkeeperAffinityGroupPrimary":"g"}')
         pair.send("DELETE", affinity)
+        pair.send("GET", f"/lookup/v2/topic/persistent/{owner}/t")
+        pair.send("PUT", f"/admin/v2/namespaces/{owner}/unload")
+        pair.send("PUT", f"/admin/v2/persistent/{owner}/t")
+        pair.send("DELETE", f"/admin/v2/persistent/{owner}/t")
+        pair.send("GET", f"/admin/v2/persistent/{owner}")
+    for name in ("t-partition-0", "t-partition-7"):
+        pair.send("PUT", f"/admin/v2/persistent/{PROBE}/ns/{name}")
     assert pair.mismatches == [], "\n".join(pair.mismatches)

@@ -129,8 +129,8 @@ def test_no_broker_is_503_and_unknown_namespace_404(
     response = lookup(admin, "acme/ns1", "x")
     assert (response.status_code, response.json()) == (
         503, {"reason": "No broker was available to own persistent://acme/ns1/x"})
-    response = lookup(admin, "acme/nope", "x")
-    assert (response.status_code, response.json()) == (404, {"reason": "Namespace does not exist"})
+    response = lookup(admin, "acme/nope", "x")  # the broker's ownership check's words
+    assert (response.status_code, response.json()) == (404, {"reason": "Namespace not found"})
     assert clean_store.keys("/namespace/") == []
 
 
@@ -148,7 +148,7 @@ def test_unload_releases_ownership(admin: httpx.Client, clean_store: RawEtcd) ->
     assert clean_store.keys("/namespace/") == []
     assert owner(admin, "acme/ns1", "t0") == "a0:8080"
     response = admin.put(f"{NAMESPACES}/acme/nope/unload")
-    assert (response.status_code, response.json()) == (404, {"reason": "Namespace does not exist"})
+    assert (response.status_code, response.json()) == (404, {"reason": "Namespace not found"})
 
 
 # -- failure domains and anti-affinity (a server with failureDomainsEnabled=true) ------------

@@ -102,6 +102,31 @@ def test_create_list_delete(http: httpx.Client, topic_cluster: Cluster) -> None:
     assert gone.json() == {"reason": "Topic persistent://acme/plain/made not found"}
 
 
+def test_a_partition_name_needs_its_partitioned_topic(http: httpx.Client,
+                                                     topic_cluster: Cluster) -> None:
+    """Pulsar's `validateNonPartitionTopicName`: `-partition-` and digits name a partition,
+    creatable only below the partition count of the partitioned topic before it; anything
+    else after it (a sign, a letter, a second suffix) is an ordinary name."""
+    base = "/admin/v2/persistent/acme/plain"
+    refused = http.put(f"{base}/p-partition-0")
+    assert (refused.status_code, refused.json()["reason"]) == (412, (
+        "Can't create topic p-partition-0 with \"-partition-\" followed by numeric value if "
+        "there isn't a partitioned topic p created."))
+    topic_cluster.raw.put("/admin/partitioned-topics/acme/plain/persistent/p",
+                          b'{"partitions":2}')
+    try:
+        assert http.put(f"{base}/p-partition-1").status_code == 204
+        beyond = http.put(f"{base}/p-partition-2")
+        assert (beyond.status_code, beyond.json()["reason"]) == (412, (
+            "Can't create topic p-partition-2 with \"-partition-\" followed by a number "
+            "smaller then number of partition of partitioned topic p"))
+    finally:
+        topic_cluster.raw.delete("/admin/partitioned-topics/acme/plain/persistent/p")
+    for name in ("q-partition-+3", "q-partition-x", "q-partition-1-partition-2"):
+        assert http.put(f"{base}/{name}").status_code == 204, name
+    assert topic_cluster.raw.get("/managed-ledgers/acme/plain/persistent/p-partition-0") is None
+
+
 def test_under_replicated_when_an_ensemble_bookie_is_not_registered(
     http: httpx.Client, topic_cluster: Cluster
 ) -> None:
