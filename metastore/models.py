@@ -53,6 +53,19 @@ def _bound(convert: Callable[[Any], Any]) -> BeforeValidator:
     return BeforeValidator(bind)
 
 
+def _collection_refusal(java_type: str, value: Any) -> ValueError:
+    """Jackson's words for a JSON value that cannot fill a collection or map of `java_type`
+    (as Jackson names it, with its type parameters): a string finds no constructor taking it,
+    anything else cannot be deserialized into it."""
+    if isinstance(value, str):
+        raw = java_type.split("<", 1)[0]
+        return ValueError(f"Cannot construct instance of `{raw}` (although at least one "
+                          f"Creator exists): no String-argument constructor/factory method to "
+                          f"deserialize from String value ('{value}')")
+    return ValueError(f"Cannot deserialize value of type `{java_type}` from "
+                      f"{jackson_token(value)}")
+
+
 def _string_items(java_type: str) -> Callable[[Any], Any]:
     """A JSON value bound into a `Set<String>` or `List<String>` (`java_type`, as Jackson
     names it): each item as `jackson_string_field`, null as null; a scalar or object refused
@@ -63,25 +76,19 @@ def _string_items(java_type: str) -> Callable[[Any], Any]:
             return None
         if isinstance(value, list):
             return [jackson_string_field(item) for item in value]
-        if isinstance(value, str):
-            raw = java_type.split("<", 1)[0]
-            raise ValueError(f"Cannot construct instance of `{raw}` (although at least one "
-                             f"Creator exists): no String-argument constructor/factory method "
-                             f"to deserialize from String value ('{value}')")
-        raise ValueError(f"Cannot deserialize value of type `{java_type}` from "
-                         f"{jackson_token(value)}")
+        raise _collection_refusal(java_type, value)
 
     return bind
 
 
 def _string_values(value: Any) -> Any:
-    """A JSON value bound into a `Map<String, String>`: each value as `jackson_string_field`."""
+    """A JSON value bound into a `Map<String, String>` (Jackson fills a `LinkedHashMap`): each
+    value as `jackson_string_field`, null as null; anything but an object refused."""
+    if value is None:
+        return None
     if isinstance(value, dict):
         return {key: jackson_string_field(item) for key, item in value.items()}
-    if value is None or isinstance(value, list):
-        return value  # null; an array: the map's own error
-    raise ValueError(f"Cannot deserialize value of type `java.util.LinkedHashMap<java.lang."
-                     f"String,java.lang.String>` from {jackson_token(value)}")
+    raise _collection_refusal("java.util.LinkedHashMap<java.lang.String,java.lang.String>", value)
 
 
 def _hash_set_order(value: list[str] | None) -> list[str] | None:

@@ -71,7 +71,7 @@ def test_topics_lookup_prints_broker_url_and_unload(
     assert ok(cli("namespaces", "unload", "acme/ns1")) == ""
     assert clean_store.keys("/namespace/") == []
     assert failed(cli("topics", "lookup", "persistent://acme/nope/t1")) == admin_error(
-        "Namespace does not exist")
+        "Namespace not found")  # the broker's ownership check's words
     assert failed(cli("namespaces", "unload", "acme/nope")) == admin_error(
-        "Namespace does not exist")
+        "Namespace not found")
     assert "Invalid topic name" in failed(cli("topics", "lookup", "bogus://a/b/c"))

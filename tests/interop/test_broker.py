@@ -199,6 +199,7 @@ def side_by_side(beside: Beside) -> Iterator[SideBySide]:
         yield pair
         for path in (f"/admin/v2/bookies/racks-info/{PROBE_BOOKIE}",
                      f"/admin/v2/clusters/test/failureDomains/{PROBE}",
+                     f"/admin/v2/clusters/test/namespaceIsolationPolicies/{PROBE}",
                      f"/admin/v2/namespaces/{PROBE}/ns", f"/admin/v2/tenants/{PROBE}",
                      f"/admin/v2/clusters/{PROBE}"):
             ours.delete(path)
@@ -253,8 +254,18 @@ def test_bodies_bind_as_the_brokers_jackson_binds_them(side_by_side: SideBySide)
                  b'{"brokers":[{"b":1}]}'):
         pair.send("POST", domain, body, read=domain)
 
-    # a body that is not an object, for each document: refused, naming the Java class
     isolation = f"/admin/v2/clusters/test/namespaceIsolationPolicies/{PROBE}"
+    policy = (b'{"namespaces":%s,"primary":["nowhere-.*"],"auto_failover_policy":'
+              b'{"policy_type":"min_available","parameters":%s}}')
+    for namespaces, parameters in (
+            (b'["probe-none/.*"]', b'{"min_limit":1,"usage_threshold":80}'),
+            (b'["probe-none/.*"]', b"[1]"), (b'["probe-none/.*"]', b'"x"'),
+            (b'["probe-none/.*"]', b"5"), (b'["probe-none/.*"]', b'{"min_limit":[1]}'),
+            (b'"probe-none/.*"', b'{"min_limit":"1","usage_threshold":"80"}'),
+            (b"[[1]]", b'{"min_limit":"1","usage_threshold":"80"}')):
+        pair.send("POST", isolation, policy % (namespaces, parameters), read=isolation)
+
+    # a body that is not an object, for each document: refused, naming the Java class
     for method, path in (("POST", f"{rack}?group={PROBE}"), ("POST", cluster), ("POST", tenant),
                          ("POST", persistence), ("POST", domain), ("POST", isolation),
                          ("POST", f"/admin/v2/namespaces/{PROBE}/ns/persistence/bookieAffinity"),
