@@ -110,11 +110,12 @@ def list_topics(
     parts = namespace.split("/")
     if len(parts) != 2 or not all(parts):
         raise ParameterError(f"Invalid namespace name: {namespace}")
-    # as 4.0's TopicsImpl.getListAsync without a domain: both domains' lists merged through a
-    # HashSet, printed in its order
+    # as 4.0's TopicsImpl.getListAsync without a domain: both domains' lists, persistent
+    # first, added to a HashSet in the order the server lists them, printed in its order
+    # (names that share a bucket keep that order)
     client = admin(ctx)
-    topics = {*(client.get_json(f"{V2}/persistent" + path(*parts)) or []),
-              *(client.get_json(f"{V2}/non-persistent" + path(*parts)) or [])}
+    topics = [*(client.get_json(f"{V2}/persistent" + path(*parts)) or []),
+              *(client.get_json(f"{V2}/non-persistent" + path(*parts)) or [])]
     return LinesResult(hash_set_order(topics))
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from metastore.embedded import free_port
 from tests.cli.conftest import clean_env, failed, ok, run_cli
-from tests.support import ServerProcess
+from tests.support import ServerProcess, parse_source
 
 CLI_DIR = Path(__file__).resolve().parents[2] / "cli"
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
@@ -66,7 +66,7 @@ def recorder() -> Iterator[Recorder]:
 def test_cli_imports_nothing_from_the_service_side() -> None:
     forbidden = {"api", "storage", "metastore", "placement", "pipeline"}
     for source in CLI_DIR.rglob("*.py"):
-        tree = ast.parse(source.read_text(), str(source))
+        tree = parse_source(source)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]

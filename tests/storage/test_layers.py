@@ -7,6 +7,7 @@ import importlib
 from pathlib import Path
 
 import storage
+from tests.support import parse_source
 
 STORAGE = Path(storage.__file__).parent
 
@@ -14,7 +15,7 @@ STORAGE = Path(storage.__file__).parent
 def test_storage_never_imports_api() -> None:
     offenders = []
     for path in STORAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse_source(path)):
             names = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
