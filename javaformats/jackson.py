@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from javaformats.hashing import java_to_string
-from javaformats.numbers import java_double
+from javaformats.numbers import INT_RANGE, LONG_RANGE, is_java_integer, java_double
 
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
                   "\r": "\\r"}  # fmt: skip
@@ -164,8 +164,7 @@ def jackson_string_field(value: Any) -> str | None:
     return text
 
 
-_JAVA_DIGITS = re.compile(r"[+-]?[0-9]+")
-_RANGES = {"int": (-(1 << 31), (1 << 31) - 1), "long": (-(1 << 63), (1 << 63) - 1)}
+_RANGES = {"int": INT_RANGE, "long": LONG_RANGE}
 
 
 def jackson_integer(value: Any, java_type: str = "long") -> int:
@@ -191,7 +190,7 @@ def jackson_integer(value: Any, java_type: str = "long") -> int:
         text = str(value).strip()
         if not text:
             return 0
-        if not text.isascii() or not _JAVA_DIGITS.fullmatch(text):
+        if not is_java_integer(text):
             raise _refused(java_type, value, f": not a valid `{java_type}` value")
         number = int(text)
     if not low <= number <= high:

@@ -10,8 +10,14 @@ INT_RANGE = (-(2**31), 2**31 - 1)
 LONG_RANGE = (-(2**63), 2**63 - 1)
 
 
+def is_java_integer(text: str) -> bool:
+    """Whether `text` is what `Long.parseLong` reads, range aside: an optional sign and ASCII
+    digits."""
+    return text.isascii() and _DIGITS.fullmatch(text) is not None
+
+
 def _parse(text: str, bounds: tuple[int, int]) -> int:
-    if not text.isascii() or not _DIGITS.fullmatch(text):
+    if not is_java_integer(text):
         raise ValueError(f'For input string: "{text}"')
     value = int(text)
     if not bounds[0] <= value <= bounds[1]:

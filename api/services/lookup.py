@@ -158,9 +158,7 @@ class LookupService:
 
     async def unload(self, tenant: str, namespace: str) -> None:
         """Release every bundle of the namespace (delete its ownership records)."""
-        require_valid_namespace_name(tenant, namespace)
-        if await self.docs.policies.get(tenant, namespace) is None:
-            raise NotFound(NAMESPACE_NOT_OWNED)
+        await self.namespaces.owned_policies(tenant, namespace)
         root = self.docs.ownership.namespace_root(tenant, namespace)
         revision = await self.docs.ownership.release_namespace(tenant, namespace)
         for key in [k for k in await self.ownership.entries() if k.startswith(root + "/")]:

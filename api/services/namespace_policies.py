@@ -20,7 +20,6 @@ from api.errors import InvalidInput, NotFound, PreconditionFailed
 from api.services.clusters import require_cluster
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
-    NAMESPACE_NOT_OWNED,
     NamespaceService,
     require_valid_namespace_name,
     validate_persistence,
@@ -155,11 +154,7 @@ class NamespacePolicyService:
         """Pulsar's `validateGlobalNamespaceOwnership`: the namespace must exist (404
         `Namespace not found`, its words there, whether the tenant exists or not) and
         replicate to us."""
-        require_valid_namespace_name(tenant, namespace)
-        found = await self.docs.policies.get(tenant, namespace)
-        if found is None:
-            raise NotFound(NAMESPACE_NOT_OWNED)
-        policies = found.value
+        policies = await self.namespaces.owned_policies(tenant, namespace)
         local_cluster = self.settings.clusterName
         name = f"{tenant}/{namespace}"
         clusters = policies.replication_clusters

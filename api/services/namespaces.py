@@ -163,6 +163,15 @@ class NamespaceService:
             raise NotFound(NAMESPACE_NOT_FOUND)
         return found.value
 
+    async def owned_policies(self, tenant: str, namespace: str) -> Policies:
+        """`policies` as Pulsar's global-ownership check reads them: a namespace that does not
+        exist (its tenant either) is 404 `NAMESPACE_NOT_OWNED`."""
+        require_valid_namespace_name(tenant, namespace)
+        found = await self.docs.policies.get(tenant, namespace)
+        if found is None:
+            raise NotFound(NAMESPACE_NOT_OWNED)
+        return found.value
+
     async def shown_policies(self, tenant: str, namespace: str) -> Policies:
         """The policies as `GET /admin/v2/namespaces/{tenant}/{namespace}` answers them: an
         unset `is_allow_auto_update_schema` shows the broker's `isAllowAutoUpdateSchemaEnabled`,
