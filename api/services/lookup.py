@@ -158,7 +158,7 @@ class LookupService:
 
     async def unload(self, tenant: str, namespace: str) -> None:
         """Release every bundle of the namespace (delete its ownership records)."""
-        await self.namespaces.owned_policies(tenant, namespace)
+        await self.namespaces.policies(tenant, namespace, NAMESPACE_NOT_OWNED)
         root = self.docs.ownership.namespace_root(tenant, namespace)
         revision = await self.docs.ownership.release_namespace(tenant, namespace)
         for key in [k for k in await self.ownership.entries() if k.startswith(root + "/")]:

@@ -20,6 +20,7 @@ from api.errors import InvalidInput, NotFound, PreconditionFailed
 from api.services.clusters import require_cluster
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
+    NAMESPACE_NOT_OWNED,
     NamespaceService,
     require_valid_namespace_name,
     validate_persistence,
@@ -154,7 +155,7 @@ class NamespacePolicyService:
         """Pulsar's `validateGlobalNamespaceOwnership`: the namespace must exist (404
         `Namespace not found`, its words there, whether the tenant exists or not) and
         replicate to us."""
-        policies = await self.namespaces.owned_policies(tenant, namespace)
+        policies = await self.namespaces.policies(tenant, namespace, NAMESPACE_NOT_OWNED)
         local_cluster = self.settings.clusterName
         name = f"{tenant}/{namespace}"
         clusters = policies.replication_clusters

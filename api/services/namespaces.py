@@ -156,20 +156,14 @@ class NamespaceService:
             raise NotFound("Tenant not found")
         return await self.namespaces_of(tenant)
 
-    async def policies(self, tenant: str, namespace: str) -> Policies:
+    async def policies(self, tenant: str, namespace: str,
+                       missing: str = NAMESPACE_NOT_FOUND) -> Policies:
+        """The namespace's policies; 404 `missing` when it does not exist (its tenant either):
+        `NAMESPACE_NOT_OWNED` where Pulsar's global-ownership check reads them."""
         require_valid_namespace_name(tenant, namespace)
         found = await self.docs.policies.get(tenant, namespace)
         if found is None:
-            raise NotFound(NAMESPACE_NOT_FOUND)
-        return found.value
-
-    async def owned_policies(self, tenant: str, namespace: str) -> Policies:
-        """`policies` as Pulsar's global-ownership check reads them: a namespace that does not
-        exist (its tenant either) is 404 `NAMESPACE_NOT_OWNED`."""
-        require_valid_namespace_name(tenant, namespace)
-        found = await self.docs.policies.get(tenant, namespace)
-        if found is None:
-            raise NotFound(NAMESPACE_NOT_OWNED)
+            raise NotFound(missing)
         return found.value
 
     async def shown_policies(self, tenant: str, namespace: str) -> Policies:
