@@ -19,7 +19,7 @@ from typing import Any
 from api.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from api.services.naming import is_valid_name, require_free_name
 from api.shapes.models import ClusterData, FailureDomain
-from javaformats import java_to_string
+from javaformats import hash_map_order, hash_set_order, java_to_string
 from metastore import errors as store_errors
 from metastore.codec import load_json
 from metastore.models import ClusterData as StoredClusterData
@@ -128,7 +128,9 @@ class ClusterService:
     # -- clusters ---------------------------------------------------------------------------
 
     async def list_clusters(self) -> list[str]:
-        return [c for c in await self.docs.clusters.list() if c != GLOBAL_CLUSTER]
+        """`ClustersBase.getClusters`: the children of `/admin/clusters` but `global`, collected
+        into a `HashSet` (`Collectors.toSet()`), so in its order."""
+        return hash_set_order(c for c in await self.docs.clusters.list() if c != GLOBAL_CLUSTER)
 
     async def get_cluster(self, cluster: str) -> ClusterData:
         found = await self.docs.clusters.get(cluster)
@@ -193,7 +195,9 @@ class ClusterService:
     async def failure_domains(self, cluster: str) -> dict[str, FailureDomain]:
         entries = await self.docs.failure_domains.entries(cluster)
         decoded = {name: found.value_or(None) for name, found in entries.items()}
-        return {name: domain for name, domain in decoded.items() if domain is not None}
+        # `ClustersBase.getFailureDomains` puts each domain it reads into a `HashMap`
+        return hash_map_order((name, domain) for name, domain in decoded.items()
+                              if domain is not None)
 
     async def get_failure_domain(self, cluster: str, domain: str) -> FailureDomain:
         await self.require_cluster(cluster)

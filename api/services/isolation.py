@@ -98,10 +98,11 @@ def matches_any(patterns: list[str] | None, broker: str) -> bool:
 
 
 def broker_isolation(broker: str, policies: Policies) -> BrokerNamespaceIsolationData:
-    """Every policy naming the broker contributes its namespaces; the last one (by name)
-    decides `policyName` and `primary`."""
+    """Every policy naming the broker contributes its namespaces; the last one in the stored
+    order (Pulsar's `forEach` over the policies' `LinkedHashMap`) decides `policyName` and
+    `primary`."""
     view = BrokerNamespaceIsolationData(brokerName=broker)
-    for name, policy in sorted(policies.items()):
+    for name, policy in policies.items():
         is_primary = matches_any(policy.primary, broker)
         if is_primary or matches_any(policy.secondary, broker):
             view.namespaceRegex.extend(policy.namespaces or [])
@@ -124,9 +125,10 @@ class IsolationService:
         found = await self.docs.isolation.get(cluster)
         if found is None:
             raise NotFound(record_missing_reason(cluster))
+        # in the stored order: Pulsar reads the document into a `LinkedHashMap`
         return {
             name: NamespaceIsolationData.from_stored(found.path, policy)
-            for name, policy in sorted(found.value.items())
+            for name, policy in found.value.items()
         }
 
     async def policy(self, cluster: str, name: str) -> NamespaceIsolationData:
@@ -145,7 +147,9 @@ class IsolationService:
         document = data.dump()
 
         def put(policies: dict[str, Any]) -> dict[str, Any]:
-            return dict(sorted({**policies, name: document}.items()))
+            # `NamespaceIsolationPolicies.setPolicy`: a `put` into the stored `LinkedHashMap`
+            # (a new policy last, a replaced one where it was)
+            return {**policies, name: document}
 
         await retry_on_conflict(lambda: self._update_once(cluster, put))
 

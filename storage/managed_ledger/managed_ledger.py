@@ -324,8 +324,11 @@ class ManagedLedger:
                     await self._persist()
 
     async def delete(self) -> None:
-        """Close, delete every ledger, then the ManagedLedgerInfo key and its cursors."""
-        await self.close()
+        """Close, delete every ledger, then the ManagedLedgerInfo key and its cursors. A ledger
+        already gone (deleted by another writer of the same store) is skipped, as Pulsar's
+        `ManagedLedgerImpl.asyncDelete` skips it, closing the current one included."""
+        with contextlib.suppress(NoSuchLedger):
+            await self.close()
         for ledger_id in sorted(self.ledgers):
             with contextlib.suppress(NoSuchLedger):
                 await self.client.delete(ledger_id)

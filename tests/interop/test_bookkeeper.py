@@ -1,7 +1,9 @@
-"""Upstream BookKeeper 4.17.2 (its client API and BookieShell, with Pulsar 4.0.8's
-`metadata-store:` driver reading our etcd keys) against our bookies and our ledger client.
-Each flow runs with the V2 protocol (Pulsar's brokers: `bookkeeperUseV2WireProtocol=true`) and
-with V3 (BookKeeper's default)."""
+"""Upstream BookKeeper 4.17.2 (its client API and BookieShell) against our bookies and our
+ledger client, on each metadata store: on etcd through Pulsar 4.0.8's `metadata-store:` driver
+reading our keys, on ZooKeeper through BookKeeper's own driver (`zk+hierarchical://`: its
+hierarchical ledger znodes, ids from `/ledgers/idgen`, registrations under
+`/ledgers/available`). Each flow runs with the V2 protocol (Pulsar's brokers:
+`bookkeeperUseV2WireProtocol=true`) and with V3 (BookKeeper's default)."""
 
 from __future__ import annotations
 
@@ -13,20 +15,41 @@ import pytest
 from metastore.paths import bookie_cookie
 from storage.ledger import LedgerSpec
 from tests.interop.upstream import UpstreamJvm
-from tests.storage.testbed import Cluster, ledger_client, start_cluster, stop_cluster
+from tests.storage.testbed import (
+    Cluster,
+    ledger_client,
+    start_cluster,
+    start_zookeeper_cluster,
+    stop_cluster,
+)
+from tests.zookeeper import EmbeddedZooKeeper
+
+CHROOT = "/bk-interop"
 
 
-@pytest.fixture(scope="module")
-def bk_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """An etcd and three of our bookie processes, on racks of their own in group `iso`."""
-    running = start_cluster(tmp_path_factory.mktemp("bk-interop"), 3)
+@pytest.fixture(scope="module", params=["etcd", "zookeeper"])
+def bk_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[Cluster]:
+    """Three of our bookie processes, on racks of their own in group `iso`, on an etcd of
+    their own or on the session's ZooKeeper (every key under `CHROOT`)."""
+    work = tmp_path_factory.mktemp("bk-interop")
+    if request.param == "zookeeper":
+        zookeeper: EmbeddedZooKeeper = request.getfixturevalue("zookeeper")
+        running = start_zookeeper_cluster(work, 3, zookeeper.hosts(), CHROOT)
+    else:
+        running = start_cluster(work, 3)
     running.set_groups({"iso": running.ids})
     yield running
     stop_cluster(running)
 
 
 def service_uri(cluster: Cluster) -> str:
-    return f"metadata-store:{cluster.etcd.url}"
+    """BookKeeper's `metadataServiceUri` for the cluster's store: Pulsar's driver on etcd,
+    BookKeeper's own hierarchical ZooKeeper driver (`host:port/chroot/ledgers`) on ZooKeeper."""
+    url = cluster.etcd.url
+    if url.startswith("zk:"):
+        return f"zk+hierarchical://{url.removeprefix('zk:')}/ledgers"
+    return f"metadata-store:{url}"
 
 
 def lines(jvm: UpstreamJvm, *args: str) -> list[str]:

@@ -1,9 +1,10 @@
 """An upstream Pulsar broker (pulsar-broker 4.0.8, `PulsarBrokerStarter`) beside our control
-plane: its metadata on our etcd, its BookKeeper client on our bookies (through Pulsar's
-metadata-store driver on the same etcd), the namespace's isolation set through our CLI. Pulsar's
-Java client produces through the broker; every ensemble of the broker's ledgers lies in the
-namespace's strict bookie-affinity group, as our Spark audit of the live store confirms; moving
-a bookie out of the group makes the audit flag exactly the broker's ledgers on it."""
+plane, on etcd and on ZooKeeper: its metadata on our store, its BookKeeper client on our
+bookies (through Pulsar's metadata-store driver on the same store), the namespace's isolation
+set through our CLI. Pulsar's Java client produces through the broker; every ensemble of the
+broker's ledgers lies in the namespace's strict bookie-affinity group, as our Spark audit of the
+live store confirms; moving a bookie out of the group makes the audit flag exactly the broker's
+ledgers on it. The admin API answers as the broker's, request for request."""
 
 from __future__ import annotations
 
@@ -26,8 +27,15 @@ from placement import PlacementConfig
 from placement.violations import kind_names
 from tests.cli.conftest import run_cli
 from tests.interop.upstream import UpstreamBroker, UpstreamJvm
-from tests.storage.testbed import TOPIC_CONF, Cluster, start_cluster, stop_cluster
+from tests.storage.testbed import (
+    TOPIC_CONF,
+    Cluster,
+    start_cluster,
+    start_zookeeper_cluster,
+    stop_cluster,
+)
 from tests.support import ServerProcess, wait_until
+from tests.zookeeper import EmbeddedZooKeeper
 
 NAMESPACE = "mix/isolated"
 TOPIC = f"persistent://{NAMESPACE}/orders"
@@ -48,14 +56,19 @@ class Beside:
     broker: UpstreamBroker
 
 
-@pytest.fixture(scope="module")
-def beside(upstream_broker_classpath: str, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[Beside]:
+@pytest.fixture(scope="module", params=["etcd", "zookeeper"])
+def beside(request: pytest.FixtureRequest, upstream_broker_classpath: str,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Beside]:
     """Three of our bookies (0 and 1 in group `iso`, 2 in `other`), our service (which creates
     cluster `test` and formats `/ledgers`), the namespace and its strict affinity through our
-    CLI, then the upstream broker on the same etcd."""
+    CLI, then the upstream broker on the same store: an etcd of its own, or the session's
+    ZooKeeper under a chroot."""
     work = tmp_path_factory.mktemp("beside")
-    cluster = start_cluster(work, 3)
+    if request.param == "zookeeper":
+        zookeeper: EmbeddedZooKeeper = request.getfixturevalue("zookeeper")
+        cluster = start_zookeeper_cluster(work, 3, zookeeper.hosts(), "/beside")
+    else:
+        cluster = start_cluster(work, 3)
     service = broker = None
     try:
         cluster.set_groups({"iso": cluster.ids[:2], "other": cluster.ids[2:]})
@@ -307,4 +320,78 @@ def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) 
         pair.send("GET", f"/admin/v2/persistent/{owner}")
     for name in ("t-partition-0", "t-partition-7"):
         pair.send("PUT", f"/admin/v2/persistent/{PROBE}/ns/{name}")
+    assert pair.mismatches == [], "\n".join(pair.mismatches)
+
+
+
+
+NAMES = ["zeta", "probe", "a1", "m", "test2", "b"]  # a HashSet's order is none of sorted/given
+
+
+def test_writes_of_either_read_alike_through_both(side_by_side: SideBySide) -> None:
+    """Clusters, tenants, namespaces, failure domains, isolation policies, racks, topics and
+    anti-affinity groups made and deleted by the broker and by ours in turn: after each round
+    both list them alike, in the broker's order (a `HashSet`'s, a `HashMap`'s, the stored
+    document's or sorted, as each listing has it), and each deletes what the other made."""
+    pair = side_by_side
+    sides = {"theirs": pair.theirs, "ours": pair.ours}
+    isolation = (b'{"namespaces":["probe-none/.*"],"primary":["x.*"],"secondary":[],'
+                 b'"auto_failover_policy":{"policy_type":"min_available",'
+                 b'"parameters":{"min_limit":"1","usage_threshold":"80"}}}')
+    home = f"/admin/v2/namespaces/{PROBE}/{NAMES[0]}"
+    listings = ("/admin/v2/clusters", "/admin/v2/tenants", f"/admin/v2/namespaces/{PROBE}",
+                "/admin/v2/clusters/test/failureDomains",
+                "/admin/v2/clusters/test/namespaceIsolationPolicies",
+                "/admin/v2/bookies/racks-info", f"/admin/v2/persistent/{PROBE}/{NAMES[0]}")
+
+    def made(k: int, name: str) -> list[tuple[str, str, bytes | None]]:
+        return [("PUT", f"/admin/v2/clusters/{PROBE}{name}", b'{"serviceUrl":"http://p:8080"}'),
+                ("PUT", f"/admin/v2/tenants/{PROBE}{name}", b'{"allowedClusters":["test"]}'),
+                ("PUT", f"/admin/v2/namespaces/{PROBE}/{name}", None),
+                ("POST", f"/admin/v2/namespaces/{PROBE}/{name}/persistence/bookieAffinity",
+                 b'{"bookkeeperAffinityGroupPrimary":"iso"}'),
+                ("POST", f"/admin/v2/clusters/test/failureDomains/{name}",
+                 b'{"brokers":["b%d:8080"]}' % k),
+                ("POST", f"/admin/v2/clusters/test/namespaceIsolationPolicies/{name}", isolation),
+                ("POST", f"/admin/v2/bookies/racks-info/10.9.9.{k}:3181?group={name}",
+                 b'{"rack":"/r1"}'),
+                ("PUT", f"/admin/v2/persistent/{PROBE}/{NAMES[0]}/{name}", None),
+                ("POST", f"{home}/antiAffinity", name.encode())]
+
+    def removed(k: int, name: str) -> list[str]:
+        return [f"/admin/v2/persistent/{PROBE}/{NAMES[0]}/{name}",
+                *([] if name == NAMES[0] else [f"/admin/v2/namespaces/{PROBE}/{name}"]),
+                f"/admin/v2/clusters/{PROBE}{name}", f"/admin/v2/tenants/{PROBE}{name}",
+                f"/admin/v2/clusters/test/failureDomains/{name}",
+                f"/admin/v2/clusters/test/namespaceIsolationPolicies/{name}",
+                f"/admin/v2/bookies/racks-info/10.9.9.{k}:3181"]
+
+    def by(side: str, method: str, path: str, body: bytes | None = None) -> None:
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        done = sides[side].request(method, path, content=body, headers=headers)
+        if done.status_code not in (200, 204):
+            pair.mismatches.append(f"{side}: {method} {path} {body!r}: {done.status_code} "
+                                   f"{done.text[:300]!r}")
+
+    for first, second in (("theirs", "ours"), ("ours", "theirs")):
+        by(first, "PUT", f"/admin/v2/tenants/{PROBE}", b'{"allowedClusters":["test"]}')
+        for k, name in enumerate(NAMES):
+            for method, path, body in made(k, name):
+                by(first if k % 2 else second, method, path, body)
+        for path in (*listings, home, f"/admin/v2/namespaces/test/antiAffinity/{NAMES[-1]}"):
+            pair.same_read(path, after=f"{first} and {second} made {NAMES}")
+        for k, name in enumerate(NAMES):
+            if k % 2 == 0:
+                for path in removed(k, name):
+                    by(second if k % 4 else first, "DELETE", path)
+        for path in listings:
+            pair.same_read(path, after=f"{first} and {second} deleted {NAMES[::2]}")
+        for k, name in enumerate(NAMES):
+            if k % 2:
+                for path in removed(k, name):
+                    by(first if k % 4 == 1 else second, "DELETE", path)
+        by(second, "DELETE", home)
+        by(second, "DELETE", f"/admin/v2/tenants/{PROBE}")
+        for path in listings[:-1]:
+            pair.same_read(path, after=f"{first} and {second} deleted {NAMES}")
     assert pair.mismatches == [], "\n".join(pair.mismatches)

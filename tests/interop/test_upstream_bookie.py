@@ -1,7 +1,8 @@
-"""An upstream bookie (BookKeeper 4.17.2's `org.apache.bookkeeper.server.Main` with Pulsar
-4.0.8's metadata-store driver) joins our cluster: it registers at our keys, our tools list it,
-our ledgers place replicas on it under a namespace's strict bookie affinity, and our
-auto-recovery re-replicates to it and from it."""
+"""An upstream bookie (BookKeeper 4.17.2's `org.apache.bookkeeper.server.Main`) joins our
+cluster, on etcd through Pulsar 4.0.8's metadata-store driver and on ZooKeeper through
+BookKeeper's own: it registers at our keys, our tools list it, our ledgers place replicas on it
+under a namespace's strict bookie affinity, and our auto-recovery re-replicates to it and from
+it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import pytest
 from metastore import paths
 from metastore.embedded import free_port
 from metastore.ledger_metadata import decode_ledger_metadata
-from metastore.store import parse_metadata_store_url
 from metastore.versioned_keys import VersionedKeys
 from placement import AffinityGroups
 from storage.autorecovery import AutoRecovery
@@ -29,8 +29,16 @@ from tests.cli.conftest import clean_env, run_cli
 from tests.interop.upstream import UpstreamBookie, UpstreamJvm
 from tests.storage.bookie.support import BookieProcess
 from tests.storage.chaos.support import FAST
-from tests.storage.testbed import TOPIC_CONF, Cluster, engine, start_cluster, stop_cluster
+from tests.storage.testbed import (
+    TOPIC_CONF,
+    Cluster,
+    engine,
+    start_cluster,
+    start_zookeeper_cluster,
+    stop_cluster,
+)
 from tests.support import ServerProcess, wait_until, wait_until_async
+from tests.zookeeper import EmbeddedZooKeeper
 
 PULSAR_CLIENT = str(Path(sys.executable).parent / "pulsar-client")
 
@@ -42,20 +50,28 @@ class Mixed:
     upstream: UpstreamBookie
 
 
-@pytest.fixture(scope="module")
-def mixed(upstream_classpath: str, tmp_path_factory: pytest.TempPathFactory
-          ) -> Iterator[Mixed]:
+@pytest.fixture(scope="module", params=["etcd", "zookeeper"])
+def mixed(request: pytest.FixtureRequest, upstream_classpath: str,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
     """Two of our bookies, the service (which formats `/ledgers` as `pulsar
-    initialize-cluster-metadata` does), then one upstream bookie."""
+    initialize-cluster-metadata` does), then one upstream bookie: on an etcd of their own
+    through Pulsar's driver, or on the session's ZooKeeper (under a chroot) through
+    BookKeeper's own (`zk+hierarchical://`)."""
     workdir = tmp_path_factory.mktemp("mixed")
-    cluster = start_cluster(workdir, 2)
+    if request.param == "zookeeper":
+        zookeeper: EmbeddedZooKeeper = request.getfixturevalue("zookeeper")
+        cluster = start_zookeeper_cluster(workdir, 2, zookeeper.hosts(), "/mixed")
+        metadata_service_uri = f"zk+hierarchical://{zookeeper.hosts()}/mixed/ledgers"
+    else:
+        cluster = start_cluster(workdir, 2)
+        metadata_service_uri = f"metadata-store:{cluster.etcd.url}"
     service = None
     upstream = None
     try:
         service = ServerProcess(cluster.etcd.url, workdir / "service",
                                 extra_conf=dict(TOPIC_CONF)).start()
         upstream = UpstreamBookie(upstream_classpath, workdir / "upstream",
-                                  f"metadata-store:{cluster.etcd.url}", free_port())
+                                  metadata_service_uri, free_port())
 
         def registered() -> bool:
             if upstream is not None and upstream.exited() is not None:
@@ -128,6 +144,9 @@ def ensemble_of(cluster: Cluster, ledger_id: int) -> tuple[str, ...]:
     return tuple(decode_ledger_metadata(ledger_id, raw).current_ensemble)
 
 
+# on etcd only: our auto-recovery's own ZooKeeper runs are in tests/storage/autorecovery, and
+# the upstream bookie's side of it (its reads and writes) does not depend on the store
+@pytest.mark.parametrize("mixed", ["etcd"], indirect=True)
 async def test_our_autorecovery_replicates_to_and_from_it(mixed: Mixed, tmp_path: Path) -> None:
     """A ledger on two of ours; one dies and our auto-recovery copies its replica to the
     upstream bookie (the group's one spare); then the other dies and the copy comes from the
@@ -144,7 +163,7 @@ async def test_our_autorecovery_replicates_to_and_from_it(mixed: Mixed, tmp_path
     group(a.bookie_id, b.bookie_id)
     groups = AffinityGroups(("rep",), strict=True)
     data = [f"rep-{i}".encode() for i in range(30)]
-    keys = VersionedKeys(parse_metadata_store_url(mixed.cluster.etcd.url))
+    keys = VersionedKeys(mixed.cluster.etcd.url)
     try:
         async with engine(mixed.cluster) as running:
             client = running.client

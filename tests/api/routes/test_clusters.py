@@ -173,11 +173,12 @@ def test_get_unknown_cluster_is_404(admin: httpx.Client) -> None:
     assert response.json() == {"reason": "Cluster does not exist"}
 
 
-def test_list_is_sorted_and_hides_global(admin: httpx.Client) -> None:
+def test_list_is_in_hash_set_order_and_hides_global(admin: httpx.Client) -> None:
+    """`getClusters` collects the names into a `java.util.HashSet`: its order, not sorted."""
     assert admin.get(CLUSTERS).json() == []
     for name in ("zeta", "global", "alpha", "mid"):
         assert create(admin, name).status_code == 200
-    assert admin.get(CLUSTERS).json() == ["alpha", "mid", "zeta"]
+    assert admin.get(CLUSTERS).json() == ["zeta", "alpha", "mid"]
     assert admin.get(f"{CLUSTERS}/global").status_code == 200
 
 

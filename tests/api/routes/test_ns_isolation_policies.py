@@ -63,6 +63,20 @@ def test_unload_scope_is_kept_and_unknown_scope_reads_as_null(
     assert list(stored) == ["a", "b"]
 
 
+def test_policies_keep_the_stored_order(
+    admin: httpx.Client, clean_store: RawEtcd, cluster: str
+) -> None:
+    """Pulsar reads the map into a `LinkedHashMap`: a new policy goes last, a replaced one
+    stays where it was, and the list answers in that order (not sorted)."""
+    for name in ("zeta", "alpha", "mid"):
+        assert admin.post(f"{BASE}/{name}", json=POLICY).status_code == 204
+    assert admin.post(f"{BASE}/zeta", json=policy(secondary=[])).status_code == 204
+    assert list(clean_store.get_json(RECORD)) == ["zeta", "alpha", "mid"]
+    assert list(admin.get(BASE).json()) == ["zeta", "alpha", "mid"]
+    assert admin.delete(f"{BASE}/alpha").status_code == 204
+    assert list(admin.get(BASE).json()) == ["zeta", "mid"]
+
+
 def test_stored_record_that_is_not_json_is_500_with_the_key_and_stays(
     admin: httpx.Client, clean_store: RawEtcd, cluster: str
 ) -> None:

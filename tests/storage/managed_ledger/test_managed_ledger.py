@@ -103,3 +103,20 @@ async def test_reopen_after_the_writer_vanished(cluster: Cluster) -> None:
         await ml.delete()
     assert cluster.raw.get(managed_ledger_path(name)) is None
     assert cluster.raw.get(paths.ledger(first)) is None
+
+
+async def test_delete_while_open_after_another_writer_deleted_it(cluster: Cluster) -> None:
+    """A managed ledger open here whose ledgers and info another writer of the store deleted
+    (a broker deleting the topic) is deleted without error: the current ledger, gone, is not
+    closed first, as Pulsar's `asyncDelete` does not close it."""
+    name = "tenant/ns/persistent/deleted-elsewhere"
+    async with engine(cluster) as running:
+        ml = await running.factory.open(name, config())
+        await ml.add_entry(b"one")
+        current = ml.current_ledger_id
+        assert current is not None
+        async with engine(cluster) as other:
+            await other.factory.delete(name)
+        assert cluster.raw.get(paths.ledger(current)) is None
+        await running.factory.delete(name)
+        assert cluster.raw.get(managed_ledger_path(name)) is None
