@@ -245,3 +245,22 @@ class UpstreamBroker:
         if self.process.poll() is None:
             self.process.terminate()
             reap(self.process, 30)
+
+
+def initialize_cluster_metadata(classpath: str, workdir: Path, metadata_store_url: str,
+                                cluster: str = "test") -> Result:
+    """Upstream's `pulsar initialize-cluster-metadata` (`PulsarClusterMetadataSetup`,
+    pulsar-broker 4.0.8) on `metadata_store_url`, as configuration store too: the cluster,
+    tenants `public` and `pulsar` with their namespaces, and BookKeeper's `/ledgers` root."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+         f"-Dinterop.log={workdir / 'setup.log'}", "-Dlog4j2.configurationFile=log4j2.xml",
+         "-cp", classpath, "org.apache.pulsar.PulsarClusterMetadataSetup",
+         "--cluster", cluster, "--metadata-store", metadata_store_url,
+         "--configuration-metadata-store", metadata_store_url,
+         "--web-service-url", "http://127.0.0.1:8080",
+         "--broker-service-url", "pulsar://127.0.0.1:6650"],
+        cwd=HERE, capture_output=True, text=True, timeout=300,
+    )
+    return Result(done.returncode, done.stdout, done.stderr)
