@@ -159,6 +159,7 @@ TABLE: Final[Mapping[str, Rule]] = {
     "getClusters": Rule(ANY_ROLE, "ClustersBase.getClusters: no check beyond authentication"),
     **{op: Rule(SUPER_USER, _CLUSTERS.format(op)) for op in (
         "getCluster", "createCluster", "updateCluster", "deleteCluster",
+        "getPeerCluster", "setPeerClusterNames",
         "getFailureDomains", "getDomain", "setFailureDomain", "deleteFailureDomain",
         "getNamespaceIsolationPolicies", "getNamespaceIsolationPolicy",
         "setNamespaceIsolationPolicy", "deleteNamespaceIsolationPolicy",

@@ -67,6 +67,8 @@ STATUSES_BY_OPERATION: dict[str, tuple[int, ...]] = {
     "createCluster": (412,),
     "updateCluster": (404,),
     "deleteCluster": (404, 412),
+    "getPeerCluster": (404,),
+    "setPeerClusterNames": (404, 412),
     "getDomain": (404, 412),
     "setFailureDomain": (412,),
     "deleteFailureDomain": (404, 412),

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Response
 
 from api.deps import ClustersDep
-from api.shapes.models import ClusterData, FailureDomain
+from api.shapes.models import ClusterData, FailureDomain, JavaLinkedHashSetOrNull
 from api.shapes.params import ClusterName, FailureDomainName
 from api.shapes.responses import ClusterNames, FailureDomains
 
@@ -102,10 +102,50 @@ async def update_cluster(
 async def delete_cluster(cluster: ClusterName, clusters: ClustersDep) -> Response:
     """Remove a cluster, its failure domains and its isolation-policy record.
 
-    Refused with 412 while a namespace still lists the cluster or its isolation policies are not
-    empty.
+    Refused with 412 while a v1 namespace (`tenant/cluster/ns`) lives under the cluster or its
+    isolation policies are not empty; v2 namespaces replicating to it do not hold it, as in
+    Pulsar 4.0.
     """
     await clusters.delete_cluster(cluster)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/{cluster}/peers",
+    operation_id="getPeerCluster",
+    summary="Get the peer-cluster data for the specified cluster.",
+    response_model=ClusterNames | None,
+    responses={200: {"description": "The peer clusters' names, or an empty body when none "
+                     "are set."},
+               404: {"description": "Cluster does not exist"}},
+)
+async def get_peer_clusters(cluster: ClusterName, clusters: ClustersDep) -> Any:
+    """The cluster's `peerClusterNames` in their stored order: the clusters lookups of a
+    namespace not replicated here are redirected to."""
+    peers = await clusters.peer_clusters(cluster)
+    return Response(status_code=200) if peers is None else peers
+
+
+@router.post(
+    "/{cluster}/peers",
+    operation_id="setPeerClusterNames",
+    summary="Update peer-cluster-list for a cluster.",
+    status_code=204,
+    response_class=Response,
+    responses={
+        404: {"description": "Cluster does not exist"},
+        412: {"description": "<cluster> itself can't be part of peer-list / Peer cluster <c> "
+                             "does not exist"},
+    },
+)
+async def set_peer_clusters(
+    cluster: ClusterName,
+    clusters: ClustersDep,
+    peers: Annotated[JavaLinkedHashSetOrNull, Body(examples=[["us-east"]])] = None,
+) -> Response:
+    """Replace the cluster's peer clusters (a JSON list of names; null or empty clears them).
+    Each must be an existing cluster other than this one."""
+    await clusters.set_peer_clusters(cluster, peers)
     return Response(status_code=204)
 
 

@@ -3,9 +3,10 @@
 Rules, as Pulsar's ClustersBase applies them:
 - a cluster name matches NamedEntity's `^[-=:.\\w]*$`; `global` exists but is never listed;
 - URLs in ClusterData, when present, must parse and carry the expected scheme;
-- a cluster is deleted only when no namespace replicates to it and its namespace isolation
-  policies are empty; the deletion takes its failure domains and isolation record with it,
-  in one etcd transaction;
+- a cluster is deleted only when no v1 namespace (`tenant/cluster/ns`) lives under it and its
+  namespace isolation policies are empty (v2 namespaces replicating to it do not hold it, as
+  in Pulsar 4.0); the deletion takes its failure domains and isolation record with it, in one
+  transaction;
 - a broker belongs to at most one failure domain of a cluster. A domain write is one etcd
   transaction guarded by the revision of every domain of the cluster, so two concurrent writers
   cannot put one broker in two domains.
@@ -108,16 +109,13 @@ def unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def namespace_uses_cluster(name: str, stored: Stored[Any], cluster: str) -> bool:
-    """The namespace `tenant/ns` (or v1 `tenant/cluster/ns`) replicating to `cluster`."""
+def under_cluster(name: str, cluster: str) -> bool:
+    """A document `tenant/cluster/...` below `/admin/policies`: a v1 namespace of `cluster`,
+    what `ClusterResources.isClusterUsedAsync` looks for (the children of
+    `/admin/policies/{tenant}/{cluster}`). A v2 namespace replicating to the cluster does not
+    hold it."""
     parts = name.split("/")
-    if len(parts) == 3 and parts[1] == cluster:
-        return True
-    if len(parts) not in (2, 3):
-        return False
-    document = stored.value_or(None)
-    replication = document.get("replication_clusters") if isinstance(document, dict) else None
-    return isinstance(replication, list) and cluster in replication
+    return len(parts) >= 3 and parts[1] == cluster
 
 
 class ClusterService:
@@ -160,6 +158,30 @@ class ClusterService:
 
         await self.docs.clusters.update(cluster, mutate=replace)
 
+    async def peer_clusters(self, cluster: str) -> list[str] | None:
+        """`ClustersBase.getPeerCluster`: the cluster's `peerClusterNames` (None when unset)."""
+        found = await self.docs.clusters.get(cluster)
+        if found is None:
+            raise NotFound(CLUSTER_NOT_FOUND)
+        return found.value.peerClusterNames
+
+    async def set_peer_clusters(self, cluster: str, peers: list[str] | None) -> None:
+        """`ClustersBase.setPeerClusterNames`: each peer must exist and must not be the
+        cluster itself (ignoring case), checked in the list's order; then the cluster's data
+        takes the peers (None clears them), the rest unchanged."""
+        for peer in peers or []:
+            if peer.lower() == cluster.lower():
+                raise PreconditionFailed(f"{cluster} itself can't be part of peer-list")
+            if await self.docs.clusters.get(peer) is None:
+                raise PreconditionFailed(f"Peer cluster {peer} does not exist")
+
+        def with_peers(current: ClusterData | None) -> ClusterData:
+            if current is None:
+                raise NotFound(CLUSTER_NOT_FOUND)
+            return current.model_copy(update={"peerClusterNames": peers})
+
+        await self.docs.clusters.update(cluster, mutate=with_peers)
+
     async def delete_cluster(self, cluster: str) -> None:
         await retry_on_conflict(lambda: self._delete_cluster_once(cluster))
 
@@ -169,7 +191,7 @@ class ClusterService:
         if found is None:
             raise NotFound(CLUSTER_NOT_FOUND)
         namespaces = await docs.tenants.everything()
-        if any(namespace_uses_cluster(k, v, cluster) for k, v in namespaces.items()):
+        if any(under_cluster(name, cluster) for name in namespaces):
             raise PreconditionFailed(CLUSTER_NOT_EMPTY)
         isolation = await docs.isolation.get(cluster)
         if isolation is not None and _non_empty_json(isolation):

@@ -49,6 +49,11 @@ def require_valid_namespace_name(tenant: str, namespace: str) -> None:
         raise PreconditionFailed(INVALID_NAMESPACE_NAME)
 
 
+def namespace_missing_for_delete(tenant: str, namespace: str) -> str:
+    """A DELETE's 404 words: `precheckWhenDeleteNamespace` names the namespace."""
+    return f"Namespace {tenant}/{namespace} does not exist."
+
+
 def bundles_for(num_bundles: int) -> BundlesData:
     """`num_bundles` equal hash ranges, boundaries written as Pulsar writes them."""
     if num_bundles <= 0 or num_bundles > MAX_BUNDLES:
@@ -265,7 +270,7 @@ class NamespaceService:
         docs = self.docs
         found = await docs.policies.get(tenant, namespace)
         if found is None:
-            raise NotFound(NAMESPACE_NOT_FOUND)
+            raise NotFound(namespace_missing_for_delete(tenant, namespace))
         # another tool's broken document: no mark; the delete still goes on, so an operator
         # can repair it
         policies = found.value_or(None)
@@ -304,7 +309,7 @@ class NamespaceService:
         docs = self.docs
         found = await docs.policies.get(tenant, namespace)
         if found is None:
-            raise NotFound(NAMESPACE_NOT_FOUND)
+            raise NotFound(namespace_missing_for_delete(tenant, namespace))
         transaction = docs.transaction().require(
             docs.policies.at(tenant, namespace, version=found.version))
         if not force:

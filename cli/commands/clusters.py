@@ -14,7 +14,7 @@ from cli.errors import ParameterError
 from cli.framework import Output, command, new_group, positional
 from cli.javafmt import FAILURE_DOMAIN
 from cli.output import JsonResult, LinesResult, MapResult
-from javaformats import hash_set_order
+from javaformats import hash_set_order, java_split
 
 app = new_group("clusters", "Operations about clusters")
 
@@ -250,6 +250,32 @@ def delete_cluster(
                 client.delete(f"{V2}/namespaces{path(tenant_name, ns)}", {"force": "true"})
             client.delete(f"{V2}/tenants{path(tenant)}", {"force": "false"})
     client.delete(CLUSTERS + path(cluster))
+
+
+PeerClusters = Annotated[
+    str,
+    typer.Option("--peer-clusters", show_default=False,
+                 help='Comma separated peer-cluster names (Pass empty string "" to delete list)'),
+]
+
+
+@command(app, "update-peer-clusters")
+def update_peer_clusters(
+    ctx: typer.Context, cluster: Cluster, peer_clusters: PeerClusters, output: Output = None
+) -> None:
+    """Update peer cluster names. This operation requires Pulsar super-user privileges."""
+    # `Sets.newLinkedHashSet(split(","))`, or null (clearing the list) for a blank value
+    blank = not peer_clusters.strip()
+    peers = None if blank else list(dict.fromkeys(java_split(peer_clusters, ",")))
+    admin(ctx).post(CLUSTERS + path(cluster, "peers"), peers)
+
+
+@command(app, "get-peer-clusters")
+def get_peer_clusters(ctx: typer.Context, cluster: Cluster, output: Output = None) -> JsonResult:
+    """Get list of peer-clusters, as JSON (`null` when none are set)."""
+    peers = admin(ctx).get_json(CLUSTERS + path(cluster, "peers"))
+    # the Java client reads the list into a `Set<String>`: a HashSet's order
+    return JsonResult(None if peers is None else hash_set_order(peers))
 
 
 def failure_domain(broker_list: str | None) -> dict[str, Any]:

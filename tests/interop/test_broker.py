@@ -293,8 +293,9 @@ def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) 
     the broker's order; a namespace's policies show the broker's
     `is_allow_auto_update_schema` where unset; setting replication clusters answers 200 and
     binds the list as Jackson does; bookie affinity, lookup, unload and topic creation in a
-    namespace that does not exist are 404 in the broker's words; a topic named as a partition
-    of no partitioned topic is refused."""
+    namespace that does not exist are 404 in the broker's words, and so is its delete; a topic
+    named as a partition of no partitioned topic is refused; a cluster's peers are refused as
+    the broker refuses them."""
     pair = side_by_side
     pair.create(f"/admin/v2/tenants/{PROBE}", b'{"allowedClusters":["test"]}')
     pair.create(f"/admin/v2/namespaces/{PROBE}/ns")
@@ -320,12 +321,20 @@ def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) 
         pair.send("GET", f"/admin/v2/persistent/{owner}")
     for name in ("t-partition-0", "t-partition-7"):
         pair.send("PUT", f"/admin/v2/persistent/{PROBE}/ns/{name}")
+    pair.send("DELETE", f"/admin/v2/namespaces/{PROBE}/missing")
+    pair.send("DELETE", "/admin/v2/namespaces/missing/ns")
+    for cluster, peers in (("test", b'["test"]'), ("test", b'["TEST"]'),
+                           ("test", b'["nope"]'), ("nope", b'["test"]')):
+        pair.send("POST", f"/admin/v2/clusters/{cluster}/peers", peers)
+    for cluster in ("test", "nope"):
+        pair.send("GET", f"/admin/v2/clusters/{cluster}/peers")
     assert pair.mismatches == [], "\n".join(pair.mismatches)
 
 
 
 
-NAMES = ["zeta", "probe", "a1", "m", "test2", "b"]  # a HashSet's order is none of sorted/given
+NAMES = ["zeta", "probe", "a1", "m", "test2", "b"]
+LIFE = "lifecycle"  # the tenant of the next test  # a HashSet's order is none of sorted/given
 
 
 def test_writes_of_either_read_alike_through_both(side_by_side: SideBySide) -> None:
@@ -335,32 +344,39 @@ def test_writes_of_either_read_alike_through_both(side_by_side: SideBySide) -> N
     document's or sorted, as each listing has it), and each deletes what the other made."""
     pair = side_by_side
     sides = {"theirs": pair.theirs, "ours": pair.ours}
+    # a tenant of its own: the broker leaves its ownership of the missing namespaces other
+    # tests look up under `/namespace/probe`, and on ZooKeeper its tenant delete then fails
     isolation = (b'{"namespaces":["probe-none/.*"],"primary":["x.*"],"secondary":[],'
                  b'"auto_failover_policy":{"policy_type":"min_available",'
                  b'"parameters":{"min_limit":"1","usage_threshold":"80"}}}')
-    home = f"/admin/v2/namespaces/{PROBE}/{NAMES[0]}"
-    listings = ("/admin/v2/clusters", "/admin/v2/tenants", f"/admin/v2/namespaces/{PROBE}",
+    home = f"/admin/v2/namespaces/{LIFE}/{NAMES[0]}"
+    listings = ("/admin/v2/clusters", "/admin/v2/tenants", f"/admin/v2/namespaces/{LIFE}",
                 "/admin/v2/clusters/test/failureDomains",
                 "/admin/v2/clusters/test/namespaceIsolationPolicies",
-                "/admin/v2/bookies/racks-info", f"/admin/v2/persistent/{PROBE}/{NAMES[0]}")
+                "/admin/v2/bookies/racks-info", f"/admin/v2/persistent/{LIFE}/{NAMES[0]}")
 
     def made(k: int, name: str) -> list[tuple[str, str, bytes | None]]:
         return [("PUT", f"/admin/v2/clusters/{PROBE}{name}", b'{"serviceUrl":"http://p:8080"}'),
+                ("POST", f"/admin/v2/clusters/{PROBE}{name}/peers", b'["test"]'),
                 ("PUT", f"/admin/v2/tenants/{PROBE}{name}", b'{"allowedClusters":["test"]}'),
-                ("PUT", f"/admin/v2/namespaces/{PROBE}/{name}", None),
-                ("POST", f"/admin/v2/namespaces/{PROBE}/{name}/persistence/bookieAffinity",
+                ("PUT", f"/admin/v2/namespaces/{LIFE}/{name}", None),
+                ("POST", f"/admin/v2/namespaces/{LIFE}/{name}/persistence/bookieAffinity",
                  b'{"bookkeeperAffinityGroupPrimary":"iso"}'),
+                # one bookie each: the first test leaves one in `iso`
+                ("POST", f"/admin/v2/namespaces/{LIFE}/{name}/persistence",
+                 b'{"bookkeeperEnsemble":1,"bookkeeperWriteQuorum":1,"bookkeeperAckQuorum":1,'
+                 b'"managedLedgerMaxMarkDeleteRate":0}'),
                 ("POST", f"/admin/v2/clusters/test/failureDomains/{name}",
                  b'{"brokers":["b%d:8080"]}' % k),
                 ("POST", f"/admin/v2/clusters/test/namespaceIsolationPolicies/{name}", isolation),
                 ("POST", f"/admin/v2/bookies/racks-info/10.9.9.{k}:3181?group={name}",
                  b'{"rack":"/r1"}'),
-                ("PUT", f"/admin/v2/persistent/{PROBE}/{NAMES[0]}/{name}", None),
+                ("PUT", f"/admin/v2/persistent/{LIFE}/{NAMES[0]}/{name}", None),
                 ("POST", f"{home}/antiAffinity", name.encode())]
 
     def removed(k: int, name: str) -> list[str]:
-        return [f"/admin/v2/persistent/{PROBE}/{NAMES[0]}/{name}",
-                *([] if name == NAMES[0] else [f"/admin/v2/namespaces/{PROBE}/{name}"]),
+        return [f"/admin/v2/persistent/{LIFE}/{NAMES[0]}/{name}",
+                *([] if name == NAMES[0] else [f"/admin/v2/namespaces/{LIFE}/{name}"]),
                 f"/admin/v2/clusters/{PROBE}{name}", f"/admin/v2/tenants/{PROBE}{name}",
                 f"/admin/v2/clusters/test/failureDomains/{name}",
                 f"/admin/v2/clusters/test/namespaceIsolationPolicies/{name}",
@@ -374,11 +390,12 @@ def test_writes_of_either_read_alike_through_both(side_by_side: SideBySide) -> N
                                    f"{done.text[:300]!r}")
 
     for first, second in (("theirs", "ours"), ("ours", "theirs")):
-        by(first, "PUT", f"/admin/v2/tenants/{PROBE}", b'{"allowedClusters":["test"]}')
+        by(first, "PUT", f"/admin/v2/tenants/{LIFE}", b'{"allowedClusters":["test"]}')
         for k, name in enumerate(NAMES):
             for method, path, body in made(k, name):
                 by(first if k % 2 else second, method, path, body)
-        for path in (*listings, home, f"/admin/v2/namespaces/test/antiAffinity/{NAMES[-1]}"):
+        for path in (*listings, home, f"/admin/v2/namespaces/test/antiAffinity/{NAMES[-1]}",
+                     *(f"/admin/v2/clusters/{PROBE}{name}/peers" for name in NAMES)):
             pair.same_read(path, after=f"{first} and {second} made {NAMES}")
         for k, name in enumerate(NAMES):
             if k % 2 == 0:
@@ -391,7 +408,7 @@ def test_writes_of_either_read_alike_through_both(side_by_side: SideBySide) -> N
                 for path in removed(k, name):
                     by(first if k % 4 == 1 else second, "DELETE", path)
         by(second, "DELETE", home)
-        by(second, "DELETE", f"/admin/v2/tenants/{PROBE}")
+        by(second, "DELETE", f"/admin/v2/tenants/{LIFE}")
         for path in listings[:-1]:
             pair.same_read(path, after=f"{first} and {second} deleted {NAMES}")
     assert pair.mismatches == [], "\n".join(pair.mismatches)

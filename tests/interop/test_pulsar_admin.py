@@ -90,7 +90,17 @@ ADMIN_SCRIPT: list[list[str]] = [
     ["namespaces", "get-persistence", "acme/ns1"],
     ["namespaces", "policies", "acme/ns1"],
     ["tenants", "delete", "acme"],  # 409, not empty
-    ["clusters", "delete", "c1"],  # 412, in use
+    ["clusters", "create", "c2", "--url", "http://c2:8080"],
+    ["clusters", "update-peer-clusters", "c1", "--peer-clusters", "c2,nope"],  # 412
+    ["clusters", "update-peer-clusters", "c1", "--peer-clusters", "C1"],  # 412, itself
+    ["clusters", "update-peer-clusters", "nope", "--peer-clusters", "c2"],  # 404
+    ["clusters", "update-peer-clusters", "c1", "--peer-clusters", "c2,c2,"],
+    ["clusters", "get-peer-clusters", "c1"],
+    ["clusters", "get-peer-clusters", "c2"],  # none set
+    ["clusters", "get-peer-clusters", "nope"],  # 404
+    ["clusters", "update-peer-clusters", "c1", "--peer-clusters", " "],  # cleared
+    ["clusters", "get-peer-clusters", "c1"],
+    ["clusters", "delete", "c2"],
     ["namespaces", "delete", "acme/ns1"],
     ["namespaces", "delete", "acme/ns1"],  # 404
     ["tenants", "delete", "acme"],

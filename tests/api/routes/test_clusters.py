@@ -232,19 +232,23 @@ def test_delete_unknown_cluster_is_404(admin: httpx.Client) -> None:
     assert response.json() == {"reason": "Cluster does not exist"}
 
 
-def test_delete_is_412_while_a_namespace_replicates_to_it(
+def test_delete_is_412_while_a_v1_namespace_lives_under_it(
     admin: httpx.Client, clean_store: RawEtcd
 ) -> None:
+    """Pulsar 4.0's `isClusterUsedAsync` looks for v1 namespaces (`tenant/cluster/ns`) only:
+    a v2 namespace replicating to the cluster does not keep it from being deleted."""
     create(admin, "us-west")
     clean_store.put("/admin/policies/t1", {"adminRoles": [], "allowedClusters": ["us-west"]})
-    clean_store.put("/admin/policies/t1/ns1", {"replication_clusters": ["us-east", "us-west"]})
+    clean_store.put("/admin/policies/t1/us-west/ns1", {"replication_clusters": ["us-west"]})
     response = admin.delete(f"{CLUSTERS}/us-west")
     assert response.status_code == 412
     assert response.json() == {"reason": "Cluster not empty"}
     assert clean_store.get("/admin/clusters/us-west") is not None
 
-    clean_store.put("/admin/policies/t1/ns1", {"replication_clusters": ["us-east"]})
+    clean_store.delete("/admin/policies/t1/us-west/ns1")
+    clean_store.put("/admin/policies/t1/ns1", {"replication_clusters": ["us-east", "us-west"]})
     assert admin.delete(f"{CLUSTERS}/us-west").status_code == 204
+    assert clean_store.get("/admin/policies/t1/ns1") is not None
 
 
 def test_delete_is_412_while_isolation_policies_exist(
@@ -279,3 +283,35 @@ def test_encoded_slash_in_a_name_is_an_invalid_name_not_a_missing_route(
     assert response.status_code == 412
     assert response.json() == {"reason": "Cluster name is not valid"}
     assert clean_store.keys("/admin/clusters") == []
+
+
+def test_peer_clusters(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    """`ClustersBase.getPeerCluster` / `setPeerClusterNames`: each peer must exist and must
+    not be the cluster itself (any case), the list keeps its order without duplicates, null
+    or empty clears it, and the rest of the cluster's data is unchanged."""
+    create(admin, "us-west", US_WEST)
+    create(admin, "us-east")
+    create(admin, "eu")
+    peers = f"{CLUSTERS}/us-west/peers"
+    first = admin.get(peers)
+    assert (first.status_code, first.content) == (200, b"")
+    for body, reason in ((["us-east", "nope"], "Peer cluster nope does not exist"),
+                         (["US-WEST"], "us-west itself can't be part of peer-list")):
+        response = admin.post(peers, json=body)
+        assert (response.status_code, response.json()) == (412, {"reason": reason})
+    missing = admin.post(f"{CLUSTERS}/nope/peers", json=["us-east"])
+    assert (missing.status_code, missing.json()) == (404, {"reason": "Cluster does not exist"})
+    assert admin.get(f"{CLUSTERS}/nope/peers").status_code == 404
+
+    assert admin.post(peers, json=["us-east", "eu", "us-east"]).status_code == 204
+    assert admin.get(peers).json() == ["us-east", "eu"]
+    stored = clean_store.get_json("/admin/clusters/us-west")
+    assert stored["peerClusterNames"] == ["us-east", "eu"]
+    assert stored["serviceUrl"] == US_WEST["serviceUrl"]
+    assert admin.post(peers, json=[]).status_code == 204  # an empty set, kept
+    assert admin.get(peers).json() == []
+    assert admin.post(peers, content=b"null",
+                      headers={"Content-Type": "application/json"}).status_code == 204
+    cleared = admin.get(peers)
+    assert (cleared.status_code, cleared.content) == (200, b"")
+    assert "peerClusterNames" not in clean_store.get_json("/admin/clusters/us-west")

@@ -237,7 +237,8 @@ def test_delete_removes_global_and_local_policies(
     assert clean_store.get("/admin/local-policies/acme/ns1") is None
     assert clean_store.get("/admin/policies/acme/ns10") is not None  # a sibling is untouched
     assert admin.get(f"{NAMESPACES}/acme").json() == ["acme/ns10"]
-    assert_reason(admin.delete(f"{NAMESPACES}/acme/ns1"), 404, "Namespace does not exist")
+    assert_reason(admin.delete(f"{NAMESPACES}/acme/ns1"), 404,
+                  "Namespace acme/ns1 does not exist.")
 
 
 def test_delete_namespace_with_topics_is_409(admin: httpx.Client, clean_store: RawEtcd) -> None:

@@ -132,9 +132,25 @@ def test_delete_all_force_deletes_namespaces_like_upstream(
     create(cli, "test")
     ok(cli("tenants", "create", "t1"))
     ok(cli("namespaces", "create", "t1/ns1"))
-    assert failed(cli("clusters", "delete", "test")) == admin_error("Cluster not empty")
     assert failed(cli("clusters", "delete", "-a", "test")) == admin_error(
         "Broker doesn't allow forced deletion of namespaces"
     )
     assert admin.get("/admin/v2/namespaces/t1").json() == ["t1/ns1"]
     assert admin.get("/admin/v2/clusters").json() == ["test"]
+
+
+def test_peer_clusters(cli: CliRunner, admin: httpx.Client) -> None:
+    """`update-peer-clusters` sends the names as a LinkedHashSet (a blank value clears them);
+    `get-peer-clusters` prints the Set the Java client reads, `null` when none are set."""
+    for name in ("us-west", "us-east", "eu"):
+        create(cli, name)
+    assert ok(cli("clusters", "get-peer-clusters", "us-west")) == "null\n"
+    ok(cli("clusters", "update-peer-clusters", "us-west", "--peer-clusters", "us-east,eu,eu,"))
+    assert admin.get("/admin/v2/clusters/us-west/peers").json() == ["us-east", "eu"]
+    shown = hash_set_order(["us-east", "eu"])
+    assert ok(cli("clusters", "get-peer-clusters", "us-west")) == (
+        '[ "' + '", "'.join(shown) + '" ]\n')
+    assert failed(cli("clusters", "update-peer-clusters", "us-west", "--peer-clusters",
+                      "nope")) == admin_error("Peer cluster nope does not exist")
+    ok(cli("clusters", "update-peer-clusters", "us-west", "--peer-clusters", ""))
+    assert ok(cli("clusters", "get-peer-clusters", "us-west")) == "null\n"
