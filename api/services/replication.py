@@ -19,7 +19,7 @@ from api.services.namespaces import (
 )
 from api.settings import Settings
 from api.shapes.models import Policies
-from javaformats import java_to_string
+from javaformats import hash_set_order, java_to_string
 from metastore.repositories import Repositories
 from metastore.store import MetadataStore
 
@@ -45,11 +45,16 @@ class ReplicationService:
         wanted = list(dict.fromkeys(cluster_ids))
         if GLOBAL_CLUSTER in wanted:
             raise PreconditionFailed(GLOBAL_NOT_ALLOWED)
+        # Pulsar walks `Sets.newHashSet(clusterIds)`: an unknown id is refused as the walk
+        # meets it, before any of the asynchronous checks (peers, namespace, allowed clusters)
+        # of the ids before it reports; those then fail in the same order.
         existing = set(await self.docs.clusters.list())
-        for cluster in wanted:
+        walk = hash_set_order(wanted)
+        for cluster in walk:
             if cluster not in existing:
                 raise Forbidden(f"Invalid cluster id: {cluster}")
-            await self._check_peers(cluster, wanted)
+        for cluster in walk:
+            await self._check_peers(cluster, walk)
             await self._check_allowed(tenant, namespace, cluster)
 
         def change(policies: Policies | None) -> Policies:
@@ -61,7 +66,7 @@ class ReplicationService:
         await self.docs.policies.update(tenant, namespace, mutate=change)
 
     async def _check_peers(self, cluster: str, wanted: list[str]) -> None:
-        """`validatePeerClusterConflictAsync`."""
+        """`validatePeerClusterConflictAsync`: `wanted` in the HashSet's order it prints."""
         found = await self.docs.clusters.get(cluster)
         if found is None:
             raise PreconditionFailed(f"Invalid replication cluster {cluster}")

@@ -23,11 +23,11 @@ from metastore.store import Guard, MetadataStore, retry_on_conflict
 
 
 def normalised(info: TenantInfo) -> TenantInfo:
-    """Both fields are Java sets: duplicates collapse, first occurrence keeps its place."""
-    return TenantInfo(
-        adminRoles=list(dict.fromkeys(info.adminRoles)),
-        allowedClusters=list(dict.fromkeys(info.allowedClusters)),
-    )
+    """Both fields are Java sets: duplicates collapse, first occurrence keeps its place. A set
+    the body did not give stays unset (Jackson leaves it null, and it is not written)."""
+    given = {"adminRoles": info.adminRoles, "allowedClusters": info.allowedClusters}
+    return TenantInfo(**{name: list(dict.fromkeys(values)) for name, values in given.items()
+                         if name in info.model_fields_set})
 
 
 class TenantService:

@@ -309,6 +309,17 @@ def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) 
     replication = f"/admin/v2/namespaces/{PROBE}/ns/replication"
     for clusters in (b'["test"]', b'["test","test"]', b'"test"', b"[[1]]", b"[]"):
         pair.send("POST", replication, clusters, read=replication)
+    # the checks walk the ids in HashSet order: `test`'s peer conflict before `probe`'s
+    # not being allowed for the tenant, whichever order the body gives
+    pair.create(f"/admin/v2/clusters/{PROBE}", b'{"serviceUrl":"http://probe:8080"}')
+    json_body = {"Content-Type": "application/json"}
+    assert pair.theirs.post("/admin/v2/clusters/test/peers", content=f'["{PROBE}"]',
+                            headers=json_body).status_code == 204
+    try:
+        for clusters in (b'["probe","test"]', b'["test","probe"]', b'["nope","probe"]'):
+            pair.send("POST", replication, clusters, read=replication)
+    finally:
+        pair.theirs.post("/admin/v2/clusters/test/peers", content=b"null", headers=json_body)
     for owner in (f"{PROBE}/missing", "missing/ns"):
         affinity = f"/admin/v2/namespaces/{owner}/persistence/bookieAffinity"
         pair.send("GET", affinity)
@@ -395,7 +406,8 @@ def test_writes_of_either_read_alike_through_both(side_by_side: SideBySide) -> N
             for method, path, body in made(k, name):
                 by(first if k % 2 else second, method, path, body)
         for path in (*listings, home, f"/admin/v2/namespaces/test/antiAffinity/{NAMES[-1]}",
-                     *(f"/admin/v2/clusters/{PROBE}{name}/peers" for name in NAMES)):
+                     *(f"/admin/v2/clusters/{PROBE}{name}/peers" for name in NAMES),
+                     *(f"/admin/v2/tenants/{PROBE}{name}" for name in NAMES)):
             pair.same_read(path, after=f"{first} and {second} made {NAMES}")
         for k, name in enumerate(NAMES):
             if k % 2 == 0:

@@ -42,10 +42,20 @@ def test_upstream_checks_in_order(admin: httpx.Client, clean_store: RawEtcd) -> 
         "Cluster [east] is not in the list of allowed clusters list for tenant [acme]",
     )
     clean_store.put("/admin/clusters/test", {"peerClusterNames": ["east", "far"]})
+    # the ids are checked in HashSet order ("east", then "test"), whatever the body's order:
+    # east is not allowed for the tenant before test's peers conflict
+    for body in (["test", "east"], ["east", "test"]):
+        assert_reason(
+            admin.post(URL, json=body),
+            403,
+            "Cluster [east] is not in the list of allowed clusters list for tenant [acme]",
+        )
+    stored = clean_store.get_json("/admin/policies/acme")
+    clean_store.put("/admin/policies/acme", {**stored, "allowedClusters": ["test", "east"]})
     assert_reason(
         admin.post(URL, json=["test", "east"]),
         409,
-        "test's peer-clusters [east] can't be part of replication-clusters [test, east]",
+        "test's peer-clusters [east] can't be part of replication-clusters [east, test]",
     )
     assert_reason(
         admin.post("/admin/v2/namespaces/acme/absent/replication", json=["test"]),

@@ -58,6 +58,19 @@ def test_create_and_get_stores_tenant_info(admin: httpx.Client, clean_store: Raw
     assert got.json() == expected
 
 
+def test_a_set_not_given_is_not_written(admin: httpx.Client, clean_store: RawEtcd) -> None:
+    """Jackson leaves TenantInfoImpl's `adminRoles` null when the body has none, and the
+    broker writes the tenant without it; so does a create or an update here."""
+    add_cluster(clean_store, "test")
+    body = {"allowedClusters": ["test"]}
+    assert admin.put(f"{TENANTS}/acme", json=body).status_code == 204
+    assert clean_store.get("/admin/policies/acme") == b'{"allowedClusters":["test"]}'
+    assert admin.post(f"{TENANTS}/acme", json={**body, "adminRoles": ["ops"]}).status_code == 204
+    assert admin.post(f"{TENANTS}/acme", json=body).status_code == 204
+    assert clean_store.get("/admin/policies/acme") == b'{"allowedClusters":["test"]}'
+    assert admin.get(f"{TENANTS}/acme").json() == body
+
+
 def test_get_unknown_tenant_is_404(admin: httpx.Client) -> None:
     assert_reason(admin.get(f"{TENANTS}/nope"), 404, "Tenant does not exist")
 
