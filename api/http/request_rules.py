@@ -4,7 +4,9 @@ A plain ASGI layer outside the whole server (the rack-write fast path included),
 can forget a rule. A request that breaks one is answered at once with Pulsar's error shape
 `{"reason": ...}` and never reaches a service, so it changes nothing:
 
-- the URI: its path and query must percent-decode to UTF-8 (400);
+- the URI: its path and query must percent-decode to UTF-8 (400), and the path is read as
+  Pulsar's Jetty reads it (`jetty_path`: bad escapes, an escaped NUL, ambiguous path
+  parameters and a climb above the root are 400; path parameters are dropped);
 - the size: a body over `httpMaxRequestSize` bytes is 413, refused from its Content-Length
   before it is read, or as soon as a streamed body passes the limit (on the REST producer's
   paths the limit is at least `produce_body_limit(maxMessageSize)`, so that a message the
@@ -31,7 +33,7 @@ import math
 import re
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import unquote_to_bytes
+from urllib.parse import unquote, unquote_to_bytes
 
 import orjson
 from fastapi import Request
@@ -82,6 +84,50 @@ def check_uri(scope: Scope) -> None:
             unquote_to_bytes(part).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise RequestRejected(400, f"Invalid URI: the {what} is not UTF-8") from exc
+
+
+# What may need Jetty's reading of a path: an escape, a path parameter, a dot segment.
+_SUSPECT = re.compile(rb"[%;]|(?:^|/)\.\.?(?:/|$)")
+_BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+
+
+def jetty_path(scope: Scope) -> Scope:
+    """The request's path as Pulsar's Jetty reads it before Jersey routes it, or 400:
+
+    - a `%` not followed by two hex digits, or an escaped NUL (`%00`), is a bad URI;
+    - path parameters (`;name=value` after a segment) are dropped from the routed path
+      (`/admin/v2/clusters;x=1` lists the clusters); a `.` or `..` segment carrying them
+      is ambiguous;
+    - a `..` that would climb above the root is a bad URI (other dot segments are routed as
+      they are, and match nothing).
+    """
+    raw: bytes | None = scope.get("raw_path")
+    if not raw or not _SUSPECT.search(raw):
+        return scope
+    if _BAD_ESCAPE.search(raw):
+        raise RequestRejected(400, "Invalid URI: a '%' in the path is not an escape")
+    segments = raw.split(b"/")
+    routed = []
+    for segment in segments:
+        name, parameters, _ = segment.partition(b";")
+        if parameters and unquote_to_bytes(name) in (b".", b".."):
+            raise RequestRejected(400, "Invalid URI: ambiguous path parameters")
+        routed.append(name)
+    depth = 0
+    for segment in routed[1:]:
+        decoded = unquote_to_bytes(segment)
+        if b"\x00" in decoded:
+            raise RequestRejected(400, "Invalid URI: an escaped NUL in the path")
+        if decoded == b"..":
+            depth -= 1
+            if depth < 0:
+                raise RequestRejected(400, "Invalid URI: the path climbs above the root")
+        elif decoded != b".":
+            depth += 1
+    if b";" not in raw:
+        return scope
+    path = b"/".join(routed)
+    return {**scope, "raw_path": path, "path": unquote(path.decode("latin-1"))}
 
 
 def _reject_long_overflow(text: str) -> int:
@@ -216,6 +262,7 @@ class RequestRules:
         try:
             started = layer_times.cpu_start()
             check_uri(scope)
+            scope = jetty_path(scope)
             layer_times.cpu_stop("request rules", started)
             if scope["method"] not in _WITH_BODY:
                 await self.app(scope, receive, send)

@@ -20,7 +20,7 @@ from api.errors import (
     NotFound,
     PreconditionFailed,
 )
-from api.services.naming import is_valid_namespace_name
+from api.services.naming import is_valid_name, is_valid_namespace_name
 from api.settings import Settings
 from api.shapes.models import BundlesData, PersistencePolicies, Policies, TenantInfo
 from javaformats import decode_java_long
@@ -157,6 +157,8 @@ class NamespaceService:
         return found
 
     async def list(self, tenant: str) -> list[str]:
+        if not is_valid_name(tenant):  # `getTenantNamespaces` checks the name first
+            raise PreconditionFailed("Tenant name is not valid")
         if await self.tenant_info(tenant) is None:
             raise NotFound("Tenant not found")
         return await self.namespaces_of(tenant)

@@ -3,6 +3,7 @@ breaks one is a 4xx `{"reason": ...}` and leaves etcd byte-identical."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 from collections.abc import Callable
@@ -169,6 +170,47 @@ def test_an_encoded_slash_is_refused_never_stored(
         response = assert_refused(clean_store, lambda p=path, m=method: seeded.request(
             m, p, json={"rack": "/r"}))  # fmt: skip
         assert response.status_code == 412
+
+
+def raw_request(client: httpx.Client, method: str, path: str,
+                body: bytes | None = None) -> tuple[int, bytes]:
+    """A request whose path goes out byte for byte (an HTTP client would normalise it)."""
+    url = client.base_url
+    connection = http.client.HTTPConnection(url.host, url.port, timeout=10)
+    try:
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def test_paths_are_read_as_pulsars_jetty_reads_them(
+    seeded: httpx.Client, clean_store: RawEtcd
+) -> None:
+    """Path parameters (`;x=1`) are dropped before routing; a bad escape, an escaped NUL, a
+    `..` above the root and a dot segment with parameters are 400 and change nothing; other
+    dot segments are routed as they are (404), as the broker answers them."""
+    assert raw_request(seeded, "GET", "/admin/v2/clusters;x=1") == (200, b'["test"]')
+    status, body = raw_request(seeded, "GET", "/admin/v2/clusters/test;v=2")
+    assert status == 200 and json.loads(body)["serviceUrl"]
+    status, _ = raw_request(seeded, "POST", "/admin/v2/bookies/racks-info/10.0.0.9:3181;x"
+                            "?group=g", b'{"rack":"/r9"}')
+    assert status == 204
+    assert "10.0.0.9:3181" in clean_store.get_json("/bookies")["g"]
+    before = clean_store.snapshot()
+    for method, path in (("GET", "/admin/v2/clusters/te%ZZst"), ("GET", "/admin/v2/clusters/%"),
+                         ("PUT", "/admin/v2/clusters/test%00"), ("GET", "/../admin/v2/clusters"),
+                         ("GET", "/admin/../../admin/v2/clusters"),
+                         ("GET", "/admin/v2/clusters/..;/clusters"),
+                         ("POST", "/admin/v2/bookies/racks-info/h%00:1?group=g")):
+        status, body = raw_request(seeded, method, path, b"{}" if method != "GET" else None)
+        assert status == 400, (path, status, body)
+        assert json.loads(body)["reason"].startswith("Invalid URI"), body
+    assert clean_store.snapshot() == before
+    for path in ("/admin/v2/clusters/./test", "/admin/v2/clusters/x/../test"):
+        assert raw_request(seeded, "GET", path)[0] == 404
 
 
 def test_a_body_over_http_max_request_size_is_413(

@@ -218,6 +218,8 @@ def test_list_namespaces(admin: httpx.Client, clean_store: RawEtcd) -> None:
 
 def test_list_of_unknown_tenant_is_404(admin: httpx.Client) -> None:
     assert_reason(admin.get(f"{NAMESPACES}/ghost"), 404, "Tenant not found")
+    for invalid in ("\u00e4", "a b", "a*b"):  # Java's ASCII `\w`: checked before existence
+        assert_reason(admin.get(f"{NAMESPACES}/{invalid}"), 412, "Tenant name is not valid")
 
 
 def test_get_unknown_namespace_is_404(admin: httpx.Client, clean_store: RawEtcd) -> None:
