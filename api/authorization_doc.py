@@ -11,6 +11,8 @@ from api.auth.authorization import (
     PATHS,
     TABLE,
     AnyRole,
+    ClusterOperation,
+    ClusterPolicy,
     NamespaceOperation,
     NamespacePolicy,
     Need,
@@ -30,6 +32,8 @@ def describe(need: Need) -> str:
     """Who may, in the table's words."""
     if isinstance(need, SuperUser):
         return "super-user"
+    if isinstance(need, ClusterOperation | ClusterPolicy):
+        return f"super-user ({need.operation}; 401)"
     if isinstance(need, AnyRole):
         return "any authenticated role"
     if isinstance(need, SuperUserOrTenant):

@@ -40,7 +40,7 @@ from storage import managed_ledger as managed_ledger_errors
 log = logging.getLogger(__name__)
 
 # What a `%2F` inside a path segment becomes while routing (api.http.encoded_slash), so it
-# stays apart from `/`; refused by every name rule (api.services.naming), and shown as `/` in
+# stays apart from `/`; refused by every name rule (api.naming), and shown as `/` in
 # a reason.
 ENCODED_SLASH = "\x00"
 

@@ -19,7 +19,12 @@ Pulsar's model (`PulsarWebResource`, `PulsarAuthorizationProvider`):
   and text: 401 `This operation requires super-user access`, 401 `Unauthorized to
   validateTenantOperation ...` (tenant and topic operations), 401 `Unauthorized to
   validateBothTenantOperationAndSuperUser ...` (the tenant routes), 403 `Unauthorized to
-  validateNamespace[Policy]Operation ...` (namespace ones).
+  validateNamespace[Policy]Operation ...` (namespace ones), 401 `Unauthorized to
+  validateBothSuperuserAndCluster[Policy]Operation ...` (cluster ones, super-users only).
+  As upstream, for a role that is not a super-user a namespace name that is not valid is 412
+  before any of it (the resource builds its `NamespaceName` first), and so is a tenant name
+  at tenant creation; and a tenant that does not exist is 404 `Tenant does not exist` where
+  the check reads the tenant to find its admins (tenant, namespace and topic operations).
 """
 
 from __future__ import annotations
@@ -29,10 +34,14 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from api.auth.authentication import AuthenticationFailed, ProviderChain
-from api.errors import Forbidden, NotAuthorized
+from api.errors import Forbidden, NotAuthorized, NotFound, PreconditionFailed
+from api.naming import is_valid_name, is_valid_namespace_name
 
 NEED_AUTHENTICATION: Final = "Need to authenticate to perform the request"
 NEED_SUPER_USER: Final = "This operation requires super-user access"
+TENANT_NOT_FOUND: Final = "Tenant does not exist"
+INVALID_NAMESPACE_NAME: Final = "Namespace name is not valid"
+INVALID_TENANT_NAME: Final = "Tenant name is not valid"
 
 
 @dataclass(frozen=True)
@@ -62,10 +71,12 @@ class AnyRole:
 class SuperUserOrTenant:
     """`validateBothSuperUserAndTenantOperation`: a super-user or, for a named tenant, its
     admin (`validateTenantOperation`); else 401 `Unauthorized to
-    validateBothTenantOperationAndSuperUser ...`. Without a tenant, super-user only."""
+    validateBothTenantOperationAndSuperUser ...`. Without a tenant, super-user only.
+    `checks_name`: the resource refuses a tenant name that is not valid (412) first."""
 
     operation: str
     tenant_param: str | None = "tenant"
+    checks_name: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,6 +104,22 @@ class NamespacePolicy:
 
 
 @dataclass(frozen=True)
+class ClusterOperation:
+    """`validateBothSuperuserAndClusterOperation`: a super-user (Pulsar's provider grants
+    cluster operations to super-users alone), else 401 naming the operation and the cluster."""
+
+    operation: str
+
+
+@dataclass(frozen=True)
+class ClusterPolicy:
+    """`validateBothSuperuserAndClusterPolicyOperation` (a cluster's namespace isolation
+    policies, READ or WRITE): a super-user, else 401 naming the operation and the cluster."""
+
+    operation: str
+
+
+@dataclass(frozen=True)
 class TopicOperation:
     """`validateTopicOperation`: super-user or the topic tenant's admin, else 401."""
 
@@ -100,7 +127,7 @@ class TopicOperation:
 
 
 Need = (SuperUser | AnyRole | SuperUserOrTenant | TenantOperation | NamespaceOperation
-        | NamespacePolicy | TopicOperation)
+        | NamespacePolicy | TopicOperation | ClusterOperation | ClusterPolicy)
 SUPER_USER: Final = SuperUser()
 ANY_ROLE: Final = AnyRole()
 
@@ -124,7 +151,9 @@ def _write(policy: str) -> NamespacePolicy:
 
 
 _BOOKIES = "BookiesBase.{}: validateSuperUserAccess"
-_CLUSTERS = "ClustersBase.{}: validateSuperUserAccess (\"requires Pulsar superuser privileges\")"
+_CLUSTER_OP = "ClustersBase.{}: validateBothSuperuserAndClusterOperation({})"
+_CLUSTER_POLICY = ("ClustersBase.{}: validateBothSuperuserAndClusterPolicyOperation"
+                   "(NAMESPACE_ISOLATION, {})")
 _NS = "Namespaces.{}: {}"
 _TOPICS = "PersistentTopicsBase.{}: {}"
 _BK_ADMIN = ("ours: BookKeeper's HTTP admin ({}) has no authorisation of its own; super-user, "
@@ -157,13 +186,18 @@ TABLE: Final[Mapping[str, Rule]] = {
         "(LIST_BROKERS); no broker-operation grants here, so super-user"),
     # clusters, failure domains, isolation policies (ClustersBase)
     "getClusters": Rule(ANY_ROLE, "ClustersBase.getClusters: no check beyond authentication"),
-    **{op: Rule(SUPER_USER, _CLUSTERS.format(op)) for op in (
-        "getCluster", "createCluster", "updateCluster", "deleteCluster",
-        "getPeerCluster", "setPeerClusterNames",
-        "getFailureDomains", "getDomain", "setFailureDomain", "deleteFailureDomain",
-        "getNamespaceIsolationPolicies", "getNamespaceIsolationPolicy",
-        "setNamespaceIsolationPolicy", "deleteNamespaceIsolationPolicy",
-        "getBrokersWithNamespaceIsolationPolicy", "getBrokerWithNamespaceIsolationPolicy")},
+    **{op: Rule(ClusterOperation(name), _CLUSTER_OP.format(op, name)) for op, name in (
+        ("getCluster", "GET_CLUSTER"), ("createCluster", "CREATE_CLUSTER"),
+        ("updateCluster", "UPDATE_CLUSTER"), ("deleteCluster", "DELETE_CLUSTER"),
+        ("getPeerCluster", "GET_PEER_CLUSTER"), ("setPeerClusterNames", "UPDATE_PEER_CLUSTER"),
+        ("getFailureDomains", "GET_FAILURE_DOMAIN"), ("getDomain", "GET_FAILURE_DOMAIN"),
+        ("setFailureDomain", "UPDATE_FAILURE_DOMAIN"),
+        ("deleteFailureDomain", "DELETE_FAILURE_DOMAIN"))},
+    **{op: Rule(ClusterPolicy(name), _CLUSTER_POLICY.format(op, name)) for op, name in (
+        ("getNamespaceIsolationPolicies", "READ"), ("getNamespaceIsolationPolicy", "READ"),
+        ("setNamespaceIsolationPolicy", "WRITE"), ("deleteNamespaceIsolationPolicy", "WRITE"),
+        ("getBrokersWithNamespaceIsolationPolicy", "READ"),
+        ("getBrokerWithNamespaceIsolationPolicy", "READ"))},
     # tenants (TenantsBase): super-user or, for a named tenant, its admin
     "getTenants": Rule(SuperUserOrTenant("LIST_TENANTS", None),
                        "TenantsBase.getTenants: validateBothSuperUserAndTenantOperation"
@@ -171,9 +205,9 @@ TABLE: Final[Mapping[str, Rule]] = {
     "getTenantAdmin": Rule(SuperUserOrTenant("GET_TENANT"),
                            "TenantsBase.getTenantAdmin: validateBothSuperUserAndTenantOperation"
                            "(GET_TENANT)"),
-    "createTenant": Rule(SuperUserOrTenant("CREATE_TENANT"),
-                         "TenantsBase.createTenant: validateBothSuperUserAndTenantOperation"
-                         "(CREATE_TENANT)"),
+    "createTenant": Rule(SuperUserOrTenant("CREATE_TENANT", checks_name=True),
+                         "TenantsBase.createTenant: NamedEntity.checkName, then "
+                         "validateBothSuperUserAndTenantOperation(CREATE_TENANT)"),
     "updateTenant": Rule(SuperUserOrTenant("UPDATE_TENANT"),
                          "TenantsBase.updateTenant: validateBothSuperUserAndTenantOperation"
                          "(UPDATE_TENANT)"),
@@ -299,10 +333,11 @@ PATHS: Final[Mapping[str, str]] = {
 }
 
 
-TenantAdmins = Callable[[str], Awaitable[frozenset[str]]]
+# A tenant's admin roles; None when the tenant does not exist.
+TenantAdmins = Callable[[str], Awaitable[frozenset[str] | None]]
 
 
-async def _no_admins(tenant: str) -> frozenset[str]:
+async def _no_admins(tenant: str) -> frozenset[str] | None:
     del tenant
     return frozenset()
 
@@ -310,7 +345,7 @@ async def _no_admins(tenant: str) -> frozenset[str]:
 @dataclass(frozen=True)
 class Guard:
     """The security settings in effect: who authenticates, who is a super-user, and how to
-    read a tenant's admin roles (`tenant_admins`, empty for a tenant that does not exist)."""
+    read a tenant's admin roles (`tenant_admins`, None for a tenant that does not exist)."""
 
     authenticator: ProviderChain | None = None
     authorization_enabled: bool = False
@@ -339,10 +374,26 @@ async def authorize(access: Access, guard: Guard) -> str | None:
     need = RULES.get(access.operation, SUPER_USER)
     if isinstance(need, AnyRole):
         return role
+    if "namespace" in access.params and not is_valid_namespace_name(
+            access.params.get("tenant", ""), access.params["namespace"]):
+        # the resource builds its NamespaceName (or TopicName) before it authorises
+        raise PreconditionFailed(INVALID_NAMESPACE_NAME)
+    names_tenant = (isinstance(need, SuperUserOrTenant) and need.checks_name) or (
+        isinstance(need, TenantOperation) and not need.from_query)
+    if names_tenant and not is_valid_name(access.params.get("tenant", "")):
+        raise PreconditionFailed(INVALID_TENANT_NAME)
     if isinstance(need, SuperUser):
         raise NotAuthorized(NEED_SUPER_USER)
+    if isinstance(need, ClusterOperation | ClusterPolicy):
+        raise _refusal(access, need, role)
+    consults_tenant = not isinstance(need, SuperUserOrTenant)
     tenant = _tenant_of(access, need)
-    if tenant and role in await guard.tenant_admins(tenant):
+    admins = await guard.tenant_admins(tenant) if tenant else frozenset()
+    if admins is None:
+        if consults_tenant:  # `validateTenantAdminAccess` reads the tenant for non-super-users
+            raise NotFound(TENANT_NOT_FOUND)
+        admins = frozenset()
+    if tenant and role in admins:
         return role
     raise _refusal(access, need, role)
 
@@ -360,6 +411,19 @@ def _tenant_of(access: Access, need: Need) -> str:
 
 def _refusal(access: Access, need: Need, role: str) -> NotAuthorized | Forbidden:
     namespace = f"{access.params.get('tenant', '')}/{access.params.get('namespace', '')}"
+    cluster = access.params.get("cluster", "")
+    if isinstance(need, ClusterOperation):
+        return NotAuthorized(
+            f"Unauthorized to validateBothSuperuserAndClusterOperation for originalPrincipal "
+            f"[null] and clientAppId [{role}] about operation [{need.operation}] on cluster "
+            f"[{cluster}]"
+        )
+    if isinstance(need, ClusterPolicy):
+        return NotAuthorized(
+            f"Unauthorized to validateBothSuperuserAndClusterPolicyOperation for "
+            f"originalPrincipal [null] and clientAppId [{role}] about operation "
+            f"[{need.operation}] on cluster [{cluster}]"
+        )
     if isinstance(need, SuperUserOrTenant):
         return NotAuthorized(
             f"Unauthorized to validateBothTenantOperationAndSuperUser for originalPrincipal "

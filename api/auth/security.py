@@ -31,11 +31,13 @@ def build_guard(settings: Settings, store: MetadataStore) -> Guard:
 
     tenants = Repositories(store).tenants
 
-    async def tenant_admins(tenant: str) -> frozenset[str]:
+    async def tenant_admins(tenant: str) -> frozenset[str] | None:
         if not tenant or "/" in tenant:
             return frozenset()
         found = await tenants.get(tenant)
-        info = None if found is None else found.value_or(None)
+        if found is None:
+            return None
+        info = found.value_or(None)
         return frozenset() if info is None else frozenset(info.adminRoles)
 
     return Guard(

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from api.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
-from api.services.naming import is_valid_name, require_free_name
+from api.naming import is_valid_name, require_free_name
 from api.shapes.models import ClusterData, FailureDomain
 from javaformats import hash_map_order, hash_set_order, java_to_string
 from metastore import errors as store_errors

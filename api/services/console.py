@@ -208,7 +208,7 @@ class ConsoleService:
         if not guard.enabled or not guard.authorization_enabled or role in guard.super_users:
             return Scope()
         tenants = await self._tenants()
-        mine = [t for t in tenants if role in await guard.tenant_admins(t)]
+        mine = [t for t in tenants if role in (await guard.tenant_admins(t) or frozenset())]
         return Scope(frozenset(mine))
 
     async def _tenants(self) -> list[str]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from api.errors import InvalidInput, NotFound
+from api.naming import require_free_name
 from api.services.brokers import registered_brokers
 from api.services.clusters import ClusterService
-from api.services.naming import require_free_name
 from api.shapes.models import BrokerNamespaceIsolationData, NamespaceIsolationData
 from javaformats import jackson_pretty, parse_java_int
 from metastore.repositories import Repositories

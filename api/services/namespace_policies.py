@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from api.errors import InvalidInput, NotFound, PreconditionFailed
+from api.naming import require_free_name
 from api.services.clusters import require_cluster
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
@@ -25,7 +26,6 @@ from api.services.namespaces import (
     require_valid_namespace_name,
     validate_persistence,
 )
-from api.services.naming import require_free_name
 from api.settings import Settings
 from api.shapes.models import BookieAffinityGroupData, LocalPolicies, PersistencePolicies, Policies
 from javaformats import java_to_string

@@ -20,7 +20,7 @@ from api.errors import (
     NotFound,
     PreconditionFailed,
 )
-from api.services.naming import is_valid_name, is_valid_namespace_name
+from api.naming import is_valid_name, is_valid_namespace_name
 from api.settings import Settings
 from api.shapes.models import BundlesData, PersistencePolicies, Policies, TenantInfo
 from javaformats import decode_java_long

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.errors import PreconditionFailed
-from api.services.naming import require_free_name
+from api.naming import require_free_name
 from api.services.racks import find_bookie, put_bookie, remove_bookie, sorted_config, validate_rack
 from api.settings import Settings
 from api.shapes.models import BookieInfo

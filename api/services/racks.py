@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from api.errors import InvalidInput, NotFound, PreconditionFailed, validation_reason
-from api.services.naming import require_free_name
+from api.naming import require_free_name
 from api.settings import Settings
 from api.shapes.models import BookieInfo
 from javaformats import hash_set_order

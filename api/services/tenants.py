@@ -13,8 +13,8 @@ from __future__ import annotations
 import builtins
 
 from api.errors import Conflict, NotAllowed, NotFound, PreconditionFailed
+from api.naming import is_valid_name
 from api.services.namespaces import NamespaceService
-from api.services.naming import is_valid_name
 from api.settings import Settings
 from api.shapes.models import TenantInfo
 from metastore import errors as store_errors

@@ -28,6 +28,8 @@ from api.auth.authorization import (
     PATHS,
     TABLE,
     AnyRole,
+    ClusterOperation,
+    ClusterPolicy,
     SuperUser,
     SuperUserOrTenant,
 )
@@ -150,6 +152,10 @@ def test_every_route_needs_its_role(auth_server: ServerProcess, tenants: RawEtcd
             if isinstance(need, SuperUser):
                 assert admin.status_code == 401, where
                 assert admin.json() == {"reason": NEED_SUPER_USER}, where
+            elif isinstance(need, ClusterOperation | ClusterPolicy):
+                assert admin.status_code == 401, where
+                assert admin.json()["reason"].startswith(
+                    "Unauthorized to validateBothSuperuserAndCluster"), where
             elif isinstance(need, SuperUserOrTenant) and need.tenant_param is None:
                 assert admin.status_code == 401, where
                 assert admin.json()["reason"].startswith(
@@ -191,6 +197,36 @@ def test_refusals_are_upstream_text(auth_server: ServerProcess, tenants: RawEtcd
             f"originalPrincipal [null] and clientAppId [{OTHER_ADMIN}] about operation "
             "[GET_TENANT] "
         }
+        # cluster operations name themselves and the cluster (as 4.0's broker answers)
+        cluster = client.get("/admin/v2/clusters/c9", headers=as_other)
+        assert (cluster.status_code, cluster.json()) == (401, {
+            "reason": "Unauthorized to validateBothSuperuserAndClusterOperation for "
+            f"originalPrincipal [null] and clientAppId [{OTHER_ADMIN}] about operation "
+            "[GET_CLUSTER] on cluster [c9]"})
+        isolation = client.delete("/admin/v2/clusters/c9/namespaceIsolationPolicies/p",
+                                  headers=as_other)
+        assert (isolation.status_code, isolation.json()) == (401, {
+            "reason": "Unauthorized to validateBothSuperuserAndClusterPolicyOperation for "
+            f"originalPrincipal [null] and clientAppId [{OTHER_ADMIN}] about operation "
+            "[WRITE] on cluster [c9]"})
+        # a tenant that does not exist is 404 for a role that is not a super-user (the
+        # provider reads the tenant to find its admins), and a namespace name that is not
+        # valid is 412 before any of it
+        for method, path in (("GET", "/admin/v2/namespaces/nope/ns1/persistence"),
+                             ("PUT", "/admin/v2/namespaces/nope/ns1"),
+                             ("GET", "/admin/v2/namespaces/nope")):
+            missing = client.request(method, path, headers=as_other)
+            assert (missing.status_code, missing.json()) == (
+                404, {"reason": "Tenant does not exist"}), path
+        invalid = client.post("/admin/v2/namespaces/t1/a+b/antiAffinity", content=b"g",
+                              headers={**as_other, "Content-Type": "text/plain"})
+        assert (invalid.status_code, invalid.json()) == (
+            412, {"reason": "Namespace name is not valid"})
+        for method, path in (("GET", "/admin/v2/namespaces/a+b"),
+                             ("PUT", "/admin/v2/tenants/a+b")):
+            invalid = client.request(method, path, headers=as_other)
+            assert (invalid.status_code, invalid.json()) == (
+                412, {"reason": "Tenant name is not valid"}), path
         # a tenant admin may neither read nor write its namespace's bookie affinity
         # (internalGetBookieAffinityGroup starts with validateSuperUserAccess)
         as_admin = bearer(token(TENANT_ADMIN))

@@ -1,4 +1,4 @@
-"""The request rules (`api.http.request_rules`, names in `api.services.naming`): a request that
+"""The request rules (`api.http.request_rules`, names in `api.naming`): a request that
 breaks one is a 4xx `{"reason": ...}` and leaves etcd byte-identical."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.services.naming import is_valid_free_name, is_valid_name
+from api.naming import is_valid_free_name, is_valid_name
 from tests.factories import add_cluster, register_broker
 from tests.support import RawEtcd, ServerProcess
 
