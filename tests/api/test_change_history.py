@@ -212,7 +212,7 @@ def test_a_failed_write_records_nothing_and_prefix_filters(
     ]
     deleted = after[1]["changes"]
     assert deleted == [{"key": paths.tenant("kept"), "partial": False,
-                        "before": {"adminRoles": [], "allowedClusters": ["test"]},
+                        "before": {"allowedClusters": ["test"]},
                         "after": None}]  # fmt: skip
     assert [r["path"] for r in all_changes(url, since, prefix="/admin/policies")] == [
         "/admin/v2/tenants/kept"

@@ -302,7 +302,9 @@ def test_wrong_types_and_names_are_refused_and_store_nothing(
         for response in (http.post(f"/topics/persistent/acme/plain/{name}",
                                    json={"messages": [{"payload": "x"}]}),
                          http.put(f"/admin/v2/persistent/acme/plain/{name}")):
-            assert response.status_code in (404, 412), (name, response.text)
+            # an escaped NUL is a bad URI before any route (400), as Pulsar's Jetty says
+            assert response.status_code in ((400,) if name == "a%00b" else (404, 412)), (
+                name, response.text)
             if response.status_code == 412:
                 assert response.json() == {"reason": "Topic name is not valid"}
     listed = http.get("/admin/v2/persistent/acme/plain").json()
