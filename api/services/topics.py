@@ -265,13 +265,14 @@ class TopicService:
 
     # -- configuration ------------------------------------------------------------------------
 
-    async def _policies(self, tenant: str, namespace: str) -> Policies:
-        """The namespace's policies from the watch-fed cache (read once per request); 404 in
-        Pulsar's words when the namespace does not exist."""
+    async def _policies(self, tenant: str, namespace: str,
+                        missing: str = NAMESPACE_NOT_FOUND) -> Policies:
+        """The namespace's policies from the watch-fed cache (read once per request); 404
+        `missing` when the namespace does not exist."""
         require_valid_namespace_name(tenant, namespace)
         found = await self.docs.policies.get_cached(tenant, namespace)
         if found is None:
-            raise NotFound(NAMESPACE_NOT_FOUND)
+            raise NotFound(missing)
         return found.value
 
     async def config_for(
@@ -303,6 +304,8 @@ class TopicService:
     async def _open(self, tenant: str, namespace: str, topic: str, create: bool,
                     policies: Policies | None = None) -> ManagedLedger:
         require_valid_topic_name(tenant, namespace, topic)
+        if policies is None and not create:  # a read: the ownership check's words
+            policies = await self._policies(tenant, namespace, missing=NAMESPACE_NOT_OWNED)
         config = await self.config_for(tenant, namespace, policies)
         name = managed_ledger_name(tenant, namespace, topic)
         if (not create and self.factory.get_if_open(name) is None
@@ -334,6 +337,7 @@ class TopicService:
     # -- admin --------------------------------------------------------------------------------
 
     async def create(self, tenant: str, namespace: str, topic: str) -> None:
+        require_valid_namespace_name(tenant, namespace)  # `validateNamespaceName`, first
         require_valid_topic_name(tenant, namespace, topic)
         if await self.docs.policies.get_cached(tenant, namespace) is None:
             raise NotFound(NAMESPACE_NOT_OWNED)  # the broker's ownership check, first

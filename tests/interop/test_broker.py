@@ -330,6 +330,11 @@ def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) 
         pair.send("PUT", f"/admin/v2/persistent/{owner}/t")
         pair.send("DELETE", f"/admin/v2/persistent/{owner}/t")
         pair.send("GET", f"/admin/v2/persistent/{owner}")
+        pair.send("GET", f"/admin/v2/persistent/{owner}/t/internalStats")
+        pair.send("GET", f"/admin/v2/persistent/{owner}/t/examinemessage"
+                         "?initialPosition=earliest&messagePosition=1")
+        pair.send("GET", f"/admin/v2/persistent/{owner}/t/ledger/1/entry/0")
+    pair.send("PUT", "/admin/v2/persistent/a b/ns/t")
     for name in ("t-partition-0", "t-partition-7"):
         pair.send("PUT", f"/admin/v2/persistent/{PROBE}/ns/{name}")
     pair.send("DELETE", f"/admin/v2/namespaces/{PROBE}/missing")
