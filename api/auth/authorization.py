@@ -411,18 +411,12 @@ def _tenant_of(access: Access, need: Need) -> str:
 
 def _refusal(access: Access, need: Need, role: str) -> NotAuthorized | Forbidden:
     namespace = f"{access.params.get('tenant', '')}/{access.params.get('namespace', '')}"
-    cluster = access.params.get("cluster", "")
-    if isinstance(need, ClusterOperation):
+    if isinstance(need, ClusterOperation | ClusterPolicy):
+        check = ("validateBothSuperuserAndClusterOperation" if isinstance(need, ClusterOperation)
+                 else "validateBothSuperuserAndClusterPolicyOperation")
         return NotAuthorized(
-            f"Unauthorized to validateBothSuperuserAndClusterOperation for originalPrincipal "
-            f"[null] and clientAppId [{role}] about operation [{need.operation}] on cluster "
-            f"[{cluster}]"
-        )
-    if isinstance(need, ClusterPolicy):
-        return NotAuthorized(
-            f"Unauthorized to validateBothSuperuserAndClusterPolicyOperation for "
-            f"originalPrincipal [null] and clientAppId [{role}] about operation "
-            f"[{need.operation}] on cluster [{cluster}]"
+            f"Unauthorized to {check} for originalPrincipal [null] and clientAppId [{role}] "
+            f"about operation [{need.operation}] on cluster [{access.params.get('cluster', '')}]"
         )
     if isinstance(need, SuperUserOrTenant):
         return NotAuthorized(

@@ -9,7 +9,6 @@ ledgers on it. The admin API answers as the broker's, request for request."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from pipeline.snapshot import snapshot
 from placement import PlacementConfig
 from placement.violations import kind_names
 from tests.cli.conftest import run_cli
+from tests.interop.answers import in_order, refusal
 from tests.interop.upstream import UpstreamBroker, UpstreamJvm
 from tests.storage.testbed import (
     TOPIC_CONF,
@@ -189,19 +189,6 @@ class SideBySide:
         if not same:
             self.mismatches.append(f"GET {path} {after}: {theirs.status_code} {theirs.text!r} "
                                    f"against ours {ours.status_code} {ours.text!r}")
-
-
-def in_order(response: httpx.Response) -> Any:
-    """A JSON body with each object as its list of (key, value) pairs, in order."""
-    return json.loads(response.content, object_pairs_hook=list) if response.content else None
-
-
-def refusal(response: httpx.Response) -> str:
-    """What a refusal says: its JSON reason, or the first line of Jackson's text."""
-    try:
-        return str(response.json()["reason"])
-    except (ValueError, KeyError, TypeError):
-        return response.text.split("\n at [Source", 1)[0]
 
 
 @pytest.fixture

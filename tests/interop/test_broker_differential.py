@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from metastore.embedded import free_port
+from tests.interop.answers import in_order, refusal
 from tests.interop.upstream import UpstreamBroker, initialize_cluster_metadata
 from tests.support import ServerProcess, wait_until
 from tests.zookeeper import EmbeddedZooKeeper, RawZooKeeper
@@ -166,17 +167,6 @@ def requests(rng: random.Random) -> Iterator[tuple[str, str, bytes | None]]:
 
 
 # -- the comparison --------------------------------------------------------------------------
-
-def in_order(response: httpx.Response) -> Any:
-    return json.loads(response.content, object_pairs_hook=list) if response.content else None
-
-
-def refusal(response: httpx.Response) -> str:
-    try:
-        return str(response.json()["reason"])
-    except (ValueError, KeyError, TypeError):
-        return response.text.split("\n at [Source", 1)[0]
-
 
 def stored(raw: RawZooKeeper) -> dict[str, bytes]:
     return {key: value for key, value in raw.snapshot().items() if key.startswith(COMPARED)}
