@@ -149,9 +149,9 @@ class RackService:
     async def set_bookie(self, bookie: str, group: str | None, info: BookieInfo) -> None:
         if group is None:
             raise PreconditionFailed(MISSING_GROUP_REASON)
+        validate_rack(info.rack, self.settings)  # upstream's own check, before our name rules
         require_free_name("Bookie id", bookie)
         require_free_name("Bookie group name", group)
-        validate_rack(info.rack, self.settings)
         await self._update(lambda config: put_bookie(config, bookie, group, info))
 
     async def delete_bookie(self, bookie: str) -> None:

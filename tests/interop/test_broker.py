@@ -324,6 +324,9 @@ def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) 
     pair.send("PUT", "/admin/v2/persistent/a b/ns/t")
     for name in ("t-partition-0", "t-partition-7"):
         pair.send("PUT", f"/admin/v2/persistent/{PROBE}/ns/{name}")
+    # the rack's own rule before our name rules: an empty group (ours refuses it) with a
+    # rack upstream refuses answers upstream's refusal
+    pair.send("POST", f"/admin/v2/bookies/racks-info/{PROBE_BOOKIE}?group=", b'{"rack":"/a/b"}')
     pair.send("DELETE", f"/admin/v2/namespaces/{PROBE}/missing")
     pair.send("DELETE", "/admin/v2/namespaces/missing/ns")
     for cluster, peers in (("test", b'["test"]'), ("test", b'["TEST"]'),
