@@ -337,10 +337,11 @@ def test_paths_and_reads_answer_as_the_broker_answers(side_by_side: SideBySide) 
     assert pair.mismatches == [], "\n".join(pair.mismatches)
 
 
-
-
-NAMES = ["zeta", "probe", "a1", "m", "test2", "b"]
-LIFE = "lifecycle"  # the tenant of the next test  # a HashSet's order is none of sorted/given
+NAMES = ["zeta", "probe", "a1", "m", "test2", "b"]  # a HashSet's order is neither sorted nor given
+# The next test's tenant: the broker keeps its ownership of the missing namespaces the tests
+# above look up under `/namespace/probe`, and on ZooKeeper its delete of tenant `probe` then
+# fails (`NotEmptyException`).
+LIFE = "lifecycle"
 
 
 def test_writes_of_either_read_alike_through_both(side_by_side: SideBySide) -> None:
@@ -350,8 +351,6 @@ def test_writes_of_either_read_alike_through_both(side_by_side: SideBySide) -> N
     document's or sorted, as each listing has it), and each deletes what the other made."""
     pair = side_by_side
     sides = {"theirs": pair.theirs, "ours": pair.ours}
-    # a tenant of its own: the broker leaves its ownership of the missing namespaces other
-    # tests look up under `/namespace/probe`, and on ZooKeeper its tenant delete then fails
     isolation = (b'{"namespaces":["probe-none/.*"],"primary":["x.*"],"secondary":[],'
                  b'"auto_failover_policy":{"policy_type":"min_available",'
                  b'"parameters":{"min_limit":"1","usage_threshold":"80"}}}')
