@@ -15,6 +15,7 @@ from api.errors import NotFound, PreconditionFailed
 from api.services.clusters import GLOBAL_CLUSTER
 from api.settings import Settings
 from api.shapes.models import ClusterData
+from javaformats import hash_set_order
 from metastore.readers import read_brokers
 from metastore.repositories import Repositories
 from metastore.store import MetadataStore
@@ -28,7 +29,10 @@ class Redirect:
 
 
 async def registered_brokers(store: MetadataStore) -> list[str]:
-    return sorted(await read_brokers(store))
+    """The brokers registered under `/loadbalance/brokers`, as the load manager's
+    `getAvailableBrokersAsync` collects them: the listed ids into a `HashSet`, so in its
+    order."""
+    return hash_set_order(sorted(await read_brokers(store)))
 
 
 async def active_brokers(

@@ -19,14 +19,15 @@ def register(store: RawEtcd, *brokers: str) -> None:
         store.put(f"/loadbalance/brokers/{broker}", b'{"webServiceUrl":"http://x"}')
 
 
-def test_local_cluster_lists_registered_brokers_sorted(
+def test_local_cluster_lists_registered_brokers_in_hash_set_order(
     admin: httpx.Client, clean_store: RawEtcd, server: ServerProcess
 ) -> None:
+    """The load manager collects the registered ids into a `java.util.HashSet`."""
     assert admin.get(f"{BROKERS}/{server.cluster_name}").json() == []
     register(clean_store, "10.0.0.2:8080", "10.0.0.1:8080")
     response = admin.get(f"{BROKERS}/{server.cluster_name}")
     assert response.status_code == 200
-    assert response.json() == ["10.0.0.1:8080", "10.0.0.2:8080"]
+    assert response.json() == ["10.0.0.2:8080", "10.0.0.1:8080"]
 
 
 def test_without_authorization_any_cluster_name_is_valid(
