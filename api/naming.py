@@ -37,6 +37,22 @@ def is_valid_namespace_name(tenant: str, namespace: str) -> bool:
     return bool(tenant) and bool(namespace) and is_valid_name(tenant) and is_valid_name(namespace)
 
 
+INVALID_TENANT_NAME = "Tenant name is not valid"
+INVALID_NAMESPACE_NAME = "Namespace name is not valid"
+
+
+def require_valid_tenant_name(tenant: str) -> None:
+    """412 `Tenant name is not valid` (`NamedEntity.checkName`), as Pulsar answers it."""
+    if not tenant or not is_valid_name(tenant):
+        raise PreconditionFailed(INVALID_TENANT_NAME)
+
+
+def require_valid_namespace_name(tenant: str, namespace: str) -> None:
+    """412 `Namespace name is not valid` (`NamespaceName`'s check), as Pulsar answers it."""
+    if not is_valid_namespace_name(tenant, namespace):
+        raise PreconditionFailed(INVALID_NAMESPACE_NAME)
+
+
 def is_valid_free_name(name: str) -> bool:
     return (
         0 < len(name) <= MAX_NAME_LENGTH

@@ -34,14 +34,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from api.auth.authentication import AuthenticationFailed, ProviderChain
-from api.errors import Forbidden, NotAuthorized, NotFound, PreconditionFailed
-from api.naming import is_valid_name, is_valid_namespace_name
+from api.errors import Forbidden, NotAuthorized, NotFound
+from api.naming import require_valid_namespace_name, require_valid_tenant_name
 
 NEED_AUTHENTICATION: Final = "Need to authenticate to perform the request"
 NEED_SUPER_USER: Final = "This operation requires super-user access"
 TENANT_NOT_FOUND: Final = "Tenant does not exist"
-INVALID_NAMESPACE_NAME: Final = "Namespace name is not valid"
-INVALID_TENANT_NAME: Final = "Tenant name is not valid"
 
 
 @dataclass(frozen=True)
@@ -374,14 +372,12 @@ async def authorize(access: Access, guard: Guard) -> str | None:
     need = RULES.get(access.operation, SUPER_USER)
     if isinstance(need, AnyRole):
         return role
-    if "namespace" in access.params and not is_valid_namespace_name(
-            access.params.get("tenant", ""), access.params["namespace"]):
+    if "namespace" in access.params:
         # the resource builds its NamespaceName (or TopicName) before it authorises
-        raise PreconditionFailed(INVALID_NAMESPACE_NAME)
-    names_tenant = (isinstance(need, SuperUserOrTenant) and need.checks_name) or (
-        isinstance(need, TenantOperation) and not need.from_query)
-    if names_tenant and not is_valid_name(access.params.get("tenant", "")):
-        raise PreconditionFailed(INVALID_TENANT_NAME)
+        require_valid_namespace_name(access.params.get("tenant", ""), access.params["namespace"])
+    if (isinstance(need, SuperUserOrTenant) and need.checks_name) or (
+            isinstance(need, TenantOperation) and not need.from_query):
+        require_valid_tenant_name(access.params.get("tenant", ""))
     if isinstance(need, SuperUser):
         raise NotAuthorized(NEED_SUPER_USER)
     if isinstance(need, ClusterOperation | ClusterPolicy):

@@ -27,13 +27,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from api.errors import InvalidInput, NotFound, ServiceUnavailable
+from api.naming import require_valid_namespace_name
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
     NAMESPACE_NOT_OWNED,
     TOPIC_DOMAINS,
     NamespaceService,
     bundles_for,
-    require_valid_namespace_name,
 )
 from api.settings import Settings
 from api.shapes.models import BundlesData

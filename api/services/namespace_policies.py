@@ -17,13 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from api.errors import InvalidInput, NotFound, PreconditionFailed
-from api.naming import require_free_name
+from api.naming import require_free_name, require_valid_namespace_name
 from api.services.clusters import require_cluster
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
     NAMESPACE_NOT_OWNED,
     NamespaceService,
-    require_valid_namespace_name,
     validate_persistence,
 )
 from api.settings import Settings

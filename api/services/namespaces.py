@@ -20,7 +20,7 @@ from api.errors import (
     NotFound,
     PreconditionFailed,
 )
-from api.naming import is_valid_name, is_valid_namespace_name
+from api.naming import require_valid_namespace_name, require_valid_tenant_name
 from api.settings import Settings
 from api.shapes.models import BundlesData, PersistencePolicies, Policies, TenantInfo
 from javaformats import decode_java_long
@@ -32,7 +32,6 @@ NAMESPACE_NOT_FOUND = "Namespace does not exist"
 # The 404 of Pulsar's global-ownership check (`checkLocalOrGetPeerReplicationCluster`), which
 # lookup, unload, topic creation and bookie affinity run first.
 NAMESPACE_NOT_OWNED = "Namespace not found"
-INVALID_NAMESPACE_NAME = "Namespace name is not valid"
 GLOBAL_CLUSTER = "global"
 
 FULL_RANGE = 1 << 32
@@ -43,11 +42,6 @@ SUPPORTED_MAX_BUNDLES = 1 << 16
 INVALID_BUNDLES = (
     "Invalid number of bundles. Number of numbles has to be in the range of (0, 2^32]."
 )
-
-def require_valid_namespace_name(tenant: str, namespace: str) -> None:
-    if not is_valid_namespace_name(tenant, namespace):
-        raise PreconditionFailed(INVALID_NAMESPACE_NAME)
-
 
 def namespace_missing_for_delete(tenant: str, namespace: str) -> str:
     """A DELETE's 404 words: `precheckWhenDeleteNamespace` names the namespace."""
@@ -157,8 +151,7 @@ class NamespaceService:
         return found
 
     async def list(self, tenant: str) -> list[str]:
-        if not is_valid_name(tenant):  # `getTenantNamespaces` checks the name first
-            raise PreconditionFailed("Tenant name is not valid")
+        require_valid_tenant_name(tenant)  # `getTenantNamespaces` checks the name first
         if await self.tenant_info(tenant) is None:
             raise NotFound("Tenant not found")
         return await self.namespaces_of(tenant)

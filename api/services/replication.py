@@ -11,11 +11,11 @@ The write is a compare-and-swap of the policies document that keeps every other 
 from __future__ import annotations
 
 from api.errors import Conflict, Forbidden, NotFound, PreconditionFailed
+from api.naming import require_valid_namespace_name
 from api.services.namespaces import (
     GLOBAL_CLUSTER,
     NAMESPACE_NOT_FOUND,
     NamespaceService,
-    require_valid_namespace_name,
 )
 from api.settings import Settings
 from api.shapes.models import Policies

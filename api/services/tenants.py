@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 
 from api.errors import Conflict, NotAllowed, NotFound, PreconditionFailed
-from api.naming import is_valid_name
+from api.naming import require_valid_tenant_name
 from api.services.namespaces import NamespaceService
 from api.settings import Settings
 from api.shapes.models import TenantInfo
@@ -48,8 +48,7 @@ class TenantService:
         return info
 
     async def create(self, tenant: str, info: TenantInfo | None) -> None:
-        if not is_valid_name(tenant) or not tenant:
-            raise PreconditionFailed("Tenant name is not valid")
+        require_valid_tenant_name(tenant)
         await retry_on_conflict(lambda: self._create_once(tenant, info))
 
     async def _create_once(self, tenant: str, given: TenantInfo | None) -> None:

@@ -28,12 +28,11 @@ from api.errors import (
     PreconditionFailed,
     ServiceError,
 )
+from api.naming import is_valid_namespace_name, require_valid_namespace_name
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
     NAMESPACE_NOT_OWNED,
     NamespaceService,
-    is_valid_namespace_name,
-    require_valid_namespace_name,
 )
 from api.services.publish_buffer import PublishBuffer
 from api.settings import Settings
