@@ -14,15 +14,13 @@ import pytest
 
 from metastore.paths import bookie_cookie
 from storage.ledger import LedgerSpec
-from tests.interop.upstream import UpstreamJvm
+from tests.interop.upstream import UpstreamJvm, bookkeeper_service_uri
 from tests.storage.testbed import (
     Cluster,
     ledger_client,
-    start_cluster,
-    start_zookeeper_cluster,
+    start_cluster_on,
     stop_cluster,
 )
-from tests.zookeeper import EmbeddedZooKeeper
 
 CHROOT = "/bk-interop"
 
@@ -32,24 +30,14 @@ def bk_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
                ) -> Iterator[Cluster]:
     """Three of our bookie processes, on racks of their own in group `iso`, on an etcd of
     their own or on the session's ZooKeeper (every key under `CHROOT`)."""
-    work = tmp_path_factory.mktemp("bk-interop")
-    if request.param == "zookeeper":
-        zookeeper: EmbeddedZooKeeper = request.getfixturevalue("zookeeper")
-        running = start_zookeeper_cluster(work, 3, zookeeper.hosts(), CHROOT)
-    else:
-        running = start_cluster(work, 3)
+    running = start_cluster_on(request, tmp_path_factory.mktemp("bk-interop"), 3, CHROOT)
     running.set_groups({"iso": running.ids})
     yield running
     stop_cluster(running)
 
 
 def service_uri(cluster: Cluster) -> str:
-    """BookKeeper's `metadataServiceUri` for the cluster's store: Pulsar's driver on etcd,
-    BookKeeper's own hierarchical ZooKeeper driver (`host:port/chroot/ledgers`) on ZooKeeper."""
-    url = cluster.etcd.url
-    if url.startswith("zk:"):
-        return f"zk+hierarchical://{url.removeprefix('zk:')}/ledgers"
-    return f"metadata-store:{url}"
+    return bookkeeper_service_uri(cluster.etcd.url)
 
 
 def lines(jvm: UpstreamJvm, *args: str) -> list[str]:

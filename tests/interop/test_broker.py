@@ -30,12 +30,10 @@ from tests.interop.upstream import UpstreamBroker, UpstreamJvm
 from tests.storage.testbed import (
     TOPIC_CONF,
     Cluster,
-    start_cluster,
-    start_zookeeper_cluster,
+    start_cluster_on,
     stop_cluster,
 )
 from tests.support import ServerProcess, wait_until
-from tests.zookeeper import EmbeddedZooKeeper
 
 NAMESPACE = "mix/isolated"
 TOPIC = f"persistent://{NAMESPACE}/orders"
@@ -64,11 +62,7 @@ def beside(request: pytest.FixtureRequest, upstream_broker_classpath: str,
     CLI, then the upstream broker on the same store: an etcd of its own, or the session's
     ZooKeeper under a chroot."""
     work = tmp_path_factory.mktemp("beside")
-    if request.param == "zookeeper":
-        zookeeper: EmbeddedZooKeeper = request.getfixturevalue("zookeeper")
-        cluster = start_zookeeper_cluster(work, 3, zookeeper.hosts(), "/beside")
-    else:
-        cluster = start_cluster(work, 3)
+    cluster = start_cluster_on(request, work, 3, "/beside")
     service = broker = None
     try:
         cluster.set_groups({"iso": cluster.ids[:2], "other": cluster.ids[2:]})

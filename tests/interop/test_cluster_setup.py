@@ -21,7 +21,7 @@ from metastore import paths
 from metastore.embedded import EmbeddedEtcd
 from metastore.ledger_metadata import decode_ledger_metadata
 from tests.cli.conftest import clean_env, run_cli
-from tests.interop.upstream import UpstreamJvm, initialize_cluster_metadata
+from tests.interop.upstream import UpstreamJvm, bookkeeper_service_uri, initialize_cluster_metadata
 from tests.storage.bookie.support import BookieProcess
 from tests.storage.testbed import TOPIC_CONF
 from tests.support import RawEtcd, RawStore, ServerProcess
@@ -37,13 +37,6 @@ class Formatted:
     raw: RawStore
     service: ServerProcess
     bookies: list[BookieProcess]
-
-    def bk_uri(self) -> str:
-        """BookKeeper's `metadataServiceUri`: Pulsar's driver on etcd, BookKeeper's own
-        hierarchical driver on ZooKeeper."""
-        if self.url.startswith("zk:"):
-            return f"zk+hierarchical://{self.url.removeprefix('zk:')}/ledgers"
-        return f"metadata-store:{self.url}"
 
 
 @pytest.fixture(scope="module", params=["etcd", "zookeeper"])
@@ -137,7 +130,8 @@ def test_ledgers_follow_our_affinity_and_upstream_reads_them(
     assert raw is not None
     assert decode_ledger_metadata(ledger, raw).current_ensemble == (ids[0],)
     # the first ledger, closed at 10 entries (TOPIC_CONF's rollover), each a Pulsar message
-    read = upstream_bookkeeper.run("bk-client", "read", formatted.bk_uri(), "v3", str(ledger))
+    read = upstream_bookkeeper.run("bk-client", "read", bookkeeper_service_uri(formatted.url),
+                                   "v3", str(ledger))
     assert read.code == 0, read
     assert read.out.splitlines()[:2] == ["lac 9", "closed true"], read.out
     assert read.out.count("upstream-formatted") == 10, read.out

@@ -26,19 +26,17 @@ from storage.bookie_client import BookieClient
 from storage.ledger import LedgerSpec
 from storage.ledger.metadata import managed_ledger_custom_metadata
 from tests.cli.conftest import clean_env, run_cli
-from tests.interop.upstream import UpstreamBookie, UpstreamJvm
+from tests.interop.upstream import UpstreamBookie, UpstreamJvm, bookkeeper_service_uri
 from tests.storage.bookie.support import BookieProcess
 from tests.storage.chaos.support import FAST
 from tests.storage.testbed import (
     TOPIC_CONF,
     Cluster,
     engine,
-    start_cluster,
-    start_zookeeper_cluster,
+    start_cluster_on,
     stop_cluster,
 )
 from tests.support import ServerProcess, wait_until, wait_until_async
-from tests.zookeeper import EmbeddedZooKeeper
 
 PULSAR_CLIENT = str(Path(sys.executable).parent / "pulsar-client")
 
@@ -58,20 +56,14 @@ def mixed(request: pytest.FixtureRequest, upstream_classpath: str,
     through Pulsar's driver, or on the session's ZooKeeper (under a chroot) through
     BookKeeper's own (`zk+hierarchical://`)."""
     workdir = tmp_path_factory.mktemp("mixed")
-    if request.param == "zookeeper":
-        zookeeper: EmbeddedZooKeeper = request.getfixturevalue("zookeeper")
-        cluster = start_zookeeper_cluster(workdir, 2, zookeeper.hosts(), "/mixed")
-        metadata_service_uri = f"zk+hierarchical://{zookeeper.hosts()}/mixed/ledgers"
-    else:
-        cluster = start_cluster(workdir, 2)
-        metadata_service_uri = f"metadata-store:{cluster.etcd.url}"
+    cluster = start_cluster_on(request, workdir, 2, "/mixed")
     service = None
     upstream = None
     try:
         service = ServerProcess(cluster.etcd.url, workdir / "service",
                                 extra_conf=dict(TOPIC_CONF)).start()
         upstream = UpstreamBookie(upstream_classpath, workdir / "upstream",
-                                  metadata_service_uri, free_port())
+                                  bookkeeper_service_uri(cluster.etcd.url), free_port())
 
         def registered() -> bool:
             if upstream is not None and upstream.exited() is not None:

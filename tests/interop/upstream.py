@@ -30,6 +30,15 @@ DRIVER_PROPERTIES = [
 ]
 
 
+def bookkeeper_service_uri(metadata_store_url: str) -> str:
+    """BookKeeper's `metadataServiceUri` for one of our stores: Pulsar's `metadata-store:`
+    driver on etcd, BookKeeper's own hierarchical driver on ZooKeeper
+    (`zk+hierarchical://host:port/chroot/ledgers`), as a BookKeeper-only cluster names it."""
+    if metadata_store_url.startswith("zk:"):
+        return f"zk+hierarchical://{metadata_store_url.removeprefix('zk:')}/ledgers"
+    return f"metadata-store:{metadata_store_url}"
+
+
 class UpstreamUnavailable(RuntimeError):
     """An upstream artifact could not be resolved or the runner could not be built."""
 

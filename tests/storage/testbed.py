@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+import pytest
+
 from metastore.embedded import EmbeddedEtcd
 from metastore.store import MetadataStore, open_metadata_store
 from metastore.topology import read_cluster_view
@@ -21,7 +23,7 @@ from storage.ledger import BookiePool, LedgerClient
 from storage.managed_ledger import ManagedLedgerFactory
 from tests.storage.bookie.support import BookieProcess
 from tests.support import RawEtcd
-from tests.zookeeper import RawZooKeeper
+from tests.zookeeper import EmbeddedZooKeeper, RawZooKeeper
 
 # the service of the topic tests (tests/conftest.py: topic_service)
 TOPIC_MAX_MESSAGE = 64 * 1024
@@ -99,6 +101,17 @@ def start_zookeeper_cluster(workdir: Path, count: int, hosts: str, chroot: str) 
         stop_cluster(Cluster(store, cast(RawEtcd, raw), bookies))
         raise
     return Cluster(store, cast(RawEtcd, raw), bookies)
+
+
+def start_cluster_on(request: pytest.FixtureRequest, workdir: Path, count: int,
+                     chroot: str) -> Cluster:
+    """A cluster on the store a fixture's parameter names: `"etcd"`, an etcd of its own
+    (`start_cluster`); `"zookeeper"`, the session's ZooKeeper under `chroot`
+    (`start_zookeeper_cluster`)."""
+    if request.param == "zookeeper":
+        zookeeper: EmbeddedZooKeeper = request.getfixturevalue("zookeeper")
+        return start_zookeeper_cluster(workdir, count, zookeeper.hosts(), chroot)
+    return start_cluster(workdir, count)
 
 
 def stop_cluster(cluster: Cluster) -> None:
