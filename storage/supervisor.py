@@ -314,5 +314,7 @@ class LocalBookies:
                 try:
                     bookie.process.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
+                    log.warning("bookie %s did not stop within %.0fs: killed (its registration "
+                                "goes with its lease)", bookie.bookie_id, timeout)
                     bookie.process.kill()
                     bookie.process.wait()

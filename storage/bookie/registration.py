@@ -29,13 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metastore.bookie_service_info import bookie_service_info, encode_bookie_service_info
-from metastore.errors import MetastoreError
+from metastore.errors import MetastoreError, NotFound
 from metastore.repositories import BookieRegistrations
 from metastore.store import MetadataStore
 
 log = logging.getLogger(__name__)
 
 FORCE_READONLY_FILE = "force-readonly"
+STOP_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -153,11 +154,22 @@ class Registration:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        with contextlib.suppress(MetastoreError):
-            await self.registrations.delete(self.bookie_id, readonly=self.readonly)
-        if self._lease is not None:
-            with contextlib.suppress(MetastoreError):
-                await self.store.revoke_lease(self._lease)
+        # A store that is slow or away at this moment gets a few more tries (a stop is not
+        # the time to give up on a key readers take for a live bookie); after that the key
+        # goes with its lease or session.
+        for attempt in range(STOP_ATTEMPTS):
+            try:
+                with contextlib.suppress(NotFound):
+                    await self.registrations.delete(self.bookie_id, readonly=self.readonly)
+                if self._lease is not None:
+                    await self.store.revoke_lease(self._lease)
+            except MetastoreError as exc:
+                log.warning("deregistering %s failed (attempt %d of %d): %s",
+                            self.bookie_id, attempt + 1, STOP_ATTEMPTS, exc)
+                await asyncio.sleep(0.2)
+            else:
+                log.info("deregistered %s", self._path(self.readonly))
+                return
 
 
 async def watch_disk(

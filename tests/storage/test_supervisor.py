@@ -13,7 +13,7 @@ from metastore.embedded import EmbeddedEtcd, free_port
 from metastore.paths import bookie_available
 from storage.bookie.format import package_entry
 from storage.bookie_client import BookieClient
-from storage.supervisor import LocalBookies, default_ports, ports_for
+from storage.supervisor import LocalBookie, LocalBookies, default_ports, ports_for
 from tests.support import RawEtcd, wait_until
 
 KEY = b"\x02" * 20
@@ -55,8 +55,13 @@ def test_supervisor_starts_restarts_and_stops_bookies(
     finally:
         cluster.stop()
     assert not any(bookie.running for bookie in cluster.bookies)
-    for bookie_id in cluster.bookie_ids:  # a clean stop deregisters at once
-        assert raw_etcd.get(bookie_available(bookie_id)) is None
+    for bookie in cluster.bookies:  # a clean stop deregisters at once
+        left = raw_etcd.get(bookie_available(bookie.bookie_id))
+        assert left is None, (bookie.process and bookie.process.returncode, _log_tail(bookie))
+
+
+def _log_tail(bookie: LocalBookie) -> str:
+    return (bookie.data_dir.parent / f"bookie-{bookie.port}.log").read_text()[-4000:]
 
 
 async def _add(address: str, entry: bytes) -> None:

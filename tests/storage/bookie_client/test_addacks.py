@@ -26,6 +26,14 @@ from storage.bookie.protocol import (
 from storage.bookie_client import AckListener, AckRing, encode_add_frame
 from storage.bookie_client.addacks import route_responses
 
+# A ZooKeeper client of a session fixture, alive in its own thread while this module runs,
+# draws a jitter from the global `random` on every turn of its connection loop (kazoo's
+# `connection.py`); Hypothesis takes any change of that state during a draw for use by a
+# strategy. None of this module's strategies use `random`.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Do not use the `random` module inside strategies"
+)
+
 KEY = bytes(range(20))
 i64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 
