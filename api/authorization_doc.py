@@ -20,6 +20,7 @@ from api.auth.authorization import (
     SuperUserOrTenant,
     TenantOperation,
     TopicOperation,
+    TopicPolicy,
 )
 from api.openapi_export import openapi_document
 
@@ -46,6 +47,8 @@ def describe(need: Need) -> str:
         return f"super-user or tenant admin ({need.policy} {need.operation}; 403)"
     if isinstance(need, NamespaceOperation):
         return f"super-user or tenant admin ({need.operation}; 403)"
+    if isinstance(need, TopicPolicy):
+        return f"super-user or tenant admin ({need.policy} {need.operation}; 403)"
     assert isinstance(need, TopicOperation)
     return f"super-user or tenant admin ({need.operation}; 401)"
 

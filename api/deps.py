@@ -20,6 +20,7 @@ from api.services.lint import LintService
 from api.services.lookup import LookupService
 from api.services.namespace_policies import NamespacePolicyService
 from api.services.namespaces import NamespaceService
+from api.services.partitioned_topics import PartitionedTopicService
 from api.services.placement import PlacementService
 from api.services.rack_import import RackImportService
 from api.services.racks import RackService
@@ -116,6 +117,10 @@ async def get_topics(request: Request) -> TopicService:
     return app_state(request).services.topics
 
 
+async def get_partitioned_topics(request: Request) -> PartitionedTopicService:
+    return app_state(request).services.partitioned_topics
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetastoreDep = Annotated[MetadataStore, Depends(get_store)]
 RacksDep = Annotated[RackService, Depends(get_racks)]
@@ -130,6 +135,7 @@ PlacementDep = Annotated[PlacementService, Depends(get_placement)]
 LintDep = Annotated[LintService, Depends(get_lint)]
 LookupDep = Annotated[LookupService, Depends(get_lookup)]
 TopicsDep = Annotated[TopicService, Depends(get_topics)]
+PartitionedTopicsDep = Annotated[PartitionedTopicService, Depends(get_partitioned_topics)]
 
 
 async def get_bookkeeper_admin(request: Request) -> BookKeeperAdminService:

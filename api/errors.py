@@ -71,12 +71,20 @@ class NotAllowed(ServiceError):
     pass
 
 
+class NotAcceptable(ServiceError):
+    """406: Pulsar's answer to a partition count out of bounds on create."""
+
+
 class Conflict(ServiceError):
     pass
 
 
 class PreconditionFailed(ServiceError):
     pass
+
+
+class UnprocessableEntity(ServiceError):
+    """422: Pulsar's answer to a partition count it cannot grow to."""
 
 
 class PayloadTooLarge(ServiceError):
@@ -97,9 +105,11 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     Forbidden: 403,
     NotFound: 404,
     NotAllowed: 405,
+    NotAcceptable: 406,
     Conflict: 409,
     PreconditionFailed: 412,
     PayloadTooLarge: 413,
+    UnprocessableEntity: 422,
     UnsupportedMediaType: 415,
     ServiceUnavailable: 503,
     ServiceError: 500,

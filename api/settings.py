@@ -105,6 +105,8 @@ class Settings:
     # Ours: messages in one REST produce request (400 above it).
     maxMessagesPerProduceRequest: int = 10000
     allowAutoTopicCreation: bool = True
+    # Pulsar's: partitions a partitioned topic may have (0: no limit).
+    maxNumPartitionsPerPartitionedTopic: int = 0
     defaultNumberOfNamespaceBundles: int = 4
     # Pulsar's: what GET of a namespace's policies answers for an unset
     # `is_allow_auto_update_schema` (the field was a boolean before 2.8).

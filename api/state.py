@@ -18,6 +18,7 @@ from api.services.lint import LintService
 from api.services.lookup import LookupService
 from api.services.namespace_policies import NamespacePolicyService
 from api.services.namespaces import NamespaceService
+from api.services.partitioned_topics import PartitionedTopicService
 from api.services.placement import PlacementService
 from api.services.rack_import import RackImportService
 from api.services.racks import RackService
@@ -92,6 +93,7 @@ class Services:
     lint: LintService
     lookup: LookupService
     topics: TopicService
+    partitioned_topics: PartitionedTopicService
     storage_bookies: StorageBookieService
     storage_audits: StorageAuditService
 
@@ -156,6 +158,7 @@ class AppState:
             lint=LintService(store, topology),
             lookup=LookupService(store, settings, broker_watch, ownership_watch),
             topics=TopicService(store, settings, config, managed_ledgers),
+            partitioned_topics=PartitionedTopicService(store, settings, managed_ledgers),
             storage_bookies=StorageBookieService(
                 store, versioned_keys, config, local_bookies, client=ledgers, racks=racks,
                 recovery=settings.autorecovery,

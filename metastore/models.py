@@ -392,6 +392,30 @@ BUILDER_DEFAULTS: dict[str, Any] = {
 }
 
 
+class PartitionedTopicMetadata(OpenPulsarModel):
+    """`/admin/partitioned-topics/{tenant}/{ns}/persistent/{topic}`: how many partitions the
+    topic has (each partition `{topic}-partition-{i}` a topic of its own)."""
+
+    java_class = "org.apache.pulsar.common.partition.PartitionedTopicMetadata"
+    model_config = ConfigDict(
+        populate_by_name=True, extra="allow",
+        json_schema_extra={"examples": [{"partitions": 3, "deleted": False}]},
+    )
+
+    partitions: JavaInt = 0
+    deleted: JavaBoolean = False
+    properties: JavaStringMap = None
+
+    @classmethod
+    def count_in(cls, raw: bytes) -> int:
+        """The partition count a stored document holds, read leniently (0 when the bytes are
+        not such a document), for the checks that only ask whether a topic is partitioned."""
+        try:
+            return cls.from_bytes(raw).partitions
+        except ValueError:
+            return 0
+
+
 class FailureDomain(PulsarModel):
     java_class = "org.apache.pulsar.common.policies.data.FailureDomainImpl"
     model_config = ConfigDict(

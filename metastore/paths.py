@@ -180,6 +180,17 @@ def underreplication_lock(ledger_id: int) -> str:
 PARTITIONED_TOPICS = "/admin/partitioned-topics"
 
 
+def partitioned_topics(tenant_name: str, ns: str) -> str:
+    """The parent of a namespace's persistent partitioned topics' metadata."""
+    return join(PARTITIONED_TOPICS, tenant_name, ns, "persistent")
+
+
+def partitioned_topic(tenant_name: str, ns: str, encoded_topic: str) -> str:
+    """A persistent partitioned topic's `PartitionedTopicMetadata` (`encoded_topic`: the local
+    name URL-encoded, as its managed ledgers are named)."""
+    return join(partitioned_topics(tenant_name, ns), encoded_topic)
+
+
 # -- force GC of the bookies (BookKeeper's `PUT /api/v1/bookie/gc`, answered for the cluster):
 # the service writes the request, every bookie watches it and keeps its state
 # (storage.bookie.gc) ---------------------------------------------------------------------------

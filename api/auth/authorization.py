@@ -124,8 +124,17 @@ class TopicOperation:
     operation: str
 
 
+@dataclass(frozen=True)
+class TopicPolicy:
+    """`validateTopicPolicyOperation`: super-user or the topic tenant's admin, else 403
+    naming the policy."""
+
+    policy: str
+    operation: str
+
+
 Need = (SuperUser | AnyRole | SuperUserOrTenant | TenantOperation | NamespaceOperation
-        | NamespacePolicy | TopicOperation | ClusterOperation | ClusterPolicy)
+        | NamespacePolicy | TopicOperation | TopicPolicy | ClusterOperation | ClusterPolicy)
 SUPER_USER: Final = SuperUser()
 ANY_ROLE: Final = AnyRole()
 
@@ -276,6 +285,19 @@ TABLE: Final[Mapping[str, Rule]] = {
         "internalGetMessageById", "validateTopicOperation(PEEK_MESSAGES)")),
     "examineMessage": Rule(TopicOperation("PEEK_MESSAGES"), _TOPICS.format(
         "internalExamineMessage", "validateTopicOperation(PEEK_MESSAGES)")),
+    "getPartitionedTopicList": Rule(NamespaceOperation("GET_TOPICS"), "PersistentTopics."
+                                    "getPartitionedTopicList: validateNamespaceOperation("
+                                    "GET_TOPICS)"),
+    "createPartitionedTopic": Rule(TopicPolicy("PARTITION", "WRITE"), "PersistentTopics."
+                                   "createPartitionedTopic: validateTopicPolicyOperation("
+                                   "PARTITION, WRITE)"),
+    "getPartitionedMetadata": Rule(TopicOperation("LOOKUP"), "AdminResource.getPartitioned"
+                                   "TopicMetadataAsync: validateTopicOperation(LOOKUP)"),
+    "updatePartitionedTopic": Rule(TopicPolicy("PARTITION", "WRITE"), "PersistentTopics."
+                                   "updatePartitionedTopic: validateTopicPolicyOperation("
+                                   "PARTITION, WRITE)"),
+    "deletePartitionedTopic": Rule(NamespaceOperation("DELETE_TOPIC"), _TOPICS.format(
+        "internalDeletePartitionedTopic", "validateNamespaceOperation(DELETE_TOPIC)")),
     # the placement console's data (ours, api/routes/console.py)
     "getConsoleOverview": Rule(ANY_ROLE, "ours (console overview): any authenticated role; the "
                                "service shows a tenant admin its own tenants' namespaces only, "
@@ -435,8 +457,13 @@ def _refusal(access: Access, need: Need, role: str) -> NotAuthorized | Forbidden
             f"Unauthorized to validateNamespaceOperation for operation [{need.operation}] "
             f"on namespace [{namespace}]"
         )
-    assert isinstance(need, TopicOperation)
     topic = f"persistent://{namespace}/{access.params.get('topic', '')}"
+    if isinstance(need, TopicPolicy):
+        return Forbidden(
+            f"Unauthorized to validateTopicPolicyOperation for operation [{need.operation}] "
+            f"on topic [{topic}] on policy [{need.policy}]"
+        )
+    assert isinstance(need, TopicOperation)
     return NotAuthorized(
         f"Unauthorized to validateTopicOperation for operation [{need.operation}] on topic "
         f"[{topic}]"

@@ -3,12 +3,12 @@ of `admin/v2/PersistentTopics` for create, delete, list, internal stats and mess
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Response
 from fastapi.responses import JSONResponse
 
-from api.deps import TopicsDep
+from api.deps import PartitionedTopicsDep, TopicsDep
 from api.errors import NotFound
 from api.http.header_case import keep_case
 from api.services.topics import (
@@ -17,7 +17,14 @@ from api.services.topics import (
     NO_MESSAGES,
     ReadMessage,
 )
-from api.shapes.params import EntryId, LedgerId, NamespaceName, TenantName, TopicName
+from api.shapes.params import (
+    EntryId,
+    JerseyBoolean,
+    LedgerId,
+    NamespaceName,
+    TenantName,
+    TopicName,
+)
 from api.shapes.responses import (
     EXAMPLE_PRODUCER_MESSAGES,
     PersistentTopicInternalStats,
@@ -26,6 +33,7 @@ from api.shapes.responses import (
     TopicNames,
 )
 from javaformats import parse_java_long
+from metastore.models import JavaInt, PartitionedTopicMetadata
 
 router = APIRouter(tags=["topics"])
 ADMIN = "/admin/v2/persistent/{tenant}/{namespace}"
@@ -293,3 +301,152 @@ async def examine_message(
     reads them."""
     message = await topics.examine(tenant, namespace, topic, initialPosition, messagePosition)
     return _message_response(message)
+
+
+# -- partitioned topics (`PersistentTopics`: createPartitionedTopic, getPartitionedMetadata,
+# updatePartitionedTopic, deletePartitionedTopic, getPartitionedTopicList) ------------------
+
+COMPATIBILITY = "Accepted for compatibility"
+FORCE = "Accepted for compatibility (a topic has no producers or subscriptions to close here)"
+SYSTEM_TOPICS = "`true`: also the system topics (`__change_events`, ...)"
+AUTO_CREATION = ("`true`: a missing topic that would be created on first use answers 0 "
+                 "partitions instead of 404")
+PARTITIONS_BODY = Body(
+    description="The number of partitions, a JSON number (Jackson's `int`: `3`, `\"3\"`)",
+    examples=[3],
+)
+
+
+@router.get(
+    ADMIN + "/partitioned",
+    operation_id="getPartitionedTopicList",
+    summary="Get the list of partitioned topics under a namespace.",
+    response_model=TopicNames,
+    responses=errors({404: NAMESPACE_NOT_FOUND, 412: INVALID_NAME}),
+)
+async def list_partitioned_topics(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    partitioned: PartitionedTopicsDep,
+    includeSystemTopic: Annotated[JerseyBoolean, Query(description=SYSTEM_TOPICS)] = False,
+) -> list[str]:
+    """The namespace's partitioned topics, sorted, as `persistent://tenant/namespace/topic`."""
+    return await partitioned.list(tenant, namespace, includeSystemTopic)
+
+
+@router.put(
+    ADMIN + "/{topic}/partitions",
+    operation_id="createPartitionedTopic",
+    summary="Create a partitioned topic.",
+    status_code=204,
+    response_class=Response,
+    responses=errors(
+        {
+            400: "The body is not a number; or a transaction-internal name",
+            404: "Namespace not found, or Namespace is deleted (being deleted)",
+            406: "Number of partitions should be more than 0 (or at most "
+                 "maxNumPartitionsPerPartitionedTopic)",
+            409: "This topic already exists (partitioned or not)",
+            412: "Namespace name is not valid; Topic name is not valid; Partitioned Topic Name "
+                 "should not contain '-partition-'",
+        }
+    ),
+)
+async def create_partitioned_topic(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    partitioned: PartitionedTopicsDep,
+    partitions: Annotated[JavaInt | None, PARTITIONS_BODY] = None,
+    createLocalTopicOnly: Annotated[JerseyBoolean, Query(description=COMPATIBILITY)] = False,
+    authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
+) -> Response:
+    """Create the topic's metadata and its partitions `{topic}-partition-0..N-1`, each a topic
+    whose ledgers follow the namespace's persistence policy and bookie affinity groups."""
+    await partitioned.create(tenant, namespace, topic, partitions)
+    return Response(status_code=204)
+
+
+@router.get(
+    ADMIN + "/{topic}/partitions",
+    operation_id="getPartitionedMetadata",
+    summary="Get partitioned topic metadata.",
+    response_model=PartitionedTopicMetadata,
+    response_model_exclude_none=True,
+    responses=errors({404: f"{TOPIC_NOT_FOUND}; or Namespace not found",
+                      412: INVALID_TOPIC_NAME}),
+)
+async def get_partitioned_metadata(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    partitioned: PartitionedTopicsDep,
+    checkAllowAutoCreation: Annotated[JerseyBoolean, Query(description=AUTO_CREATION)] = False,
+    authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
+) -> JSONResponse:
+    """`{"partitions": N, "deleted": false}`; 0 partitions for a topic that is not
+    partitioned (a partition included)."""
+    found = await partitioned.metadata(tenant, namespace, topic, checkAllowAutoCreation)
+    return JSONResponse(found.dump())
+
+
+@router.post(
+    ADMIN + "/{topic}/partitions",
+    operation_id="updatePartitionedTopic",
+    summary="Increment partitions of an existing partitioned topic.",
+    status_code=204,
+    response_class=Response,
+    responses=errors(
+        {
+            400: "The body is not a number",
+            409: "Topic persistent://tenant/namespace/topic is not the partitioned topic.",
+            412: f"{INVALID_TOPIC_NAME}; Partitioned Topic Name should not contain "
+                 "'-partition-'",
+            422: "Desired partitions N can't be less than the current partitions M.",
+        }
+    ),
+)
+async def update_partitioned_topic(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    partitioned: PartitionedTopicsDep,
+    partitions: Annotated[JavaInt | None, PARTITIONS_BODY] = None,
+    updateLocalTopicOnly: Annotated[JerseyBoolean, Query(description=COMPATIBILITY)] = False,
+    force: Annotated[JerseyBoolean, Query(description=COMPATIBILITY)] = False,
+    authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
+) -> Response:
+    """Grow the topic to `partitions` (never fewer): the new partitions' topics are created
+    with the new count, at once."""
+    await partitioned.update(tenant, namespace, topic, partitions)
+    return Response(status_code=204)
+
+
+@router.delete(
+    ADMIN + "/{topic}/partitions",
+    operation_id="deletePartitionedTopic",
+    summary="Delete a partitioned topic.",
+    status_code=204,
+    response_class=Response,
+    responses=errors(
+        {
+            404: "Topic persistent://tenant/namespace/topic not found.",
+            409: "persistent://tenant/namespace/topic is a non-partitioned topic. Instead of "
+                 "calling delete-partitioned-topic please call delete.",
+            412: f"{INVALID_TOPIC_NAME}; Partitioned Topic Name should not contain "
+                 "'-partition-'",
+        }
+    ),
+)
+async def delete_partitioned_topic(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    partitioned: PartitionedTopicsDep,
+    force: Annotated[JerseyBoolean, Query(description=FORCE)] = False,
+    deleteSchema: Annotated[JerseyBoolean, Query(description=COMPATIBILITY)] = False,
+    authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
+) -> Response:
+    """Delete every partition (its managed ledger and ledgers), then the topic's metadata."""
+    await partitioned.delete(tenant, namespace, topic)
+    return Response(status_code=204)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,6 +84,7 @@ NON_PARTITIONED = -1
 INVALID_TOPIC_NAME = "Topic name is not valid"
 MESSAGE_ID_NOT_FOUND = "Message id not found"
 NO_MESSAGES = "Could not examine messages due to the total message is zero"
+PARTITIONS_NOT_CREATED = "Topic partitions were not yet created"
 YIELD_EVERY = 500  # messages of one produce request handled between two loop turns
 LOCAL_CLUSTER = "__local__"  # replicate_to of a message produced with disableReplication
 
@@ -120,6 +122,37 @@ def event_time_of(text: str) -> int:
 
 
 PARTITION_SUFFIX = "-partition-"  # TopicName.PARTITIONED_TOPIC_SUFFIX
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def partition_index(topic: str) -> int:
+    """`TopicName.getPartitionIndex`: for a name containing `-partition-`, what follows its
+    last `-` read by `Integer.parseInt` (a sign allowed), else -1; -1 when it is no int."""
+    if PARTITION_SUFFIX not in topic:
+        return -1
+    tail = topic[topic.rfind("-") + 1:]
+    if not _JAVA_INT.fullmatch(tail) or not -(2**31) <= int(tail) < 2**31:
+        return -1
+    return int(tail)
+
+
+def base_topic(topic: str) -> str:
+    """`TopicName.getPartitionedTopicName`'s local part: the name before its last
+    `-partition-` when it names a partition (`partition_index`), else the name itself."""
+    if partition_index(topic) == -1:
+        return topic
+    return topic[:topic.rfind(PARTITION_SUFFIX)]
+
+
+def auto_create_allowed(policies: Policies, settings: Settings) -> bool:
+    """Whether a topic is created on first use in a namespace of `policies`: its
+    `autoTopicCreationOverride`, else the broker's `allowAutoTopicCreation`."""
+    override = (policies.model_extra or {}).get("autoTopicCreationOverride")
+    if isinstance(override, dict) and "allowAutoTopicCreation" in override:
+        return bool(override["allowAutoTopicCreation"])
+    return settings.allowAutoTopicCreation
 
 
 @dataclass(frozen=True)
@@ -309,6 +342,10 @@ class TopicService:
         name = managed_ledger_name(tenant, namespace, topic)
         if (not create and self.factory.get_if_open(name) is None
                 and not await self._exists(name)):
+            base = base_topic(topic)
+            if base != topic and \
+                    await self.docs.topics.partitions(tenant, namespace, codec_encode(base)):
+                raise NotFound(PARTITIONS_NOT_CREATED)  # a partition of a partitioned topic
             raise topic_not_found(tenant, namespace, topic)
         try:
             return await self.factory.open(name, config)
@@ -327,12 +364,6 @@ class TopicService:
             raise namespace_deleted()
         return policies
 
-    def _auto_create_allowed(self, policies: Policies) -> bool:
-        override = (policies.model_extra or {}).get("autoTopicCreationOverride")
-        if isinstance(override, dict) and "allowAutoTopicCreation" in override:
-            return bool(override["allowAutoTopicCreation"])
-        return self.settings.allowAutoTopicCreation
-
     # -- admin --------------------------------------------------------------------------------
 
     async def create(self, tenant: str, namespace: str, topic: str) -> None:
@@ -342,8 +373,9 @@ class TopicService:
             raise NotFound(NAMESPACE_NOT_OWNED)  # the broker's ownership check, first
         await self._writable_policies(tenant, namespace)
         await self._require_not_a_stray_partition(tenant, namespace, topic)
-        if await self._exists(managed_ledger_name(tenant, namespace, topic)):
-            raise Conflict("This topic already exists")
+        if await self._exists(managed_ledger_name(tenant, namespace, topic)) or \
+                await self.docs.topics.partitions(tenant, namespace, codec_encode(topic)):
+            raise Conflict("This topic already exists")  # as a topic or a partitioned one
         await self._open(tenant, namespace, topic, create=True)
 
     async def _require_not_a_stray_partition(self, tenant: str, namespace: str,
@@ -363,12 +395,16 @@ class TopicService:
         if index >= partitions:
             raise PreconditionFailed(
                 f'Can\'t create topic {topic} with "-partition-" followed by a number smaller '
-                f"then number of partition of partitioned topic {base}")
+                f"than number of partition of partitioned topic {base}")
 
     async def delete(self, tenant: str, namespace: str, topic: str) -> None:
         require_valid_topic_name(tenant, namespace, topic)
         if await self.docs.policies.get(tenant, namespace) is None:
             raise topic_not_found(tenant, namespace, topic)  # the broker's words here
+        if await self.docs.topics.partitions(tenant, namespace, codec_encode(topic)):
+            raise Conflict(f"persistent://{tenant}/{namespace}/{topic} is a partitioned topic, "
+                           f"instead of calling delete topic, please call "
+                           f"delete-partitioned-topic.")
         name = managed_ledger_name(tenant, namespace, topic)
         if self.factory.get_if_open(name) is None and not await self._exists(name):
             raise topic_not_found(tenant, namespace, topic)
@@ -432,32 +468,44 @@ class TopicService:
             if message_size(entry) > limit:
                 raise message_too_large(index, message_size(entry), limit)
             encoded.append(entry)
-        name = managed_ledger_name(tenant, namespace, topic)
-        create = self._auto_create_allowed(policies)
-        if not create and self.factory.get_if_open(name) is None and not await self._exists(
-                name):
-            raise NotFound("Topic not exist")
-        ledger = await self._open(tenant, namespace, topic, create=True, policies=policies)
+        # A partitioned topic's messages go to its partitions in turn (message i to partition
+        # i mod N), each partition a topic of its own, as the broker's REST producer spreads
+        # them over the partitions it owns (here, all of them).
+        partitions = await self.docs.topics.partitions(tenant, namespace, codec_encode(topic))
+        if partitions > 0:
+            targets = [(f"{topic}{PARTITION_SUFFIX}{index}", index)
+                       for index in range(min(partitions, len(encoded)))]
+        else:
+            name = managed_ledger_name(tenant, namespace, topic)
+            create = auto_create_allowed(policies, self.settings)
+            if not create and self.factory.get_if_open(name) is None and not await self._exists(
+                    name):
+                raise NotFound("Topic not exist")
+            targets = [(topic, NON_PARTITIONED)]
+        ledgers = [await self._open(tenant, namespace, target, create=True, policies=policies)
+                   for target, _ in targets]
         async with self.publish_buffer.room(sum(map(len, encoded))):
             # all adds of the request in flight at once (started a piece at a time, so that
-            # a large request does not hold the loop); the managed ledger keeps call order
+            # a large request does not hold the loop); each managed ledger keeps call order
             adds: list[asyncio.Future[Position]] = []
             for first in range(0, len(encoded), YIELD_EVERY):
-                adds += [asyncio.ensure_future(ledger.add_entry(entry))
-                         for entry in encoded[first:first + YIELD_EVERY]]
+                adds += [asyncio.ensure_future(ledgers[index % len(ledgers)].add_entry(entry))
+                         for index, entry in enumerate(encoded[first:first + YIELD_EVERY],
+                                                       start=first)]
                 await asyncio.sleep(0)
             outcomes = await asyncio.gather(*adds, return_exceptions=True)
         results = []
-        for outcome in outcomes:
+        for index, outcome in enumerate(outcomes):
+            partition = targets[index % len(targets)][1]
             if isinstance(outcome, LedgerError | ManagedLedgerError):
                 # ProducerAck's field order; errorMsg is the failure's message
-                results.append({"errorMsg": str(outcome), "messageId": str(NON_PARTITIONED),
+                results.append({"errorMsg": str(outcome), "messageId": str(partition),
                                 "errorCode": 2, "schemaVersion": 0})
             elif isinstance(outcome, BaseException):
                 raise outcome
             else:
                 results.append({
-                    "messageId": f"{outcome.ledger_id}:{outcome.entry_id}:{NON_PARTITIONED}",
+                    "messageId": f"{outcome.ledger_id}:{outcome.entry_id}:{partition}",
                     "errorCode": 0,
                     "schemaVersion": 0,
                 })

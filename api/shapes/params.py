@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Path
+from pydantic import BeforeValidator
 
 
 def _example(value: str, summary: str) -> dict[str, Any]:
@@ -141,3 +142,13 @@ StorageBookieId = Annotated[
         openapi_examples=_example("127.0.0.1:3181", "a bookie on its default port"),
     ),
 ]
+
+
+def _jersey_boolean(value: object) -> bool:
+    """`Boolean.valueOf` of a query value, as Jersey binds a `boolean` parameter: `true` in
+    any case is true, anything else (`abc` included) false."""
+    return (isinstance(value, str) and value.lower() == "true") or value is True
+
+
+# A `boolean` query parameter of a Pulsar resource: never refused, only read.
+JerseyBoolean = Annotated[bool, BeforeValidator(_jersey_boolean)]

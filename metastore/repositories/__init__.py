@@ -21,6 +21,7 @@ from metastore.repositories.admin import (
     NamespaceLocalPolicies,
     NamespacePolicies,
     NamespaceTopics,
+    PartitionedTopics,
     RackConfiguration,
     Tenants,
     ownership_tree,
@@ -53,6 +54,7 @@ class Repositories:
         self.brokers = BrokerRegistrations(store)
         self.ownership = BundleOwnership(store)
         self.topics = NamespaceTopics(store)
+        self.partitioned_topics = PartitionedTopics(store)
 
     def transaction(self) -> Transaction:
         return Transaction(self.store)
@@ -74,6 +76,7 @@ __all__ = [
     "NamespaceLocalPolicies",
     "NamespacePolicies",
     "NamespaceTopics",
+    "PartitionedTopics",
     "RackConfiguration",
     "Repositories",
     "Stored",

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from metastore import paths
-from metastore.codec import dump_json, load_json, load_stored
+from metastore.codec import dump_json, load_stored
 from metastore.documents import (
     BrokerRegistration,
     RackConfig,
@@ -23,6 +23,7 @@ from metastore.models import (
     ClusterData,
     FailureDomain,
     LocalPolicies,
+    PartitionedTopicMetadata,
     Policies,
     PulsarModel,
     TenantInfo,
@@ -302,6 +303,18 @@ class BrokerRegistrations:
                 if key.startswith(prefix) and "/" not in key.removeprefix(prefix)}  # fmt: skip
 
 
+class PartitionedTopics(Document[PartitionedTopicMetadata]):
+    """`/admin/partitioned-topics/{tenant}/{ns}/persistent/{topic}`: a persistent partitioned
+    topic's `PartitionedTopicMetadata`, keyed by tenant, namespace and the URL-encoded local
+    name (as its partitions' managed ledgers are named)."""
+
+    kind = "partitioned topic"
+
+    def __init__(self, store: MetadataStore) -> None:
+        super().__init__(store, paths.partitioned_topic, PartitionedTopicMetadata.from_stored,
+                         _bytes_of, parent=paths.partitioned_topics)  # fmt: skip
+
+
 class NamespaceTopics:
     """Where a namespace's topics live: its managed ledgers and partitioned-topic metadata,
     persistent and non-persistent (read to refuse deleting a non-empty namespace)."""
@@ -330,16 +343,8 @@ class NamespaceTopics:
         """The partition count of the persistent partitioned topic (`encoded_topic`, its
         URL-encoded local name) as its `PartitionedTopicMetadata` holds it; 0 when there is no
         such topic (or its metadata holds no count)."""
-        found = await self.store.get(
-            paths.join(paths.PARTITIONED_TOPICS, tenant, namespace, "persistent", encoded_topic))
-        if found is None:
-            return 0
-        try:
-            metadata = load_json(found.value)
-        except ValueError:
-            return 0
-        count = metadata.get("partitions") if isinstance(metadata, dict) else None
-        return count if isinstance(count, int) and not isinstance(count, bool) else 0
+        found = await self.store.get(paths.partitioned_topic(tenant, namespace, encoded_topic))
+        return 0 if found is None else PartitionedTopicMetadata.count_in(found.value)
 
     async def any(self, tenant: str, namespace: str) -> bool:
         for root in self._roots(tenant, namespace):

@@ -119,7 +119,7 @@ def test_a_partition_name_needs_its_partitioned_topic(http: httpx.Client,
         beyond = http.put(f"{base}/p-partition-2")
         assert (beyond.status_code, beyond.json()["reason"]) == (412, (
             "Can't create topic p-partition-2 with \"-partition-\" followed by a number "
-            "smaller then number of partition of partitioned topic p"))
+            "smaller than number of partition of partitioned topic p"))
     finally:
         topic_cluster.raw.delete("/admin/partitioned-topics/acme/plain/persistent/p")
     for name in ("q-partition-+3", "q-partition-x", "q-partition-1-partition-2"):

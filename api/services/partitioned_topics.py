@@ -1,0 +1,266 @@
+"""Persistent partitioned topics, as `admin/v2/PersistentTopics` serves them (Pulsar 4.0).
+
+A partitioned topic `p` is its `PartitionedTopicMetadata` at
+`/admin/partitioned-topics/{tenant}/{ns}/persistent/{p}` (`{"partitions":N,"deleted":false}`)
+and N topics of its own, `p-partition-0` .. `p-partition-{N-1}`, each a managed ledger like
+any topic: its ledgers follow the namespace's persistence policy and bookie affinity groups.
+As the broker does, creating one writes the metadata and an empty managed-ledger record for
+every partition that has none (here in one transaction), so the partitions are listed at once
+and their first ledger is made when something is produced; growing it writes the new
+partitions' records and the new count together; deleting it deletes every partition's
+managed ledger with its ledgers, then the metadata.
+
+The checks run in the broker's order, with its words: the namespace name (412), the
+namespace (404 `Namespace not found`), a `-partition-` name (412), a transaction-internal
+name (400), the count (406 at most 0 or over `maxNumPartitionsPerPartitionedTopic`), then
+whether the topic exists, partitioned or not (409).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+from api.errors import (
+    Conflict,
+    InvalidInput,
+    NotAcceptable,
+    NotFound,
+    PreconditionFailed,
+    UnprocessableEntity,
+)
+from api.naming import require_valid_namespace_name
+from api.services.namespaces import NAMESPACE_NOT_FOUND, NAMESPACE_NOT_OWNED
+from api.services.topics import (
+    PARTITION_SUFFIX,
+    auto_create_allowed,
+    base_topic,
+    partition_index,
+    require_valid_topic_name,
+    topic_not_found,
+)
+from api.settings import Settings
+from metastore.errors import BadVersion
+from metastore.errors import NotFound as MissingKey
+from metastore.models import PartitionedTopicMetadata
+from metastore.repositories import Repositories, Transaction
+from metastore.store import Guard, MetadataStore
+from storage.managed_ledger import (
+    ManagedLedgerFactory,
+    codec_decode,
+    codec_encode,
+    managed_ledger_name,
+    managed_ledger_path,
+)
+
+PARTITIONED_NAME = "Partitioned Topic Name should not contain '-partition-'"
+SYSTEM_TOPIC_FORMAT = "Cannot create topic in system topic format!"
+TOPIC_EXISTS = "This topic already exists"
+NOT_MORE_THAN_ZERO = "Number of partitions should be more than 0"
+EMPTY_BODY = "The request entity cannot be empty."
+
+# `SystemTopicNames` (pulsar-common 4.0): the event topics, by their local name without a
+# partition suffix, and the transaction-internal names.
+EVENTS_TOPIC_NAMES = frozenset({
+    "__change_events", "__transaction_buffer_snapshot",
+    "__transaction_buffer_snapshot_segments", "__transaction_buffer_snapshot_indexes",
+})
+TRANSACTION_COORDINATOR_ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
+TRANSACTION_COORDINATOR_LOG = "persistent://pulsar/system/__transaction_log_"
+PENDING_ACK_STORE_SUFFIX = "__transaction_pending_ack"
+# `NamespaceService.isSystemServiceNamespace`: the system namespace, the SLA-monitor and the
+# heartbeat namespaces (v1 and v2 forms).
+SYSTEM_NAMESPACE = "pulsar/system"
+_SERVICE_NAMESPACES = (
+    re.compile(r"sla-monitor/[^/]+/([^:]+:\d+)"),
+    re.compile(r"pulsar/[^/]+/([^:]+:\d+)"),
+    re.compile(r"pulsar/([^:]+:\d+)"),
+)
+
+
+def is_transaction_internal(full_name: str) -> bool:
+    """`SystemTopicNames.isTransactionInternalName` of `persistent://tenant/ns/topic`."""
+    return (full_name.startswith(TRANSACTION_COORDINATOR_ASSIGN)
+            or full_name.startswith(TRANSACTION_COORDINATOR_LOG)
+            or full_name.endswith(PENDING_ACK_STORE_SUFFIX))
+
+
+def is_system_topic(tenant: str, namespace: str, topic: str) -> bool:
+    """`BrokerService.isSystemTopic`: a topic of a system service namespace, an event topic
+    or a transaction-internal one (judged on the name without its partition suffix)."""
+    full_namespace = f"{tenant}/{namespace}"
+    if full_namespace == SYSTEM_NAMESPACE or any(
+            pattern.fullmatch(full_namespace) for pattern in _SERVICE_NAMESPACES):
+        return True
+    base = base_topic(topic)
+    return base in EVENTS_TOPIC_NAMES or is_transaction_internal(
+        f"persistent://{full_namespace}/{base}")
+
+
+def topic_url(tenant: str, namespace: str, topic: str) -> str:
+    return f"persistent://{tenant}/{namespace}/{topic}"
+
+
+class PartitionedTopicService:
+    def __init__(self, store: MetadataStore, settings: Settings,
+                 factory: ManagedLedgerFactory) -> None:
+        self.store = store
+        self.settings = settings
+        self.factory = factory
+        self.docs = Repositories(store)
+
+    async def _metadata(self, tenant: str, namespace: str,
+                        topic: str) -> PartitionedTopicMetadata | None:
+        found = await self.docs.partitioned_topics.get(tenant, namespace, codec_encode(topic))
+        return None if found is None else found.value
+
+    async def _topic_exists(self, tenant: str, namespace: str, topic: str) -> bool:
+        name = managed_ledger_name(tenant, namespace, topic)
+        return self.factory.get_if_open(name) is not None or await self.docs.topics.exists(name)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def list(self, tenant: str, namespace: str, include_system: bool) -> list[str]:
+        """`getPartitionedTopicList`: the namespace's partitioned topics, sorted, the system
+        ones (`is_system_topic`) only with `include_system`."""
+        require_valid_namespace_name(tenant, namespace)
+        if await self.docs.policies.get_cached(tenant, namespace) is None:
+            raise NotFound(NAMESPACE_NOT_FOUND)
+        names = [codec_decode(n)
+                 for n in await self.docs.partitioned_topics.names(tenant, namespace)]
+        return sorted(topic_url(tenant, namespace, n) for n in names
+                      if include_system or not is_system_topic(tenant, namespace, n))
+
+    async def metadata(self, tenant: str, namespace: str, topic: str,
+                       check_allow_auto_creation: bool) -> PartitionedTopicMetadata:
+        """`getPartitionedMetadata`: a partitioned topic's metadata; a topic that is not
+        partitioned (a partition included) has 0 partitions; a missing one is 404, or 0
+        partitions with `checkAllowAutoCreation` when topics are created on first use."""
+        require_valid_topic_name(tenant, namespace, topic)
+        policies = await self.docs.policies.get_cached(tenant, namespace)
+        if policies is None:
+            raise NotFound(NAMESPACE_NOT_OWNED)
+        found = await self._metadata(tenant, namespace, topic)
+        if found is not None:
+            return found
+        if await self._topic_exists(tenant, namespace, topic):
+            return PartitionedTopicMetadata()
+        if check_allow_auto_creation and partition_index(topic) == -1 \
+                and auto_create_allowed(policies.value, self.settings):
+            return PartitionedTopicMetadata()
+        raise topic_not_found(tenant, namespace, topic)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def _require_count(self, partitions: int) -> None:
+        if partitions <= 0:
+            raise NotAcceptable(NOT_MORE_THAN_ZERO)
+        most = self.settings.maxNumPartitionsPerPartitionedTopic
+        if most > 0 and partitions > most:
+            raise NotAcceptable(
+                f"Number of partitions should be less than or equal to {most}")
+
+    async def create(self, tenant: str, namespace: str, topic: str,
+                     partitions: int | None) -> None:
+        """`createPartitionedTopic`: the metadata and every partition's managed-ledger record,
+        in one transaction."""
+        if partitions is None:
+            raise InvalidInput(EMPTY_BODY)
+        require_valid_namespace_name(tenant, namespace)
+        require_valid_topic_name(tenant, namespace, topic)
+        policies = await self.docs.policies.get_cached(tenant, namespace)
+        if policies is None:
+            raise NotFound(NAMESPACE_NOT_OWNED)
+        if PARTITION_SUFFIX in topic:  # `validatePartitionedTopicName`: contains
+            raise PreconditionFailed(PARTITIONED_NAME)
+        if is_transaction_internal(topic_url(tenant, namespace, topic)):
+            raise InvalidInput(SYSTEM_TOPIC_FORMAT)
+        self._require_count(partitions)
+        if policies.value.deleted:
+            raise NotFound("Namespace is deleted")
+        encoded = codec_encode(topic)
+        if await self._metadata(tenant, namespace, topic) is not None \
+                or await self._topic_exists(tenant, namespace, topic):
+            raise Conflict(TOPIC_EXISTS)
+        metadata = PartitionedTopicMetadata(partitions=partitions)
+        transaction = self.docs.transaction()
+        transaction.require(self.docs.partitioned_topics.at(tenant, namespace, encoded,
+                                                            version=0))
+        await self._add_partitions(transaction, tenant, namespace, topic, 0, partitions)
+        transaction.put(self.docs.partitioned_topics, tenant, namespace, encoded,
+                        value=metadata)
+        try:
+            await transaction.commit()
+        except BadVersion:  # created meanwhile, by another writer
+            raise Conflict(TOPIC_EXISTS) from None
+
+    async def _add_partitions(self, transaction: Transaction, tenant: str, namespace: str,
+                              topic: str, first: int, count: int) -> None:
+        """Put an empty managed-ledger record (as `MetaStoreImpl` creates one) for each
+        partition in [first, count) that has none, each guarded as still absent."""
+        for index in range(first, count):
+            path = managed_ledger_path(
+                managed_ledger_name(tenant, namespace, f"{topic}{PARTITION_SUFFIX}{index}"))
+            if not await self.store.exists(path):
+                transaction.require(Guard(path, 0))
+                transaction.put_record(path, b"")
+
+    async def update(self, tenant: str, namespace: str, topic: str,
+                     partitions: int | None) -> None:
+        """`updatePartitionedTopic`: more partitions (never fewer): the new partitions'
+        records and the new count in one transaction, guarded by the metadata's version."""
+        if partitions is None:
+            raise InvalidInput(EMPTY_BODY)
+        require_valid_topic_name(tenant, namespace, topic)
+        if partition_index(topic) != -1:  # `TopicName.isPartitioned`
+            raise PreconditionFailed(PARTITIONED_NAME)
+        encoded = codec_encode(topic)
+        while True:
+            found = await self.docs.partitioned_topics.get(tenant, namespace, encoded)
+            current = 0 if found is None else found.value.partitions
+            if current <= 0:
+                raise Conflict(
+                    f"Topic {topic_url(tenant, namespace, topic)} is not the partitioned topic.")
+            if partitions < current:
+                raise UnprocessableEntity(f"Desired partitions {partitions} can't be less than "
+                                          f"the current partitions {current}.")
+            most = self.settings.maxNumPartitionsPerPartitionedTopic
+            if most > 0 and partitions > most:
+                raise UnprocessableEntity(f"Desired partitions {partitions} can't be greater "
+                                          f"than the maximum partitions per topic {most}.")
+            if partitions == current:
+                return
+            assert found is not None
+            updated = found.value.model_copy(update={"partitions": partitions})
+            transaction = self.docs.transaction()
+            transaction.require(self.docs.partitioned_topics.at(tenant, namespace, encoded,
+                                                                version=found.version))
+            await self._add_partitions(transaction, tenant, namespace, topic, current,
+                                       partitions)
+            transaction.put(self.docs.partitioned_topics, tenant, namespace, encoded,
+                            value=updated)
+            try:
+                await transaction.commit()
+                return
+            except BadVersion:
+                continue  # changed meanwhile: read it again
+
+    async def delete(self, tenant: str, namespace: str, topic: str) -> None:
+        """`deletePartitionedTopic`: every partition's managed ledger (with its ledgers),
+        then the metadata."""
+        require_valid_topic_name(tenant, namespace, topic)
+        if partition_index(topic) != -1:  # `TopicName.isPartitioned`
+            raise PreconditionFailed(PARTITIONED_NAME)
+        found = await self._metadata(tenant, namespace, topic)
+        if found is None or found.partitions <= 0:
+            if await self._topic_exists(tenant, namespace, topic):
+                raise Conflict(f"{topic_url(tenant, namespace, topic)} is a non-partitioned "
+                               f"topic. Instead of calling delete-partitioned-topic please "
+                               f"call delete.")
+            raise NotFound(f"Topic {topic_url(tenant, namespace, topic)} not found.")
+        for index in range(found.partitions):
+            name = managed_ledger_name(tenant, namespace, f"{topic}{PARTITION_SUFFIX}{index}")
+            if self.factory.get_if_open(name) is not None or await self.docs.topics.exists(name):
+                await self.factory.delete(name)
+        with contextlib.suppress(MissingKey):  # deleted meanwhile by another caller
+            await self.docs.partitioned_topics.delete(tenant, namespace, codec_encode(topic))
