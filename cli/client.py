@@ -301,8 +301,11 @@ class AdminClient:
         params: Params | None = None,
         json_body: Any = None,
         text_body: str | None = None,
+        media_type: str = "application/json",
     ) -> Response:
-        """Send; raise AdminError for an error status and ConnectError for no response."""
+        """Send; raise AdminError for an error status and ConnectError for no response.
+        A JSON body goes as `media_type` (a structured `application/...+json` type when the
+        resource asks for one)."""
         content = b""
         headers = dict(self.headers)
         if text_body is not None:
@@ -310,7 +313,7 @@ class AdminClient:
             headers["Content-Type"] = "application/json"
         elif json_body is not None:
             content = json.dumps(json_body, separators=(",", ":"), ensure_ascii=False).encode()
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = media_type
         prefix, host, port, tls = self._target()
         default_port = 443 if tls else 80
         headers["Host"] = host if port == default_port else f"{host}:{port}"
@@ -388,8 +391,9 @@ class AdminClient:
             return None
         return response.text
 
-    def put(self, url: str, body: Any = None) -> None:
-        self.request("PUT", url, json_body=body)
+    def put(self, url: str, body: Any = None, params: Params | None = None,
+            media_type: str = "application/json") -> None:
+        self.request("PUT", url, json_body=body, params=params, media_type=media_type)
 
     def post(self, url: str, body: Any = None, params: Params | None = None) -> None:
         self.request("POST", url, json_body=body, params=params)

@@ -5,12 +5,16 @@
      +-- ConnectError      no answer: refused, unreachable, TLS failure, timeout
      +-- ParameterError    bad arguments found before any request is sent (usage follows)
      +-- ConfigError       no admin URL, unreadable client.conf or token file, unknown plugin
+     +-- ClientCheckError  an argument the Java admin client itself refuses before any request
 
 What `pulsar-admin` prints for each (upstream `CommanderFactory` / `CmdBase`):
 
     AdminError      <reason>, blank line, `Reason: <reason>`
     ConnectError    <message>, blank line, `Error connecting to Pulsar`
     ParameterError  <message>, then the command's usage (picocli's parameter handler)
+    ClientCheckError  `null`, blank line, `Reason: java.lang.IllegalArgumentException: <message>`
+                    (the PulsarAdminException wrapping the client's `checkArgument`, whose
+                    own message is null)
 
 and every failure exits with status 1 (the Java tool maps any non-zero result to 1).
 """
@@ -51,6 +55,10 @@ class ParameterError(CliError):
         self.usage = usage
 
 
+class ClientCheckError(CliError):
+    """An argument the Java admin client refuses itself (`Preconditions.checkArgument`)."""
+
+
 class ConfigError(CliError):
     """The client cannot be set up (admin URL, client.conf, authentication)."""
 
@@ -61,6 +69,8 @@ def report(exc: BaseException, err: TextIO) -> int:
         err.write(f"{exc.reason}\n\nReason: {exc.reason}\n")
     elif isinstance(exc, ConnectError):
         err.write(f"{exc.message}\n\nError connecting to Pulsar\n")
+    elif isinstance(exc, ClientCheckError):
+        err.write(f"null\n\nReason: java.lang.IllegalArgumentException: {exc.message}\n")
     elif isinstance(exc, ParameterError):
         err.write(f"{exc.message}\n")
         if exc.usage:
@@ -94,6 +104,7 @@ __all__ = [
     "FAILURE",
     "AdminError",
     "CliError",
+    "ClientCheckError",
     "ConfigError",
     "ConnectError",
     "ParameterError",

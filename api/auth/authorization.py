@@ -288,6 +288,9 @@ TABLE: Final[Mapping[str, Rule]] = {
     "getPartitionedTopicList": Rule(NamespaceOperation("GET_TOPICS"), "PersistentTopics."
                                     "getPartitionedTopicList: validateNamespaceOperation("
                                     "GET_TOPICS)"),
+    "getNonPersistentPartitionedTopicList": Rule(
+        NamespaceOperation("GET_TOPICS"), "NonPersistentTopics.getPartitionedTopicList: "
+                                          "validateNamespaceOperation(GET_TOPICS)"),
     "createPartitionedTopic": Rule(TopicPolicy("PARTITION", "WRITE"), "PersistentTopics."
                                    "createPartitionedTopic: validateTopicPolicyOperation("
                                    "PARTITION, WRITE)"),

@@ -101,6 +101,7 @@ STATUSES_BY_OPERATION: dict[str, tuple[int, ...]] = {
     "createNonPartitionedTopic": (404, 409, 412),
     "deleteTopic": (404, 409, 412),
     "getPartitionedTopicList": (404, 412),
+    "getNonPersistentPartitionedTopicList": (404, 412),
     "createPartitionedTopic": (404, 406, 409, 412),
     "getPartitionedMetadata": (404, 412),
     "updatePartitionedTopic": (409, 412, 422),

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Response
+from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from api.deps import PartitionedTopicsDep, TopicsDep
 from api.errors import NotFound
 from api.http.header_case import keep_case
+from api.services.partitioned_topics import (
+    METADATA_MEDIA_TYPE,
+    partition_count,
+    partitions_with_properties,
+)
 from api.services.topics import (
     INVALID_TOPIC_NAME,
     MESSAGE_ID_NOT_FOUND,
@@ -33,7 +38,7 @@ from api.shapes.responses import (
     TopicNames,
 )
 from javaformats import parse_java_long
-from metastore.models import JavaInt, PartitionedTopicMetadata
+from metastore.models import PartitionedTopicMetadata
 
 router = APIRouter(tags=["topics"])
 ADMIN = "/admin/v2/persistent/{tenant}/{namespace}"
@@ -315,6 +320,12 @@ PARTITIONS_BODY = Body(
     description="The number of partitions, a JSON number (Jackson's `int`: `3`, `\"3\"`)",
     examples=[3],
 )
+CREATE_BODY = Body(
+    description="The number of partitions, a JSON number (Jackson's `int`: `3`, `\"3\"`); "
+                f"with Content-Type `{METADATA_MEDIA_TYPE}`, a `PartitionedTopicMetadata` "
+                "(`partitions` and `properties`)",
+    examples=[3],
+)
 
 
 @router.get(
@@ -332,6 +343,25 @@ async def list_partitioned_topics(
 ) -> list[str]:
     """The namespace's partitioned topics, sorted, as `persistent://tenant/namespace/topic`."""
     return await partitioned.list(tenant, namespace, includeSystemTopic)
+
+
+@router.get(
+    "/admin/v2/non-persistent/{tenant}/{namespace}/partitioned",
+    operation_id="getNonPersistentPartitionedTopicList",
+    summary="Get the list of non-persistent partitioned topics under a namespace.",
+    response_model=TopicNames,
+    responses=errors({404: NAMESPACE_NOT_FOUND, 412: INVALID_NAME}),
+)
+async def list_non_persistent_partitioned_topics(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    partitioned: PartitionedTopicsDep,
+    includeSystemTopic: Annotated[JerseyBoolean, Query(description=SYSTEM_TOPICS)] = False,
+) -> list[str]:
+    """Always empty (the service keeps no non-persistent topics) for an existing namespace;
+    Pulsar 4.0's `topics list-partitioned-topics` asks for both domains."""
+    await partitioned.list(tenant, namespace, includeSystemTopic)  # the namespace's checks
+    return []
 
 
 @router.put(
@@ -357,13 +387,19 @@ async def create_partitioned_topic(
     namespace: NamespaceName,
     topic: TopicName,
     partitioned: PartitionedTopicsDep,
-    partitions: Annotated[JavaInt | None, PARTITIONS_BODY] = None,
+    request: Request,
+    body: Annotated[Any, CREATE_BODY] = None,
     createLocalTopicOnly: Annotated[JerseyBoolean, Query(description=COMPATIBILITY)] = False,
     authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
 ) -> Response:
     """Create the topic's metadata and its partitions `{topic}-partition-0..N-1`, each a topic
-    whose ledgers follow the namespace's persistence policy and bookie affinity groups."""
-    await partitioned.create(tenant, namespace, topic, partitions)
+    whose ledgers follow the namespace's persistence policy and bookie affinity groups. The
+    body is the count (`application/json`), or, as the Java client sends it with properties,
+    a `PartitionedTopicMetadata` (`application/vnd.partitioned-topic-metadata+json`)."""
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    metadata = (partitions_with_properties(body) if media == METADATA_MEDIA_TYPE
+                else partition_count(body))
+    await partitioned.create(tenant, namespace, topic, metadata)
     return Response(status_code=204)
 
 
@@ -411,14 +447,14 @@ async def update_partitioned_topic(
     namespace: NamespaceName,
     topic: TopicName,
     partitioned: PartitionedTopicsDep,
-    partitions: Annotated[JavaInt | None, PARTITIONS_BODY] = None,
+    body: Annotated[Any, PARTITIONS_BODY] = None,
     updateLocalTopicOnly: Annotated[JerseyBoolean, Query(description=COMPATIBILITY)] = False,
     force: Annotated[JerseyBoolean, Query(description=COMPATIBILITY)] = False,
     authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
 ) -> Response:
     """Grow the topic to `partitions` (never fewer): the new partitions' topics are created
     with the new count, at once."""
-    await partitioned.update(tenant, namespace, topic, partitions)
+    await partitioned.update(tenant, namespace, topic, partition_count(body))
     return Response(status_code=204)
 
 

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import re
+from typing import Any
+
+from pydantic import ValidationError
 
 from api.errors import (
     Conflict,
@@ -28,6 +31,7 @@ from api.errors import (
     NotFound,
     PreconditionFailed,
     UnprocessableEntity,
+    validation_reason,
 )
 from api.naming import require_valid_namespace_name
 from api.services.namespaces import NAMESPACE_NOT_FOUND, NAMESPACE_NOT_OWNED
@@ -40,6 +44,7 @@ from api.services.topics import (
     topic_not_found,
 )
 from api.settings import Settings
+from javaformats import jackson_integer
 from metastore.errors import BadVersion
 from metastore.errors import NotFound as MissingKey
 from metastore.models import PartitionedTopicMetadata
@@ -76,6 +81,32 @@ _SERVICE_NAMESPACES = (
     re.compile(r"pulsar/[^/]+/([^:]+:\d+)"),
     re.compile(r"pulsar/([^:]+:\d+)"),
 )
+
+
+# What the Java admin client sends when the topic is created with properties.
+METADATA_MEDIA_TYPE = "application/vnd.partitioned-topic-metadata+json"
+
+
+def partition_count(body: Any) -> PartitionedTopicMetadata | None:
+    """A request body holding the count, bound as Jackson binds an `int` (`"3"` and `3.7`
+    are 3; a boolean, array or object is refused with Jackson's words); None for no body."""
+    if body is None:
+        return None
+    try:
+        return PartitionedTopicMetadata(partitions=jackson_integer(body, "int"))
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def partitions_with_properties(body: Any) -> PartitionedTopicMetadata | None:
+    """A `PartitionedTopicMetadata` body (count and properties); None for no body."""
+    if body is None:
+        return None
+    try:
+        found = PartitionedTopicMetadata.model_validate(body)
+    except ValidationError as exc:
+        raise InvalidInput(validation_reason(exc.errors())) from None
+    return PartitionedTopicMetadata(partitions=found.partitions, properties=found.properties)
 
 
 def is_transaction_internal(full_name: str) -> bool:
@@ -161,11 +192,12 @@ class PartitionedTopicService:
                 f"Number of partitions should be less than or equal to {most}")
 
     async def create(self, tenant: str, namespace: str, topic: str,
-                     partitions: int | None) -> None:
-        """`createPartitionedTopic`: the metadata and every partition's managed-ledger record,
-        in one transaction."""
-        if partitions is None:
+                     requested: PartitionedTopicMetadata | None) -> None:
+        """`createPartitionedTopic`: the metadata (the count, and properties when given) and
+        every partition's managed-ledger record, in one transaction."""
+        if requested is None:
             raise InvalidInput(EMPTY_BODY)
+        partitions = requested.partitions
         require_valid_namespace_name(tenant, namespace)
         require_valid_topic_name(tenant, namespace, topic)
         policies = await self.docs.policies.get_cached(tenant, namespace)
@@ -182,7 +214,7 @@ class PartitionedTopicService:
         if await self._metadata(tenant, namespace, topic) is not None \
                 or await self._topic_exists(tenant, namespace, topic):
             raise Conflict(TOPIC_EXISTS)
-        metadata = PartitionedTopicMetadata(partitions=partitions)
+        metadata = requested
         transaction = self.docs.transaction()
         transaction.require(self.docs.partitioned_topics.at(tenant, namespace, encoded,
                                                             version=0))
@@ -206,11 +238,12 @@ class PartitionedTopicService:
                 transaction.put_record(path, b"")
 
     async def update(self, tenant: str, namespace: str, topic: str,
-                     partitions: int | None) -> None:
+                     requested: PartitionedTopicMetadata | None) -> None:
         """`updatePartitionedTopic`: more partitions (never fewer): the new partitions'
         records and the new count in one transaction, guarded by the metadata's version."""
-        if partitions is None:
+        if requested is None:
             raise InvalidInput(EMPTY_BODY)
+        partitions = requested.partitions
         require_valid_topic_name(tenant, namespace, topic)
         if partition_index(topic) != -1:  # `TopicName.isPartitioned`
             raise PreconditionFailed(PARTITIONED_NAME)

@@ -1,5 +1,6 @@
 """`pulsar-admin topics`: lookup (`/lookup/v2/topic/...`) and the persistent-topic admin
-paths: create, delete, list, stats-internal, get-message-by-id, examine-message."""
+paths: create, delete, list, stats-internal, get-message-by-id, examine-message, and the
+partitioned topics' create, update, get metadata, delete and list."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import typer
 
 from cli.client import V2, Response, path
 from cli.context import admin
-from cli.errors import AdminError, ParameterError
+from cli.errors import AdminError, ClientCheckError, ParameterError
 from cli.framework import Output, command, new_group, positional
 from cli.output import JsonResult, LinesResult, TextResult
 from javaformats import hash_set_order
@@ -116,6 +117,116 @@ def list_topics(
     client = admin(ctx)
     topics = [*(client.get_json(f"{V2}/persistent" + path(*parts)) or []),
               *(client.get_json(f"{V2}/non-persistent" + path(*parts)) or [])]
+    return LinesResult(hash_set_order(topics))
+
+
+# -- partitioned topics ---------------------------------------------------------------------
+
+PARTITIONS_HELP = "Number of partitions for the topic"
+# `PartitionedTopicMetadata.MEDIA_TYPE`: the body the Java client sends with properties
+METADATA_MEDIA_TYPE = "application/vnd.partitioned-topic-metadata+json"
+
+
+def key_value_map(items: list[str]) -> dict[str, str]:
+    """`CliCommand.parseListKeyValueMap`: each `-m` item is one pair split at its first `=`
+    (`-m a=1,b=2` is the key `a` with the value `1,b=2`, whatever the help says); an item
+    without one is skipped."""
+    found: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if sep:
+            found[key] = value
+    return found
+
+
+@command(app, "create-partitioned-topic")
+def create_partitioned_topic(
+    ctx: typer.Context,
+    topic: Topic,
+    partitions: Annotated[int, typer.Option("-p", "--partitions", help=PARTITIONS_HELP)],
+    metadata: Annotated[list[str] | None, typer.Option(
+        "-m", "--metadata", help="key value pair properties(a=a,b=b,c=c)")] = None,
+    output: Output = None,
+) -> None:  # fmt: skip
+    """Create a partitioned topic. The partitioned topic has to be created before creating a
+    producer on it."""
+    if partitions <= 0:
+        raise ClientCheckError("Number of partitions should be more than 0")
+    url = topic_path(topic) + "/partitions"
+    properties = key_value_map(metadata or [])
+    if properties:
+        admin(ctx).put(url, {"partitions": partitions, "deleted": False,
+                             "properties": properties},
+                       {"createLocalTopicOnly": "false"}, media_type=METADATA_MEDIA_TYPE)
+    else:
+        admin(ctx).put(url, partitions, {"createLocalTopicOnly": "false"})
+
+
+@command(app, "update-partitioned-topic")
+def update_partitioned_topic(
+    ctx: typer.Context,
+    topic: Topic,
+    partitions: Annotated[int, typer.Option("-p", "--partitions", help=PARTITIONS_HELP)],
+    local_only: Annotated[bool, typer.Option(
+        "-ulo", "--update-local-only",
+        help="Update partitions number for topic in local cluster only")] = False,
+    force: Annotated[bool, typer.Option(
+        "-f", "--force",
+        help="Update forcefully without validating existing partitioned topic")] = False,
+    output: Output = None,
+) -> None:  # fmt: skip
+    """Update existing partitioned topic. New updating number of partitions must be greater
+    than existing number of partitions."""
+    if partitions <= 0:
+        raise ClientCheckError("Number of partitions must be more than 0")
+    admin(ctx).post(topic_path(topic) + "/partitions", partitions, {
+        "updateLocalTopicOnly": str(local_only).lower(), "force": str(force).lower()})
+
+
+@command(app, "get-partitioned-topic-metadata")
+def get_partitioned_topic_metadata(ctx: typer.Context, topic: Topic,
+                                   output: Output = None) -> JsonResult:
+    """Get the partitioned topic metadata. If the topic is not created or is a non-partitioned
+    topic, it returns empty topic with 0 partitions."""
+    return JsonResult(admin(ctx).get_json(topic_path(topic) + "/partitions"))
+
+
+@command(app, "delete-partitioned-topic")
+def delete_partitioned_topic(
+    ctx: typer.Context,
+    topic: Topic,
+    force: Annotated[bool, typer.Option(
+        "-f", "--force",
+        help="Close all producer/consumer/replicator and delete topic forcefully")] = False,
+    delete_schema: Annotated[bool, typer.Option(
+        "-d", "--deleteSchema", hidden=True,
+        help="Delete schema while deleting topic (always, in Pulsar 4.0)")] = False,
+    output: Output = None,
+) -> None:  # fmt: skip
+    """Delete a partitioned topic. It will also delete all the partitions of the topic if it
+    exists."""
+    admin(ctx).delete(topic_path(topic) + "/partitions", {"force": str(force).lower()})
+
+
+@command(app, "list-partitioned-topics")
+def list_partitioned_topics(
+    ctx: typer.Context,
+    namespace: Annotated[str, positional("tenant/namespace")],
+    include_system: Annotated[bool, typer.Option(
+        "-ist", "--include-system-topic", help="Include system topic")] = False,
+    output: Output = None,
+) -> LinesResult:  # fmt: skip
+    """Get the list of partitioned topics under a namespace."""
+    parts = namespace.split("/")
+    if len(parts) != 2 or not all(parts):
+        raise ParameterError(f"Invalid namespace name: {namespace}")
+    # as 4.0's TopicsImpl.getPartitionedTopicListAsync: both domains' lists, in a HashSet
+    client = admin(ctx)
+    params = {"includeSystemTopic": str(include_system).lower()}
+    topics = [*(client.get_json(f"{V2}/persistent" + path(*parts) + "/partitioned",
+                                params) or []),
+              *(client.get_json(f"{V2}/non-persistent" + path(*parts) + "/partitioned",
+                                params) or [])]
     return LinesResult(hash_set_order(topics))
 
 

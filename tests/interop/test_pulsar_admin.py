@@ -112,6 +112,25 @@ ADMIN_SCRIPT: list[list[str]] = [
 
 Outcome = tuple[int, str, str]
 
+# A partitioned topic's life, run by each tool on a topic of its own (the topic goes after
+# the first two words): successes, the client's own checks and the server's refusals.
+PARTITIONED_STEPS: list[list[str]] = [
+    ["topics", "create-partitioned-topic", "-p", "2", "-m", "owner=team-a,tier=gold", "-m",
+     "zone=z1"],
+    ["topics", "create-partitioned-topic", "-p", "2"],  # 409
+    ["topics", "create-partitioned-topic", "-p", "0"],  # refused by the client
+    ["topics", "get-partitioned-topic-metadata"],
+    ["topics", "update-partitioned-topic", "-p", "3"],
+    ["topics", "update-partitioned-topic", "-p", "1"],  # 422
+    ["topics", "update-partitioned-topic", "-p", "0"],  # refused by the client
+    ["topics", "get-partitioned-topic-metadata"],
+    ["topics", "delete"],  # a partitioned topic: the refusal line
+    ["topics", "delete-partitioned-topic", "-f"],
+    ["topics", "delete-partitioned-topic"],  # 404
+    ["topics", "get-partitioned-topic-metadata"],  # 404
+    ["topics", "update-partitioned-topic", "-p", "4"],  # 409, not partitioned
+]
+
 
 def outcome(result: Run | Result) -> Outcome:
     return result.code, result.out, result.err
@@ -187,6 +206,10 @@ def test_topic_commands_match_upstream(upstream_admin: UpstreamJvm, topic_servic
         ["topics", "examine-messages", topic, "-i", "earliest", "-m", "1"],
         ["topics", "get-message-by-id", topic, "-l", ledger, "-e", entry],
         ["topics", "get-message-by-id", topic, "-l", ledger, "-e", "999"],
+        ["topics", "list-partitioned-topics", "acme/plain"],
+        ["topics", "list-partitioned-topics", "acme/plain", "-ist"],
+        ["topics", "list-partitioned-topics", "acme/nope"],
+        ["topics", "get-partitioned-topic-metadata", topic],  # not partitioned: 0
     ]
 
     def upstream(step: list[str]) -> Outcome:
@@ -201,6 +224,7 @@ def test_topic_commands_match_upstream(upstream_admin: UpstreamJvm, topic_servic
     for side, run in (("upstream", upstream), ("ours", ours)):
         topic_made = f"persistent://acme/plain/made-by-{side}"
         steps = [["topics", verb, topic_made] for verb in ("create", "create", "delete", "delete")]
+        steps += [[*step[:2], topic_made, *step[2:]] for step in PARTITIONED_STEPS]
         made[side] = [(code, out.replace(topic_made, "T"), err.replace(topic_made, "T"))
                       for code, out, err in map(run, steps)]
     if made["upstream"] != made["ours"]:
