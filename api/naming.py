@@ -73,3 +73,43 @@ def require_free_name(what: str, name: str) -> None:
     """412 (Pulsar's status for an invalid name) naming the rule."""
     if not is_valid_free_name(name):
         raise PreconditionFailed(free_name_rule(what))
+
+
+# -- topic names (`TopicName`) ----------------------------------------------------------------
+
+INVALID_TOPIC_NAME = "Topic name is not valid"
+PARTITION_SUFFIX = "-partition-"  # TopicName.PARTITIONED_TOPIC_SUFFIX
+PARTITIONED_NAME = "Partitioned Topic Name should not contain '-partition-'"
+
+
+def require_valid_topic_name(tenant: str, namespace: str, topic: str) -> None:
+    """`AdminResource.validateTopicName`: 412 when `TopicName.get` would not parse. Beyond
+    upstream's rule, a local name with a NUL (or an encoded slash, which reaches here as
+    one: `api.http.encoded_slash`) or a `/`, or that is `.` or `..`, is refused too: a slash
+    would make it another namespace's name, and a NUL, which ZooKeeper refuses in a path,
+    would otherwise share one managed ledger with the encoded slash."""
+    if (not topic or "\x00" in topic or "/" in topic or topic in (".", "..")
+            or not is_valid_namespace_name(tenant, namespace)):
+        raise PreconditionFailed(INVALID_TOPIC_NAME)
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def partition_index(topic: str) -> int:
+    """`TopicName.getPartitionIndex`: for a name containing `-partition-`, what follows its
+    last `-` read by `Integer.parseInt` (a sign allowed), else -1; -1 when it is no int."""
+    if PARTITION_SUFFIX not in topic:
+        return -1
+    tail = topic[topic.rfind("-") + 1:]
+    if not _JAVA_INT.fullmatch(tail) or not -(2**31) <= int(tail) < 2**31:
+        return -1
+    return int(tail)
+
+
+def base_topic(topic: str) -> str:
+    """`TopicName.getPartitionedTopicName`'s local part: the name before its last
+    `-partition-` when it names a partition (`partition_index`), else the name itself."""
+    if partition_index(topic) == -1:
+        return topic
+    return topic[:topic.rfind(PARTITION_SUFFIX)]

@@ -29,15 +29,36 @@ Pulsar's model (`PulsarWebResource`, `PulsarAuthorizationProvider`):
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from api.auth.authentication import AuthenticationFailed, ProviderChain
-from api.errors import Forbidden, NotAuthorized, NotFound
-from api.naming import require_valid_namespace_name, require_valid_tenant_name
+from api.errors import Forbidden, NotAuthorized, NotFound, PreconditionFailed
+from api.naming import (
+    PARTITION_SUFFIX,
+    PARTITIONED_NAME,
+    partition_index,
+    require_valid_namespace_name,
+    require_valid_tenant_name,
+    require_valid_topic_name,
+)
 
 NEED_AUTHENTICATION: Final = "Need to authenticate to perform the request"
+NAMESPACE_NOT_OWNED: Final = "Namespace not found"
+
+
+class Before(enum.Enum):
+    """A check an upstream resource makes before it authorises, so its refusal comes first
+    for every role (run here, in a row's order, for the roles that are not super-users; the
+    services repeat them for the rest)."""
+
+    NAMESPACE_NAME = "validateNamespaceName"  # 412 Namespace name is not valid
+    TOPIC_NAME = "validateTopicName"  # 412 Topic name is not valid
+    NAMESPACE_EXISTS = "validateGlobalNamespaceOwnership"  # 404 Namespace not found
+    NO_PARTITION_SUFFIX = "validatePartitionedTopicName"  # 412: the name contains -partition-
+    NOT_A_PARTITION = "TopicName.isPartitioned"  # 412: the name is a partition's
 NEED_SUPER_USER: Final = "This operation requires super-user access"
 TENANT_NOT_FOUND: Final = "Tenant does not exist"
 
@@ -147,6 +168,8 @@ class Rule:
 
     need: Need
     mirrors: str
+    # the resource's checks before it authorises; by default its NamespaceName's
+    before: tuple[Before, ...] = (Before.NAMESPACE_NAME,)
 
 
 def _read(policy: str) -> NamespacePolicy:
@@ -163,6 +186,8 @@ _CLUSTER_POLICY = ("ClustersBase.{}: validateBothSuperuserAndClusterPolicyOperat
                    "(NAMESPACE_ISOLATION, {})")
 _NS = "Namespaces.{}: {}"
 _TOPICS = "PersistentTopicsBase.{}: {}"
+_TOPIC_NAME = (Before.TOPIC_NAME,)
+_NOT_A_PARTITION = (Before.TOPIC_NAME, Before.NOT_A_PARTITION)
 _BK_ADMIN = ("ours: BookKeeper's HTTP admin ({}) has no authorisation of its own; super-user, "
              "since it reads or changes storage of every tenant")
 _STORAGE = "ours ({}): super-user, since it spans every tenant's ledgers and bookies"
@@ -274,17 +299,17 @@ TABLE: Final[Mapping[str, Rule]] = {
                              "Async: validateTopicOperation(LOOKUP)"),
     "produceOnPersistentTopic": Rule(TopicOperation("PRODUCE"), "TopicsBase.publishMessages: "
                                      "validateProducePermission (PRODUCE; no grant-permission "
-                                     "here, so super-user or the tenant's admin)"),
+                                     "here, so super-user or the tenant's admin)", _TOPIC_NAME),
     "createNonPartitionedTopic": Rule(NamespaceOperation("CREATE_TOPIC"), _TOPICS.format(
         "internalCreateNonPartitionedTopic", "validateNamespaceOperation(CREATE_TOPIC)")),
     "deleteTopic": Rule(TopicOperation("DELETE"), _TOPICS.format(
-        "internalDeleteTopic", "validateTopicOperation(DELETE)")),
+        "internalDeleteTopic", "validateTopicOperation(DELETE)"), _TOPIC_NAME),
     "getInternalStats": Rule(TopicOperation("GET_STATS"), _TOPICS.format(
-        "internalGetInternalStats", "validateTopicOperation(GET_STATS)")),
+        "internalGetInternalStats", "validateTopicOperation(GET_STATS)"), _TOPIC_NAME),
     "getMessageById": Rule(TopicOperation("PEEK_MESSAGES"), _TOPICS.format(
-        "internalGetMessageById", "validateTopicOperation(PEEK_MESSAGES)")),
+        "internalGetMessageById", "validateTopicOperation(PEEK_MESSAGES)"), _TOPIC_NAME),
     "examineMessage": Rule(TopicOperation("PEEK_MESSAGES"), _TOPICS.format(
-        "internalExamineMessage", "validateTopicOperation(PEEK_MESSAGES)")),
+        "internalExamineMessage", "validateTopicOperation(PEEK_MESSAGES)"), _TOPIC_NAME),
     "getPartitionedTopicList": Rule(NamespaceOperation("GET_TOPICS"), "PersistentTopics."
                                     "getPartitionedTopicList: validateNamespaceOperation("
                                     "GET_TOPICS)"),
@@ -293,14 +318,18 @@ TABLE: Final[Mapping[str, Rule]] = {
                                           "validateNamespaceOperation(GET_TOPICS)"),
     "createPartitionedTopic": Rule(TopicPolicy("PARTITION", "WRITE"), "PersistentTopics."
                                    "createPartitionedTopic: validateTopicPolicyOperation("
-                                   "PARTITION, WRITE)"),
+                                   "PARTITION, WRITE)", (
+        Before.NAMESPACE_NAME, Before.NAMESPACE_EXISTS, Before.TOPIC_NAME,
+        Before.NO_PARTITION_SUFFIX)),
     "getPartitionedMetadata": Rule(TopicOperation("LOOKUP"), "AdminResource.getPartitioned"
-                                   "TopicMetadataAsync: validateTopicOperation(LOOKUP)"),
+                                   "TopicMetadataAsync: validateTopicOperation(LOOKUP)",
+                                   _TOPIC_NAME),
     "updatePartitionedTopic": Rule(TopicPolicy("PARTITION", "WRITE"), "PersistentTopics."
                                    "updatePartitionedTopic: validateTopicPolicyOperation("
-                                   "PARTITION, WRITE)"),
+                                   "PARTITION, WRITE)", _NOT_A_PARTITION),
     "deletePartitionedTopic": Rule(NamespaceOperation("DELETE_TOPIC"), _TOPICS.format(
-        "internalDeletePartitionedTopic", "validateNamespaceOperation(DELETE_TOPIC)")),
+        "internalDeletePartitionedTopic", "validateNamespaceOperation(DELETE_TOPIC)"),
+        _NOT_A_PARTITION),
     # the placement console's data (ours, api/routes/console.py)
     "getConsoleOverview": Rule(ANY_ROLE, "ours (console overview): any authenticated role; the "
                                "service shows a tenant admin its own tenants' namespaces only, "
@@ -358,6 +387,13 @@ PATHS: Final[Mapping[str, str]] = {
 
 # A tenant's admin roles; None when the tenant does not exist.
 TenantAdmins = Callable[[str], Awaitable[frozenset[str] | None]]
+# Whether a namespace (tenant, namespace) exists.
+NamespaceExists = Callable[[str, str], Awaitable[bool]]
+
+
+async def _all_exist(tenant: str, namespace: str) -> bool:
+    del tenant, namespace
+    return True
 
 
 async def _no_admins(tenant: str) -> frozenset[str] | None:
@@ -374,6 +410,7 @@ class Guard:
     authorization_enabled: bool = False
     super_users: frozenset[str] = frozenset()
     tenant_admins: TenantAdmins = _no_admins
+    namespace_exists: NamespaceExists = _all_exist
 
     @property
     def enabled(self) -> bool:
@@ -394,12 +431,13 @@ async def authorize(access: Access, guard: Guard) -> str | None:
         raise NotAuthorized(NEED_AUTHENTICATION) from None
     if not guard.authorization_enabled or role in guard.super_users:
         return role
-    need = RULES.get(access.operation, SUPER_USER)
+    rule = TABLE.get(access.operation)
+    need = SUPER_USER if rule is None else rule.need
     if isinstance(need, AnyRole):
         return role
     if "namespace" in access.params:
         # the resource builds its NamespaceName (or TopicName) before it authorises
-        require_valid_namespace_name(access.params.get("tenant", ""), access.params["namespace"])
+        await _before(access, guard, (Before.NAMESPACE_NAME,) if rule is None else rule.before)
     if (isinstance(need, SuperUserOrTenant) and need.checks_name) or (
             isinstance(need, TenantOperation) and not need.from_query):
         require_valid_tenant_name(access.params.get("tenant", ""))
@@ -417,6 +455,24 @@ async def authorize(access: Access, guard: Guard) -> str | None:
     if tenant and role in admins:
         return role
     raise _refusal(access, need, role)
+
+
+async def _before(access: Access, guard: Guard, checks: tuple[Before, ...]) -> None:
+    tenant, namespace = access.params.get("tenant", ""), access.params["namespace"]
+    topic = access.params.get("topic", "")
+    for check in checks:
+        if check is Before.NAMESPACE_NAME:
+            require_valid_namespace_name(tenant, namespace)
+        elif check is Before.TOPIC_NAME:
+            require_valid_topic_name(tenant, namespace, topic)
+        elif check is Before.NAMESPACE_EXISTS:
+            if not await guard.namespace_exists(tenant, namespace):
+                raise NotFound(NAMESPACE_NOT_OWNED)
+        elif check is Before.NO_PARTITION_SUFFIX:
+            if PARTITION_SUFFIX in topic:
+                raise PreconditionFailed(PARTITIONED_NAME)
+        elif partition_index(topic) != -1:
+            raise PreconditionFailed(PARTITIONED_NAME)
 
 
 def _tenant_of(access: Access, need: Need) -> str:

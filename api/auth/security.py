@@ -29,7 +29,8 @@ def build_guard(settings: Settings, store: MetadataStore) -> Guard:
             providers.append(TlsAuthenticator())
     authenticator = ProviderChain(tuple(providers))
 
-    tenants = Repositories(store).tenants
+    documents = Repositories(store)
+    tenants = documents.tenants
 
     async def tenant_admins(tenant: str) -> frozenset[str] | None:
         if not tenant or "/" in tenant:
@@ -40,9 +41,13 @@ def build_guard(settings: Settings, store: MetadataStore) -> Guard:
         info = found.value_or(None)
         return frozenset() if info is None else frozenset(info.adminRoles)
 
+    async def namespace_exists(tenant: str, namespace: str) -> bool:
+        return await documents.policies.get_cached(tenant, namespace) is not None
+
     return Guard(
         authenticator=authenticator,
         authorization_enabled=settings.authorizationEnabled,
         super_users=frozenset(settings.superUserRoles),
         tenant_admins=tenant_admins,
+        namespace_exists=namespace_exists,
     )

@@ -11,13 +11,13 @@ from fastapi.responses import JSONResponse
 from api.deps import PartitionedTopicsDep, TopicsDep
 from api.errors import NotFound
 from api.http.header_case import keep_case
+from api.naming import INVALID_TOPIC_NAME
 from api.services.partitioned_topics import (
     METADATA_MEDIA_TYPE,
     partition_count,
     partitions_with_properties,
 )
 from api.services.topics import (
-    INVALID_TOPIC_NAME,
     MESSAGE_ID_NOT_FOUND,
     NO_MESSAGES,
     ReadMessage,

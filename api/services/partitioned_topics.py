@@ -33,16 +33,16 @@ from api.errors import (
     UnprocessableEntity,
     validation_reason,
 )
-from api.naming import require_valid_namespace_name
-from api.services.namespaces import NAMESPACE_NOT_FOUND, NAMESPACE_NOT_OWNED
-from api.services.topics import (
+from api.naming import (
     PARTITION_SUFFIX,
-    auto_create_allowed,
+    PARTITIONED_NAME,
     base_topic,
     partition_index,
+    require_valid_namespace_name,
     require_valid_topic_name,
-    topic_not_found,
 )
+from api.services.namespaces import NAMESPACE_NOT_FOUND, NAMESPACE_NOT_OWNED
+from api.services.topics import auto_create_allowed, topic_not_found
 from api.settings import Settings
 from javaformats import jackson_integer
 from metastore.errors import BadVersion
@@ -58,7 +58,6 @@ from storage.managed_ledger import (
     managed_ledger_path,
 )
 
-PARTITIONED_NAME = "Partitioned Topic Name should not contain '-partition-'"
 SYSTEM_TOPIC_FORMAT = "Cannot create topic in system topic format!"
 TOPIC_EXISTS = "This topic already exists"
 NOT_MORE_THAN_ZERO = "Number of partitions should be more than 0"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,12 @@ from api.errors import (
     PreconditionFailed,
     ServiceError,
 )
-from api.naming import is_valid_namespace_name, require_valid_namespace_name
+from api.naming import (
+    PARTITION_SUFFIX,
+    base_topic,
+    require_valid_namespace_name,
+    require_valid_topic_name,
+)
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
     NAMESPACE_NOT_OWNED,
@@ -81,7 +85,6 @@ from storage.managed_ledger import (
 T = TypeVar("T")
 DEFAULT_PRODUCER_NAME = "RestProducer"
 NON_PARTITIONED = -1
-INVALID_TOPIC_NAME = "Topic name is not valid"
 MESSAGE_ID_NOT_FOUND = "Message id not found"
 NO_MESSAGES = "Could not examine messages due to the total message is zero"
 PARTITIONS_NOT_CREATED = "Topic partitions were not yet created"
@@ -101,17 +104,6 @@ def topic_not_found(tenant: str, namespace: str, topic: str) -> NotFound:
     return NotFound(f"Topic persistent://{tenant}/{namespace}/{topic} not found")
 
 
-def require_valid_topic_name(tenant: str, namespace: str, topic: str) -> None:
-    """`AdminResource.validateTopicName`: 412 when `TopicName.get` would not parse. Beyond
-    upstream's rule, a local name with a NUL (or an encoded slash, which reaches here as
-    one: `api.http.encoded_slash`) or a `/`, or that is `.` or `..`, is refused too: a slash
-    would make it another namespace's name, and a NUL, which ZooKeeper refuses in a path,
-    would otherwise share one managed ledger with the encoded slash."""
-    if (not topic or "\x00" in topic or "/" in topic or topic in (".", "..")
-            or not is_valid_namespace_name(tenant, namespace)):
-        raise PreconditionFailed(INVALID_TOPIC_NAME)
-
-
 def event_time_of(text: str) -> int:
     """`Long.parseLong` of a message's `eventTime`; its NumberFormatException's text as a
     500 otherwise, as the broker answers it."""
@@ -121,29 +113,6 @@ def event_time_of(text: str) -> int:
         raise ServiceError(str(exc)) from None
 
 
-PARTITION_SUFFIX = "-partition-"  # TopicName.PARTITIONED_TOPIC_SUFFIX
-
-
-_JAVA_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
-
-
-def partition_index(topic: str) -> int:
-    """`TopicName.getPartitionIndex`: for a name containing `-partition-`, what follows its
-    last `-` read by `Integer.parseInt` (a sign allowed), else -1; -1 when it is no int."""
-    if PARTITION_SUFFIX not in topic:
-        return -1
-    tail = topic[topic.rfind("-") + 1:]
-    if not _JAVA_INT.fullmatch(tail) or not -(2**31) <= int(tail) < 2**31:
-        return -1
-    return int(tail)
-
-
-def base_topic(topic: str) -> str:
-    """`TopicName.getPartitionedTopicName`'s local part: the name before its last
-    `-partition-` when it names a partition (`partition_index`), else the name itself."""
-    if partition_index(topic) == -1:
-        return topic
-    return topic[:topic.rfind(PARTITION_SUFFIX)]
 
 
 def auto_create_allowed(policies: Policies, settings: Settings) -> bool:

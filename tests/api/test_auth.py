@@ -28,6 +28,7 @@ from api.auth.authorization import (
     PATHS,
     TABLE,
     AnyRole,
+    Before,
     ClusterOperation,
     ClusterPolicy,
     SuperUser,
@@ -146,6 +147,11 @@ def test_every_route_needs_its_role(auth_server: ServerProcess, tenants: RawEtcd
                 assert response.status_code == 401, where
                 assert response.json() == {"reason": NEED_AUTHENTICATION}, where
             need = TABLE[operation].need if operation else ALIASES.need
+            if operation and Before.NAMESPACE_EXISTS in TABLE[operation].before:
+                # the resource looks the namespace up before it authorises
+                tenants.put("/admin/policies/t1/ns1", {})
+                wait_until(lambda m=method, t=template: refused(
+                    ask(client, m, t, token(OTHER_ADMIN))))
             outsider = ask(client, method, template, token(OTHER_ADMIN))
             assert refused(outsider) != isinstance(need, AnyRole), where
             admin = ask(client, method, template, token(TENANT_ADMIN))
@@ -227,6 +233,31 @@ def test_refusals_are_upstream_text(auth_server: ServerProcess, tenants: RawEtcd
             invalid = client.request(method, path, headers=as_other)
             assert (invalid.status_code, invalid.json()) == (
                 412, {"reason": "Tenant name is not valid"}), path
+        # what a topic resource checks before it authorises comes first, in its order:
+        # its TopicName, its namespace's existence, the partition rules
+        json_body = {**as_other, "Content-Type": "application/json"}
+        tenants.put("/admin/policies/t1/ns1", {})  # the namespace is looked up first
+        wait_until(lambda: client.put("/admin/v2/persistent/t1/ns1/x/partitions", content=b"2",
+                                      headers=json_body).status_code == 403)
+        for method, path, body, answer in (
+                ("GET", "/admin/v2/persistent/t1/a+b/x/partitions", None,
+                 (412, "Topic name is not valid")),
+                ("DELETE", "/admin/v2/persistent/t1/a+b/x", None,
+                 (412, "Topic name is not valid")),
+                ("PUT", "/admin/v2/persistent/t1/a+b/x/partitions", b"2",
+                 (412, "Namespace name is not valid")),
+                ("PUT", "/admin/v2/persistent/t1/nope/x/partitions", b"2",
+                 (404, "Namespace not found")),
+                ("PUT", "/admin/v2/persistent/t1/ns1/x-partition-y/partitions", b"2",
+                 (412, "Partitioned Topic Name should not contain '-partition-'")),
+                ("DELETE", "/admin/v2/persistent/t1/ns1/x-partition-1/partitions", None,
+                 (412, "Partitioned Topic Name should not contain '-partition-'")),
+                ("PUT", "/admin/v2/persistent/t1/ns1/x/partitions", b"2",
+                 (403, "Unauthorized to validateTopicPolicyOperation for operation [WRITE] on "
+                       "topic [persistent://t1/ns1/x] on policy [PARTITION]"))):
+            refused = client.request(method, path, content=body, headers=json_body)
+            assert (refused.status_code, refused.json()) == (
+                answer[0], {"reason": answer[1]}), path
         # a tenant admin may neither read nor write its namespace's bookie affinity
         # (internalGetBookieAffinityGroup starts with validateSuperUserAccess)
         as_admin = bearer(token(TENANT_ADMIN))

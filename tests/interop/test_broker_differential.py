@@ -2,8 +2,9 @@
 chroots of the session's ZooKeeper, each formatted by upstream's `initialize-cluster-metadata`,
 the broker on one and our service on the other, both with token authentication and
 authorisation on. One seeded random sequence of requests over clusters, peers, failure
-domains, isolation policies, tenants, namespaces, persistence, bookie affinity, replication and
-racks, with names valid, odd and invalid, each as a super-user, a tenant's admin, another role
+domains, isolation policies, tenants, namespaces, persistence, bookie affinity, replication,
+racks and partitioned topics (created, read, listed and deleted: the broker has no bookies),
+with names valid, odd and invalid, each as a super-user, a tenant's admin, another role
 or nobody, goes to both: every answer must agree (status, the reason of a refusal, the JSON of a
 read, keys in order), and after every write both stores must hold the same documents. A stored
 difference is reported, then the broker's documents are copied onto ours so the sequence goes
@@ -11,8 +12,9 @@ on from one state.
 
 What the README lists as kept differences is left out of the sequence or of the comparison
 (`KEPT`): names over 255 characters, empty or free-form names refused by our rules, Jetty's
-HTML error pages, `ClusterData`'s property order (compared as JSON), and anti-affinity on
-namespaces that do not exist."""
+HTML error pages, `ClusterData`'s property order (compared as JSON), anti-affinity on
+namespaces that do not exist, and the `is_allow_auto_update_schema` a broker's GET leaves in
+its cache for its next write to store (`without_cached_fill`)."""
 
 from __future__ import annotations
 
@@ -32,11 +34,13 @@ from tests.support import ServerProcess, token, token_conf, wait_until
 from tests.zookeeper import EmbeddedZooKeeper, RawZooKeeper
 
 SEED = 20261128
-STEPS = 360
+STEPS = 480
 SECURED = token_conf("admin")  # our service's; the broker's is the same, for its own store
 # who asks: mostly a super-user; `r` administers the tenants whose bodies name it
 ROLES = ["admin"] * 6 + ["r", "r", "other", None]
-COMPARED = ("/admin/policies", "/admin/clusters", "/bookies")  # documents both must write alike
+# documents both must write alike
+COMPARED = ("/admin/policies", "/admin/clusters", "/bookies", "/admin/partitioned-topics",
+            "/managed-ledgers")
 
 
 @dataclass
@@ -103,6 +107,7 @@ DOMAINS = ["d1", "d2"]
 POLICIES = ["p1", "p2"]
 BOOKIES = ["10.0.0.1:3181", "10.0.0.2:3181", "h:1"]
 GROUPS = ["g1", "g2"]
+TOPICS = ["p1", "p1", "p2", "q-partition-1", "__change_events", "a b"]
 BODIES = {
     "tenant": [b'{"allowedClusters":["test"]}', b'{"allowedClusters":["test"]}',
                b'{"allowedClusters":["test"],"adminRoles":["r"]}',
@@ -129,6 +134,7 @@ BODIES = {
     "cluster": [b'{"serviceUrl":"http://a:8080"}', b"{}",
                 b'{"serviceUrl":"http://b:8080","brokerServiceUrl":"pulsar://b:6650"}'],
     "peers": [b'["test"]', b'["c2"]', b"[]", b'["c2","c3"]'],
+    "partitions": [b"2", b"2", b"1", b'"3"', b"0", b"-1"],
 }
 
 
@@ -140,12 +146,17 @@ def requests(rng: random.Random) -> Iterator[tuple[str | None, str, str, bytes |
     def body(kind: str) -> bytes:
         return rng.choice(BODIES[kind])
 
+    # first some state to act on: a tenant `r` administers, a namespace, a partitioned topic
+    yield "admin", "PUT", "/admin/v2/tenants/t1", b'{"allowedClusters":["test"],"adminRoles":["r"]}'
+    yield "admin", "PUT", "/admin/v2/namespaces/t1/n1", None
+    yield "r", "PUT", "/admin/v2/persistent/t1/n1/p2/partitions", b"2"
     for _ in range(STEPS):
         t, c = rng.choice(TENANTS), rng.choice(CLUSTERS)
         ns = f"{t}/{rng.choice(NAMESPACES)}"
         bookie, domain, policy = (rng.choice(BOOKIES), rng.choice(DOMAINS),
                                   rng.choice(POLICIES))
         cl = f"/admin/v2/clusters/{c}"
+        topic = f"/admin/v2/persistent/{ns}/{rng.choice(TOPICS)}"
         yield rng.choice(ROLES), *rng.choice([
             ("PUT", f"/admin/v2/tenants/{t}", body("tenant")),
             ("POST", f"/admin/v2/tenants/{t}", body("tenant")),
@@ -179,6 +190,10 @@ def requests(rng: random.Random) -> Iterator[tuple[str | None, str, str, bytes |
             ("DELETE", f"{cl}/namespaceIsolationPolicies/{policy}", None),
             ("GET", f"{cl}/namespaceIsolationPolicies", None),
             ("GET", f"{cl}/namespaceIsolationPolicies/{policy}", None),
+            *[("PUT", f"{topic}/partitions", body("partitions"))] * 4,  # to build some
+            ("GET", f"{topic}/partitions", None),
+            ("DELETE", f"{topic}/partitions", None),
+            ("GET", f"/admin/v2/persistent/{ns}/partitioned", None),
         ])
 
 
@@ -195,6 +210,18 @@ def compared(documents: dict[str, bytes]) -> dict[str, Any]:
             for key, value in documents.items()}
 
 
+FILLED = b'"is_allow_auto_update_schema":true,'
+
+
+def without_cached_fill(theirs: dict[str, bytes], ours: dict[str, bytes]) -> dict[str, bytes]:
+    """The broker's documents, less the `is_allow_auto_update_schema` its GET of a namespace
+    fills into the Policies object its metadata cache holds, which its next write of that
+    namespace then stores (README, "Compatibility"); ours never stores what a read shows."""
+    return {key: value.replace(FILLED, b"", 1)
+            if FILLED in value and b"is_allow_auto_update_schema" not in ours.get(key, FILLED)
+            else value for key, value in theirs.items()}
+
+
 def resync(raw: RawZooKeeper, wanted: dict[str, bytes], held: dict[str, bytes]) -> None:
     for key in set(held) - set(wanted):
         raw.delete(key)
@@ -206,6 +233,7 @@ def resync(raw: RawZooKeeper, wanted: dict[str, bytes], held: dict[str, bytes]) 
 def test_a_random_sequence_answers_and_stores_as_the_broker(sides: Sides) -> None:
     mismatches: list[str] = []
     written = 0  # writes the broker took: the sequence must change state, not only be refused
+    partitioned = 0  # partitioned topics the broker created
     for step, (role, method, path, body) in enumerate(requests(random.Random(SEED))):
         headers = {"Content-Type": "application/json"} if body is not None else {}
         headers.update(as_role(role))
@@ -213,6 +241,7 @@ def test_a_random_sequence_answers_and_stores_as_the_broker(sides: Sides) -> Non
         ours = sides.ours.request(method, path, content=body, headers=headers)
         what = f"[{step}] {role} {method} {path} {body!r}"
         written += method != "GET" and theirs.status_code < 300
+        partitioned += method == "PUT" and path.endswith("/partitions") and theirs.is_success
         if theirs.status_code != ours.status_code:
             mismatches.append(f"{what}: {theirs.status_code} {theirs.text[:200]!r} against "
                               f"ours {ours.status_code} {ours.text[:200]!r}")
@@ -223,7 +252,7 @@ def test_a_random_sequence_answers_and_stores_as_the_broker(sides: Sides) -> Non
             mismatches.append(f"{what}: {theirs.text[:300]!r} against {ours.text[:300]!r}")
         if method != "GET":
             wanted, held = stored(sides.raw_theirs), stored(sides.raw_ours)
-            expected, found = compared(wanted), compared(held)
+            expected, found = compared(without_cached_fill(wanted, held)), compared(held)
             if expected != found:
                 for key in sorted(set(expected) | set(found)):
                     if expected.get(key) != found.get(key):
@@ -233,8 +262,8 @@ def test_a_random_sequence_answers_and_stores_as_the_broker(sides: Sides) -> Non
                 resync(sides.raw_ours, wanted, held)
                 wait_until(lambda: ours_serves(sides), timeout=10)
     assert mismatches == [], "\n".join(mismatches)
-    print(f"{written} writes taken")
-    assert written >= 25
+    print(f"{written} writes taken, {partitioned} partitioned topics created")
+    assert written >= 25 and partitioned >= 2
 
 
 def ours_serves(sides: Sides) -> bool:

@@ -183,20 +183,24 @@ def test_update_validates_clusters_and_roles(admin: httpx.Client, clean_store: R
     assert clean_store.get("/admin/policies/acme") == before
 
 
-def test_update_cannot_drop_a_cluster_a_namespace_uses(
+def test_update_cannot_drop_a_cluster_a_v1_namespace_lives_under(
     admin: httpx.Client, clean_store: RawEtcd
 ) -> None:
+    """As the 4.0.8 broker's `canUpdateCluster`: a v1 namespace (`tenant/cluster/ns`) holds
+    its cluster in the tenant's list; a v2 namespace replicating to it does not."""
     add_cluster(clean_store, "test")
     add_cluster(clean_store, "east")
     create_tenant(admin, "acme", ["test", "east"])
-    ns = admin.put("/admin/v2/namespaces/acme/ns1", json={"replication_clusters": ["east"]})
-    assert ns.status_code == 204
+    clean_store.put("/admin/policies/acme/east/legacy", b'{"replication_clusters":["east"]}')
     response = admin.post(f"{TENANTS}/acme", json={"allowedClusters": ["test"]})
     assert_reason(response, 412, "Active namespaces")
     # a Java HashSet<String>, written in its iteration order
     assert clean_store.get_json("/admin/policies/acme")["allowedClusters"] == ["east", "test"]
-    # Dropping the unused cluster is fine.
+    # Dropping the cluster no v1 namespace lives under is fine, v2 namespaces or not.
+    ns = admin.put("/admin/v2/namespaces/acme/ns1", json={"replication_clusters": ["test"]})
+    assert ns.status_code == 204
     assert admin.post(f"{TENANTS}/acme", json={"allowedClusters": ["east"]}).status_code == 204
+    assert clean_store.get_json("/admin/policies/acme")["allowedClusters"] == ["east"]
 
 
 def test_delete_empty_tenant(admin: httpx.Client, clean_store: RawEtcd) -> None:
