@@ -11,6 +11,10 @@ isolation policy names) follow this service's documented rule (`is_valid_free_na
 no `/` (a name is one segment of an etcd key), and not `.` or `..`. An encoded slash (`%2F`) in
 a path segment reaches the services as `ENCODED_SLASH` (NUL), which no rule accepts, so it is
 refused rather than stored as some other character.
+
+Topic names are read as Pulsar's `TopicName` reads them (a partition is `<name>-partition-<i>`,
+`partition_index`), and system topics are told apart as `SystemTopicNames` and
+`NamespaceService.isSystemServiceNamespace` tell them (`is_system_topic`).
 """
 
 from __future__ import annotations
@@ -113,3 +117,41 @@ def base_topic(topic: str) -> str:
     if partition_index(topic) == -1:
         return topic
     return topic[:topic.rfind(PARTITION_SUFFIX)]
+
+
+# `SystemTopicNames` (pulsar-common 4.0): the event topics, by their local name without a
+# partition suffix, and the transaction-internal names.
+EVENTS_TOPIC_NAMES = frozenset({
+    "__change_events", "__transaction_buffer_snapshot",
+    "__transaction_buffer_snapshot_segments", "__transaction_buffer_snapshot_indexes",
+})
+TRANSACTION_COORDINATOR_ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
+TRANSACTION_COORDINATOR_LOG = "persistent://pulsar/system/__transaction_log_"
+PENDING_ACK_STORE_SUFFIX = "__transaction_pending_ack"
+# `NamespaceService.isSystemServiceNamespace`: the system namespace, the SLA-monitor and the
+# heartbeat namespaces (v1 and v2 forms).
+SYSTEM_NAMESPACE = "pulsar/system"
+_SERVICE_NAMESPACES = (
+    re.compile(r"sla-monitor/[^/]+/([^:]+:\d+)"),
+    re.compile(r"pulsar/[^/]+/([^:]+:\d+)"),
+    re.compile(r"pulsar/([^:]+:\d+)"),
+)
+
+
+def is_transaction_internal(full_name: str) -> bool:
+    """`SystemTopicNames.isTransactionInternalName` of `persistent://tenant/ns/topic`."""
+    return (full_name.startswith(TRANSACTION_COORDINATOR_ASSIGN)
+            or full_name.startswith(TRANSACTION_COORDINATOR_LOG)
+            or full_name.endswith(PENDING_ACK_STORE_SUFFIX))
+
+
+def is_system_topic(tenant: str, namespace: str, topic: str) -> bool:
+    """`BrokerService.isSystemTopic`: a topic of a system service namespace, an event topic
+    or a transaction-internal one (judged on the name without its partition suffix)."""
+    full_namespace = f"{tenant}/{namespace}"
+    if full_namespace == SYSTEM_NAMESPACE or any(
+            pattern.fullmatch(full_namespace) for pattern in _SERVICE_NAMESPACES):
+        return True
+    base = base_topic(topic)
+    return base in EVENTS_TOPIC_NAMES or is_transaction_internal(
+        f"persistent://{full_namespace}/{base}")

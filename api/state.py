@@ -146,6 +146,7 @@ class AppState:
         namespaces = NamespaceService(store, settings, managed_ledgers.delete)
         versioned_keys = VersionedKeys.of(store)
         racks = RackService(store, settings, topology.racks)
+        topics = TopicService(store, settings, config, managed_ledgers)
         services = Services(
             racks=racks,
             rack_import=RackImportService(store, settings),
@@ -157,8 +158,8 @@ class AppState:
             placement=PlacementService(store, namespaces, topology),
             lint=LintService(store, topology),
             lookup=LookupService(store, settings, broker_watch, ownership_watch),
-            topics=TopicService(store, settings, config, managed_ledgers),
-            partitioned_topics=PartitionedTopicService(store, settings, managed_ledgers),
+            topics=topics,
+            partitioned_topics=PartitionedTopicService(store, settings, managed_ledgers, topics),
             storage_bookies=StorageBookieService(
                 store, versioned_keys, config, local_bookies, client=ledgers, racks=racks,
                 recovery=settings.autorecovery,

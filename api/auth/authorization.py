@@ -300,6 +300,10 @@ TABLE: Final[Mapping[str, Rule]] = {
     "produceOnPersistentTopic": Rule(TopicOperation("PRODUCE"), "TopicsBase.publishMessages: "
                                      "validateProducePermission (PRODUCE; no grant-permission "
                                      "here, so super-user or the tenant's admin)", _TOPIC_NAME),
+    "produceOnPersistentTopicPartition": Rule(TopicOperation("PRODUCE"), "TopicsBase."
+                                              "publishMessagesToPartition: "
+                                              "validateProducePermission (PRODUCE)",
+                                              _TOPIC_NAME),
     "createNonPartitionedTopic": Rule(NamespaceOperation("CREATE_TOPIC"), _TOPICS.format(
         "internalCreateNonPartitionedTopic", "validateNamespaceOperation(CREATE_TOPIC)")),
     "deleteTopic": Rule(TopicOperation("DELETE"), _TOPICS.format(
@@ -310,6 +314,9 @@ TABLE: Final[Mapping[str, Rule]] = {
         "internalGetMessageById", "validateTopicOperation(PEEK_MESSAGES)"), _TOPIC_NAME),
     "examineMessage": Rule(TopicOperation("PEEK_MESSAGES"), _TOPICS.format(
         "internalExamineMessage", "validateTopicOperation(PEEK_MESSAGES)"), _TOPIC_NAME),
+    "getPartitionedStatsInternal": Rule(TopicOperation("GET_STATS"), _TOPICS.format(
+        "internalGetPartitionedStatsInternal", "validateTopicOperation(GET_STATS)"),
+        _TOPIC_NAME),
     "getPartitionedTopicList": Rule(NamespaceOperation("GET_TOPICS"), "PersistentTopics."
                                     "getPartitionedTopicList: validateNamespaceOperation("
                                     "GET_TOPICS)"),

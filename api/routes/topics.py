@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi import APIRouter, Body, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from api.deps import PartitionedTopicsDep, TopicsDep
@@ -32,6 +32,7 @@ from api.shapes.params import (
 )
 from api.shapes.responses import (
     EXAMPLE_PRODUCER_MESSAGES,
+    PartitionedTopicInternalStats,
     PersistentTopicInternalStats,
     ProducerAcks,
     ProducerMessages,
@@ -131,6 +132,46 @@ async def produce(
     The topic is created on first produce when `allowAutoTopicCreation` is on. A message
     whose metadata and payload exceed `maxMessageSize` answers 413 and stores nothing."""
     return JSONResponse(await topics.produce(tenant, namespace, topic, request))
+
+
+@router.post(
+    "/topics/persistent/{tenant}/{namespace}/{topic}/partitions/{partition}",
+    operation_id="produceOnPersistentTopicPartition",
+    summary="Produce message to a partition of a persistent topic.",
+    response_model=ProducerAcks,
+    responses=errors(
+        {
+            400: "Topic name can't contain '-partition-' suffix.",
+            404: "Namespace does not exist, or Namespace is deleted (being deleted)",
+            412: INVALID_TOPIC_NAME,
+            413: "A message (metadata and payload) is larger than maxMessageSize, or the "
+                 "request has more than maxMessagesPerProduceRequest messages",
+        }
+    ),
+)
+async def produce_on_partition(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    partition: Annotated[int, Path(description="The partition's index, from 0",
+                                   openapi_examples={"first": {"summary": "the first partition",
+                                                               "value": 0}})],
+    topics: TopicsDep,
+    request: ProducerMessages = Body(
+        ...,
+        openapi_examples={
+            "two messages": {
+                "summary": "two UTF-8 messages, one keyed with properties",
+                "value": EXAMPLE_PRODUCER_MESSAGES,
+            }
+        },
+    ),
+    authoritative: bool = Query(default=False, description=AUTHORITATIVE),
+) -> JSONResponse:
+    """Every message to partition `partition` of a partitioned topic (ids
+    `ledgerId:entryId:partition`); a partition the topic does not have leaves each message
+    unpublished with errorCode 2, as the broker answers."""
+    return JSONResponse(await topics.produce(tenant, namespace, topic, request, partition))
 
 
 @router.get(
@@ -362,6 +403,29 @@ async def list_non_persistent_partitioned_topics(
     Pulsar 4.0's `topics list-partitioned-topics` asks for both domains."""
     await partitioned.list(tenant, namespace, includeSystemTopic)  # the namespace's checks
     return []
+
+
+@router.get(
+    ADMIN + "/{topic}/partitioned-internalStats",
+    operation_id="getPartitionedStatsInternal",
+    summary="Get the internal stats of a partitioned topic's partitions.",
+    response_model=PartitionedTopicInternalStats,
+    responses=errors({404: "Partitioned Topic persistent://tenant/namespace/topic not found; "
+                           "or Namespace not found", 412: INVALID_TOPIC_NAME}),
+)
+async def partitioned_internal_stats(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    partitioned: PartitionedTopicsDep,
+    metadata: Annotated[JerseyBoolean, Query(description=(
+        "`true`: each ledger also carries its metadata and whether it is under-replicated"
+    ))] = False,
+    authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
+) -> JSONResponse:
+    """`{"metadata": {...}, "partitions": {"persistent://...-partition-i": <internal stats>}}`:
+    each partition's managed ledger, as `internalStats` shows one topic."""
+    return JSONResponse(await partitioned.internal_stats(tenant, namespace, topic, metadata))
 
 
 @router.put(

@@ -19,7 +19,6 @@ whether the topic exists, partitioned or not (409).
 from __future__ import annotations
 
 import contextlib
-import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -36,15 +35,16 @@ from api.errors import (
 from api.naming import (
     PARTITION_SUFFIX,
     PARTITIONED_NAME,
-    base_topic,
+    is_system_topic,
+    is_transaction_internal,
     partition_index,
     require_valid_namespace_name,
     require_valid_topic_name,
 )
 from api.services.namespaces import NAMESPACE_NOT_FOUND, NAMESPACE_NOT_OWNED
-from api.services.topics import auto_create_allowed, topic_not_found
+from api.services.topics import TopicService, auto_create_allowed, topic_not_found
 from api.settings import Settings
-from javaformats import jackson_integer
+from javaformats import hash_map_order, jackson_integer
 from metastore.errors import BadVersion
 from metastore.errors import NotFound as MissingKey
 from metastore.models import PartitionedTopicMetadata
@@ -62,25 +62,6 @@ SYSTEM_TOPIC_FORMAT = "Cannot create topic in system topic format!"
 TOPIC_EXISTS = "This topic already exists"
 NOT_MORE_THAN_ZERO = "Number of partitions should be more than 0"
 EMPTY_BODY = "The request entity cannot be empty."
-
-# `SystemTopicNames` (pulsar-common 4.0): the event topics, by their local name without a
-# partition suffix, and the transaction-internal names.
-EVENTS_TOPIC_NAMES = frozenset({
-    "__change_events", "__transaction_buffer_snapshot",
-    "__transaction_buffer_snapshot_segments", "__transaction_buffer_snapshot_indexes",
-})
-TRANSACTION_COORDINATOR_ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
-TRANSACTION_COORDINATOR_LOG = "persistent://pulsar/system/__transaction_log_"
-PENDING_ACK_STORE_SUFFIX = "__transaction_pending_ack"
-# `NamespaceService.isSystemServiceNamespace`: the system namespace, the SLA-monitor and the
-# heartbeat namespaces (v1 and v2 forms).
-SYSTEM_NAMESPACE = "pulsar/system"
-_SERVICE_NAMESPACES = (
-    re.compile(r"sla-monitor/[^/]+/([^:]+:\d+)"),
-    re.compile(r"pulsar/[^/]+/([^:]+:\d+)"),
-    re.compile(r"pulsar/([^:]+:\d+)"),
-)
-
 
 # What the Java admin client sends when the topic is created with properties.
 METADATA_MEDIA_TYPE = "application/vnd.partitioned-topic-metadata+json"
@@ -108,35 +89,17 @@ def partitions_with_properties(body: Any) -> PartitionedTopicMetadata | None:
     return PartitionedTopicMetadata(partitions=found.partitions, properties=found.properties)
 
 
-def is_transaction_internal(full_name: str) -> bool:
-    """`SystemTopicNames.isTransactionInternalName` of `persistent://tenant/ns/topic`."""
-    return (full_name.startswith(TRANSACTION_COORDINATOR_ASSIGN)
-            or full_name.startswith(TRANSACTION_COORDINATOR_LOG)
-            or full_name.endswith(PENDING_ACK_STORE_SUFFIX))
-
-
-def is_system_topic(tenant: str, namespace: str, topic: str) -> bool:
-    """`BrokerService.isSystemTopic`: a topic of a system service namespace, an event topic
-    or a transaction-internal one (judged on the name without its partition suffix)."""
-    full_namespace = f"{tenant}/{namespace}"
-    if full_namespace == SYSTEM_NAMESPACE or any(
-            pattern.fullmatch(full_namespace) for pattern in _SERVICE_NAMESPACES):
-        return True
-    base = base_topic(topic)
-    return base in EVENTS_TOPIC_NAMES or is_transaction_internal(
-        f"persistent://{full_namespace}/{base}")
-
-
 def topic_url(tenant: str, namespace: str, topic: str) -> str:
     return f"persistent://{tenant}/{namespace}/{topic}"
 
 
 class PartitionedTopicService:
     def __init__(self, store: MetadataStore, settings: Settings,
-                 factory: ManagedLedgerFactory) -> None:
+                 factory: ManagedLedgerFactory, topics: TopicService) -> None:
         self.store = store
         self.settings = settings
         self.factory = factory
+        self.topics = topics
         self.docs = Repositories(store)
 
     async def _metadata(self, tenant: str, namespace: str,
@@ -179,6 +142,27 @@ class PartitionedTopicService:
                 and auto_create_allowed(policies.value, self.settings):
             return PartitionedTopicMetadata()
         raise topic_not_found(tenant, namespace, topic)
+
+    async def internal_stats(self, tenant: str, namespace: str, topic: str,
+                             metadata: bool) -> dict[str, Any]:
+        """`getPartitionedStatsInternal`: the metadata, and each partition's internal stats
+        (as `getInternalStats` answers them) by its name, in a Java `HashMap`'s order; a
+        partition whose managed ledger is gone is left out, as the broker leaves it."""
+        require_valid_topic_name(tenant, namespace, topic)
+        if await self.docs.policies.get_cached(tenant, namespace) is None:
+            raise NotFound(NAMESPACE_NOT_OWNED)
+        found = await self._metadata(tenant, namespace, topic)
+        if found is None or found.partitions <= 0:
+            raise NotFound(f"Partitioned Topic {topic_url(tenant, namespace, topic)} not found")
+        partitions: list[tuple[str, dict[str, Any]]] = []
+        for index in range(found.partitions):
+            partition = f"{topic}{PARTITION_SUFFIX}{index}"
+            if await self._topic_exists(tenant, namespace, partition):
+                with contextlib.suppress(NotFound):  # deleted meanwhile: left out
+                    partitions.append((topic_url(tenant, namespace, partition),
+                                       await self.topics.internal_stats(
+                                           tenant, namespace, partition, metadata)))
+        return {"metadata": found.dump(), "partitions": hash_map_order(partitions)}
 
     # -- writes -------------------------------------------------------------------------------
 

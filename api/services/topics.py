@@ -31,6 +31,8 @@ from api.errors import (
 from api.naming import (
     PARTITION_SUFFIX,
     base_topic,
+    is_transaction_internal,
+    partition_index,
     require_valid_namespace_name,
     require_valid_topic_name,
 )
@@ -386,7 +388,9 @@ class TopicService:
     async def list(self, tenant: str, namespace: str) -> list[str]:
         await self.namespaces.policies(tenant, namespace)
         names = await self.docs.topics.persistent(tenant, namespace)
-        return [f"persistent://{tenant}/{namespace}/{codec_decode(n)}" for n in names]
+        found = [f"persistent://{tenant}/{namespace}/{codec_decode(n)}" for n in names]
+        # as the broker's list: no transaction-internal topics (`isTransactionInternalName`)
+        return [name for name in found if not is_transaction_internal(name)]
 
     async def internal_stats(self, tenant: str, namespace: str, topic: str,
                              metadata: bool) -> dict[str, Any]:
@@ -408,12 +412,16 @@ class TopicService:
     # -- messages -----------------------------------------------------------------------------
 
     async def produce(self, tenant: str, namespace: str, topic: str,
-                      request: dict[str, Any]) -> dict[str, Any]:
-        """`TopicsBase.publishMessages`. Into a namespace being deleted the topic's lookup
-        fails with 404 "Namespace is deleted" and the producer answers that 404: Pulsar's
-        producer wraps it in a 500 ("Fail to publish message: ..."), a server fault for what is
-        an expected refusal, so here the check's own status is kept (README, "Deletes")."""
+                      request: dict[str, Any], partition: int | None = None) -> dict[str, Any]:
+        """`TopicsBase.publishMessages` (and, with `partition`, `publishMessagesToPartition`:
+        every message to that partition of a partitioned topic). Into a namespace being
+        deleted the topic's lookup fails with 404 "Namespace is deleted" and the producer
+        answers that 404: Pulsar's producer wraps it in a 500 ("Fail to publish message:
+        ..."), a server fault for what is an expected refusal, so here the check's own status
+        is kept (README, "Deletes")."""
         require_valid_topic_name(tenant, namespace, topic)
+        if partition is not None and partition_index(topic) != -1:
+            raise InvalidInput("Topic name can't contain '-partition-' suffix.")
         policies = await self._writable_policies(tenant, namespace)
         messages = request.get("messages") or []
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
@@ -441,7 +449,12 @@ class TopicService:
         # i mod N), each partition a topic of its own, as the broker's REST producer spreads
         # them over the partitions it owns (here, all of them).
         partitions = await self.docs.topics.partitions(tenant, namespace, codec_encode(topic))
-        if partitions > 0:
+        if partition is not None:
+            if not 0 <= partition < partitions:  # the broker owns no such partition
+                return {"messagePublishResults": [_not_owned(partition) for _ in encoded],
+                        "schemaVersion": 0}
+            targets = [(f"{topic}{PARTITION_SUFFIX}{partition}", partition)]
+        elif partitions > 0:
             targets = [(f"{topic}{PARTITION_SUFFIX}{index}", index)
                        for index in range(min(partitions, len(encoded)))]
         else:
@@ -515,6 +528,14 @@ class TopicService:
                 f"Could not examine messages due to the total message count is "
                 f"{ledger.number_of_entries}") from exc
         return await self._read(ledger, position)
+
+
+def _not_owned(partition: int) -> dict[str, Any]:
+    """A message the broker leaves unpublished when no broker owns the partition asked for
+    (one outside the topic's partitions): its `ProducerAck`, in the broker's words."""
+    return {"errorMsg": "org.apache.pulsar.broker.service.BrokerServiceException$"
+                        "TopicNotFoundException: Topic not owned by current broker.",
+            "messageId": str(partition), "errorCode": 2, "schemaVersion": 0}
 
 
 def message_too_large(index: int, size: int, limit: int) -> PayloadTooLarge:

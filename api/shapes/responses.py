@@ -130,6 +130,37 @@ ProducerAcks = Annotated[
         ],
     ),
 ]
+EXAMPLE_INTERNAL_STATS: dict[str, Any] = {
+    "entriesAddedCounter": 2,
+    "numberOfEntries": 2,
+    "totalSize": 110,
+    "currentLedgerEntries": 2,
+    "currentLedgerSize": 110,
+    "lastLedgerCreatedTimestamp": "2026-11-23T16:51:11.802Z",
+    "waitingCursorsCount": 0,
+    "pendingAddEntriesCount": 0,
+    "lastConfirmedEntry": "12:1",
+    "state": "LedgerOpened",
+    "ledgers": [
+        {
+            "ledgerId": 12,
+            "entries": 0,
+            "size": 0,
+            "offloaded": False,
+            "underReplicated": False,
+        },
+    ],
+    "cursors": {},
+    "schemaLedgers": [],
+    "compactedLedger": {
+        "ledgerId": -1,
+        "entries": -1,
+        "size": -1,
+        "offloaded": False,
+        "underReplicated": False,
+    },
+}
+
 PersistentTopicInternalStats = Annotated[
     dict[str, Any],
     Field(
@@ -138,37 +169,18 @@ PersistentTopicInternalStats = Annotated[
             "ledgers; with `metadata=true` each ledger also carries its metadata as text and "
             "`underReplicated` (a bookie of its ensembles is not registered)"
         ),
-        examples=[
-            {
-                "entriesAddedCounter": 2,
-                "numberOfEntries": 2,
-                "totalSize": 110,
-                "currentLedgerEntries": 2,
-                "currentLedgerSize": 110,
-                "lastLedgerCreatedTimestamp": "2026-11-23T16:51:11.802Z",
-                "waitingCursorsCount": 0,
-                "pendingAddEntriesCount": 0,
-                "lastConfirmedEntry": "12:1",
-                "state": "LedgerOpened",
-                "ledgers": [
-                    {
-                        "ledgerId": 12,
-                        "entries": 0,
-                        "size": 0,
-                        "offloaded": False,
-                        "underReplicated": False,
-                    },
-                ],
-                "cursors": {},
-                "schemaLedgers": [],
-                "compactedLedger": {
-                    "ledgerId": -1,
-                    "entries": -1,
-                    "size": -1,
-                    "offloaded": False,
-                    "underReplicated": False,
-                },
-            }
-        ],
+        examples=[EXAMPLE_INTERNAL_STATS],
+    ),
+]
+PartitionedTopicInternalStats = Annotated[
+    dict[str, Any],
+    Field(
+        description=(
+            "Pulsar's `PartitionedTopicInternalStats`: the topic's `PartitionedTopicMetadata` "
+            "and each partition's `PersistentTopicInternalStats` by its name"
+        ),
+        examples=[{"metadata": {"partitions": 1, "deleted": False},
+                   "partitions": {"persistent://acme/payments/orders-partition-0":
+                                  EXAMPLE_INTERNAL_STATS}}],
     ),
 ]

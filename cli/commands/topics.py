@@ -191,6 +191,14 @@ def get_partitioned_topic_metadata(ctx: typer.Context, topic: Topic,
     return JsonResult(admin(ctx).get_json(topic_path(topic) + "/partitions"))
 
 
+@command(app, "partitioned-stats-internal")
+def partitioned_stats_internal(ctx: typer.Context, topic: Topic,
+                               output: Output = None) -> JsonResult:
+    """Get the internal stats of the partitioned topic and its internal stats of each
+    partition."""
+    return JsonResult(admin(ctx).get_json(topic_path(topic) + "/partitioned-internalStats"))
+
+
 @command(app, "delete-partitioned-topic")
 def delete_partitioned_topic(
     ctx: typer.Context,

@@ -97,6 +97,16 @@ def test_a_partitioned_topics_life(http: httpx.Client, topic_cluster: Cluster) -
     assert http.post(f"{ADMIN}/strict/orders/partitions", content=b"5",
                      headers=JSON).status_code == 204
 
+    # every partition's internal stats, under the metadata
+    stats = http.get(f"{ADMIN}/strict/orders/partitioned-internalStats").json()
+    assert stats["metadata"] == {"partitions": 5, "deleted": False}
+    assert sorted(stats["partitions"]) == [
+        f"persistent://acme/strict/orders-partition-{i}" for i in range(5)]
+    assert stats["partitions"]["persistent://acme/strict/orders-partition-0"][
+        "entriesAddedCounter"] == 3  # messages 0, 3 and 6
+    assert answer(http.get(f"{ADMIN}/strict/orders-partition-1/partitioned-internalStats")) == (
+        404, "Partitioned Topic persistent://acme/strict/orders-partition-1 not found")
+
     # a partition deleted alone: its reads say the partitions are not there yet
     assert http.delete(f"{ADMIN}/strict/orders-partition-0").status_code == 204
     assert answer(http.get(f"{ADMIN}/strict/orders-partition-0/internalStats")) == (
@@ -183,6 +193,28 @@ def test_counts_bound_as_jackson_reads_an_int(http: httpx.Client) -> None:
         assert create(http, "plain", topic, body).status_code == 204, body
         assert http.get(f"{ADMIN}/plain/{topic}/partitions").json()["partitions"] == count
         assert http.delete(f"{ADMIN}/plain/{topic}/partitions").status_code == 204
+
+
+def test_produce_to_one_partition(http: httpx.Client) -> None:
+    assert create(http, "plain", "pp", "2").status_code == 204
+    try:
+        body = {"messages": [{"payload": "a"}, {"payload": "b"}]}
+        to_one = http.post("/topics/persistent/acme/plain/pp/partitions/1", json=body)
+        assert to_one.status_code == 200, to_one.text
+        assert [ack["messageId"].split(":")[2] for ack in
+                to_one.json()["messagePublishResults"]] == ["1", "1"]
+        # a partition the topic does not have: each message unpublished, in the broker's words
+        beyond = http.post("/topics/persistent/acme/plain/pp/partitions/5", json=body)
+        assert beyond.status_code == 200
+        assert beyond.json()["messagePublishResults"] == [{
+            "errorMsg": "org.apache.pulsar.broker.service.BrokerServiceException$"
+                        "TopicNotFoundException: Topic not owned by current broker.",
+            "messageId": "5", "errorCode": 2, "schemaVersion": 0}] * 2
+        assert answer(http.post("/topics/persistent/acme/plain/pp-partition-0/partitions/0",
+                                json=body)) == (
+            400, "Topic name can't contain '-partition-' suffix.")
+    finally:
+        assert http.delete(f"{ADMIN}/plain/pp/partitions").status_code == 204
 
 
 def test_non_partitioned_and_system_topics(http: httpx.Client) -> None:
