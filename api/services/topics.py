@@ -459,10 +459,14 @@ class TopicService:
                        for index in range(min(partitions, len(encoded)))]
         else:
             name = managed_ledger_name(tenant, namespace, topic)
-            create = auto_create_allowed(policies, self.settings)
-            if not create and self.factory.get_if_open(name) is None and not await self._exists(
-                    name):
-                raise NotFound("Topic not exist")
+            if self.factory.get_if_open(name) is None and not await self._exists(name):
+                if not auto_create_allowed(policies, self.settings):
+                    raise NotFound("Topic not exist")
+                if not encoded or not await self._creatable(tenant, namespace, topic):
+                    # nothing to publish, or a partition's name outside a partitioned topic:
+                    # the broker makes no topic (its 500 "Fail to publish message: Topic ...
+                    # not found"; here the lookup's own 404, README "Compatibility")
+                    raise topic_not_found(tenant, namespace, topic)
             targets = [(topic, NON_PARTITIONED)]
         ledgers = [await self._open(tenant, namespace, target, create=True, policies=policies)
                    for target, _ in targets]
@@ -492,6 +496,15 @@ class TopicService:
                     "schemaVersion": 0,
                 })
         return {"messagePublishResults": results, "schemaVersion": 0}
+
+    async def _creatable(self, tenant: str, namespace: str, topic: str) -> bool:
+        """Whether producing may create `topic`: any name but a partition's
+        (`<name>-partition-<i>`) beyond the partitions of a partitioned topic `<name>`."""
+        index = partition_index(topic)
+        if index == -1:
+            return True
+        base = codec_encode(base_topic(topic))
+        return index < await self.docs.topics.partitions(tenant, namespace, base)
 
     async def _read(self, ledger: ManagedLedger, position: Position) -> ReadMessage:
         try:

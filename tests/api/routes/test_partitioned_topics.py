@@ -217,6 +217,26 @@ def test_produce_to_one_partition(http: httpx.Client) -> None:
         assert http.delete(f"{ADMIN}/plain/pp/partitions").status_code == 204
 
 
+def test_produce_creates_no_topic_the_broker_would_not(http: httpx.Client,
+                                                         topic_cluster: Cluster) -> None:
+    """A partition's name outside a partitioned topic, or nothing to publish: 404, and no
+    managed ledger made (the broker makes none either)."""
+    assert create(http, "plain", "two", "2").status_code == 204
+    try:
+        one = {"messages": [{"payload": "x"}]}
+        for topic, body in (("stray-partition-0", one), ("two-partition-2", one),
+                            ("nothing-yet", {"messages": []})):
+            refused = http.post(f"/topics/persistent/acme/plain/{topic}", json=body)
+            assert answer(refused) == (404, f"Topic persistent://acme/plain/{topic} not found")
+            assert topic_cluster.raw.get(managed_ledger_key("plain", topic)) is None
+        # a partition of the partitioned topic is produced to like any topic
+        inside = http.post("/topics/persistent/acme/plain/two-partition-1", json=one)
+        assert inside.status_code == 200
+        assert inside.json()["messagePublishResults"][0]["messageId"].endswith(":-1")
+    finally:
+        assert http.delete(f"{ADMIN}/plain/two/partitions").status_code == 204
+
+
 def test_non_partitioned_and_system_topics(http: httpx.Client) -> None:
     assert http.put(f"{ADMIN}/plain/single").status_code == 204
     try:
