@@ -74,6 +74,18 @@ def errors(reasons: dict[int, str]) -> dict[int | str, dict[str, Any]]:
     return {status: {"description": reason} for status, reason in reasons.items()}
 
 
+PRODUCE_BODY = Body(
+    openapi_examples={
+        "two messages": {
+            "summary": "two UTF-8 messages, one keyed with properties",
+            "value": EXAMPLE_PRODUCER_MESSAGES,
+        }
+    },
+)
+TOO_LARGE = ("A message (metadata and payload) is larger than maxMessageSize, or the request "
+             "has more than maxMessagesPerProduceRequest messages")
+
+
 def _message_response(message: ReadMessage) -> Response:
     """The payload, with the message's headers in the broker's order, a repeated one (such
     as `X-Pulsar-replicated-to`) once per value, their names in the broker's case
@@ -105,8 +117,7 @@ def _id(text: str, what: str) -> int:
             404: "Namespace does not exist, Namespace is deleted (being deleted), or the topic "
                  "does not exist and auto-creation is off",
             412: f"{INVALID_TOPIC_NAME}, or not enough bookies for the namespace's placement",
-            413: "A message (metadata and payload) is larger than maxMessageSize, or the "
-                 "request has more than maxMessagesPerProduceRequest messages",
+            413: TOO_LARGE,
         }
     ),
 )
@@ -115,15 +126,7 @@ async def produce(
     namespace: NamespaceName,
     topic: TopicName,
     topics: TopicsDep,
-    request: ProducerMessages = Body(
-        ...,
-        openapi_examples={
-            "two messages": {
-                "summary": "two UTF-8 messages, one keyed with properties",
-                "value": EXAMPLE_PRODUCER_MESSAGES,
-            }
-        },
-    ),
+    request: Annotated[ProducerMessages, PRODUCE_BODY],
     authoritative: bool = Query(default=False, description=AUTHORITATIVE),
 ) -> JSONResponse:
     """Pulsar's REST producer (PIP-64). Each message's `payload` is a string encoded with
@@ -144,8 +147,7 @@ async def produce(
             400: "Topic name can't contain '-partition-' suffix.",
             404: "Namespace does not exist, or Namespace is deleted (being deleted)",
             412: INVALID_TOPIC_NAME,
-            413: "A message (metadata and payload) is larger than maxMessageSize, or the "
-                 "request has more than maxMessagesPerProduceRequest messages",
+            413: TOO_LARGE,
         }
     ),
 )
@@ -157,15 +159,7 @@ async def produce_on_partition(
                                    openapi_examples={"first": {"summary": "the first partition",
                                                                "value": 0}})],
     topics: TopicsDep,
-    request: ProducerMessages = Body(
-        ...,
-        openapi_examples={
-            "two messages": {
-                "summary": "two UTF-8 messages, one keyed with properties",
-                "value": EXAMPLE_PRODUCER_MESSAGES,
-            }
-        },
-    ),
+    request: Annotated[ProducerMessages, PRODUCE_BODY],
     authoritative: bool = Query(default=False, description=AUTHORITATIVE),
 ) -> JSONResponse:
     """Every message to partition `partition` of a partitioned topic (ids
