@@ -97,6 +97,16 @@ def require_valid_topic_name(tenant: str, namespace: str, topic: str) -> None:
         raise PreconditionFailed(INVALID_TOPIC_NAME)
 
 
+def topic_url(tenant: str, namespace: str, topic: str) -> str:
+    """A persistent topic's full name, as `TopicName.toString` writes it."""
+    return f"persistent://{tenant}/{namespace}/{topic}"
+
+
+def partition_name(topic: str, index: int) -> str:
+    """The local name of partition `index` of `topic` (`TopicName.getPartition`)."""
+    return f"{topic}{PARTITION_SUFFIX}{index}"
+
+
 _JAVA_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
@@ -154,4 +164,4 @@ def is_system_topic(tenant: str, namespace: str, topic: str) -> bool:
         return True
     base = base_topic(topic)
     return base in EVENTS_TOPIC_NAMES or is_transaction_internal(
-        f"persistent://{full_namespace}/{base}")
+        topic_url(tenant, namespace, base))

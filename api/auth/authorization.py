@@ -43,9 +43,12 @@ from api.naming import (
     require_valid_namespace_name,
     require_valid_tenant_name,
     require_valid_topic_name,
+    topic_url,
 )
 
 NEED_AUTHENTICATION: Final = "Need to authenticate to perform the request"
+NEED_SUPER_USER: Final = "This operation requires super-user access"
+TENANT_NOT_FOUND: Final = "Tenant does not exist"
 NAMESPACE_NOT_OWNED: Final = "Namespace not found"
 
 
@@ -59,8 +62,6 @@ class Before(enum.Enum):
     NAMESPACE_EXISTS = "validateGlobalNamespaceOwnership"  # 404 Namespace not found
     NO_PARTITION_SUFFIX = "validatePartitionedTopicName"  # 412: the name contains -partition-
     NOT_A_PARTITION = "TopicName.isPartitioned"  # 412: the name is a partition's
-NEED_SUPER_USER: Final = "This operation requires super-user access"
-TENANT_NOT_FOUND: Final = "Tenant does not exist"
 
 
 @dataclass(frozen=True)
@@ -523,7 +524,8 @@ def _refusal(access: Access, need: Need, role: str) -> NotAuthorized | Forbidden
             f"Unauthorized to validateNamespaceOperation for operation [{need.operation}] "
             f"on namespace [{namespace}]"
         )
-    topic = f"persistent://{namespace}/{access.params.get('topic', '')}"
+    topic = topic_url(access.params.get("tenant", ""), access.params.get("namespace", ""),
+                      access.params.get("topic", ""))
     if isinstance(need, TopicPolicy):
         return Forbidden(
             f"Unauthorized to validateTopicPolicyOperation for operation [{need.operation}] "

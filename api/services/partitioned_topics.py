@@ -38,8 +38,10 @@ from api.naming import (
     is_system_topic,
     is_transaction_internal,
     partition_index,
+    partition_name,
     require_valid_namespace_name,
     require_valid_topic_name,
+    topic_url,
 )
 from api.services.namespaces import NAMESPACE_NOT_FOUND, NAMESPACE_NOT_OWNED
 from api.services.topics import TopicService, auto_create_allowed, topic_not_found
@@ -89,10 +91,6 @@ def partitions_with_properties(body: Any) -> PartitionedTopicMetadata | None:
     return PartitionedTopicMetadata(partitions=found.partitions, properties=found.properties)
 
 
-def topic_url(tenant: str, namespace: str, topic: str) -> str:
-    return f"persistent://{tenant}/{namespace}/{topic}"
-
-
 class PartitionedTopicService:
     def __init__(self, store: MetadataStore, settings: Settings,
                  factory: ManagedLedgerFactory, topics: TopicService) -> None:
@@ -106,10 +104,6 @@ class PartitionedTopicService:
                         topic: str) -> PartitionedTopicMetadata | None:
         found = await self.docs.partitioned_topics.get(tenant, namespace, codec_encode(topic))
         return None if found is None else found.value
-
-    async def _topic_exists(self, tenant: str, namespace: str, topic: str) -> bool:
-        name = managed_ledger_name(tenant, namespace, topic)
-        return self.factory.get_if_open(name) is not None or await self.docs.topics.exists(name)
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -136,7 +130,7 @@ class PartitionedTopicService:
         found = await self._metadata(tenant, namespace, topic)
         if found is not None:
             return found
-        if await self._topic_exists(tenant, namespace, topic):
+        if await self.topics.exists(tenant, namespace, topic):
             return PartitionedTopicMetadata()
         if check_allow_auto_creation and partition_index(topic) == -1 \
                 and auto_create_allowed(policies.value, self.settings):
@@ -156,8 +150,8 @@ class PartitionedTopicService:
             raise NotFound(f"Partitioned Topic {topic_url(tenant, namespace, topic)} not found")
         partitions: list[tuple[str, dict[str, Any]]] = []
         for index in range(found.partitions):
-            partition = f"{topic}{PARTITION_SUFFIX}{index}"
-            if await self._topic_exists(tenant, namespace, partition):
+            partition = partition_name(topic, index)
+            if await self.topics.exists(tenant, namespace, partition):
                 with contextlib.suppress(NotFound):  # deleted meanwhile: left out
                     partitions.append((topic_url(tenant, namespace, partition),
                                        await self.topics.internal_stats(
@@ -195,15 +189,14 @@ class PartitionedTopicService:
             raise NotFound("Namespace is deleted")
         encoded = codec_encode(topic)
         if await self._metadata(tenant, namespace, topic) is not None \
-                or await self._topic_exists(tenant, namespace, topic):
+                or await self.topics.exists(tenant, namespace, topic):
             raise Conflict(TOPIC_EXISTS)
-        metadata = requested
         transaction = self.docs.transaction()
         transaction.require(self.docs.partitioned_topics.at(tenant, namespace, encoded,
                                                             version=0))
         await self._add_partitions(transaction, tenant, namespace, topic, 0, partitions)
         transaction.put(self.docs.partitioned_topics, tenant, namespace, encoded,
-                        value=metadata)
+                        value=requested)
         try:
             await transaction.commit()
         except BadVersion:  # created meanwhile, by another writer
@@ -215,7 +208,7 @@ class PartitionedTopicService:
         partition in [first, count) that has none, each guarded as still absent."""
         for index in range(first, count):
             path = managed_ledger_path(
-                managed_ledger_name(tenant, namespace, f"{topic}{PARTITION_SUFFIX}{index}"))
+                managed_ledger_name(tenant, namespace, partition_name(topic, index)))
             if not await self.store.exists(path):
                 transaction.require(Guard(path, 0))
                 transaction.put_record(path, b"")
@@ -269,14 +262,14 @@ class PartitionedTopicService:
             raise PreconditionFailed(PARTITIONED_NAME)
         found = await self._metadata(tenant, namespace, topic)
         if found is None or found.partitions <= 0:
-            if await self._topic_exists(tenant, namespace, topic):
+            if await self.topics.exists(tenant, namespace, topic):
                 raise Conflict(f"{topic_url(tenant, namespace, topic)} is a non-partitioned "
                                f"topic. Instead of calling delete-partitioned-topic please "
                                f"call delete.")
             raise NotFound(f"Topic {topic_url(tenant, namespace, topic)} not found.")
         for index in range(found.partitions):
-            name = managed_ledger_name(tenant, namespace, f"{topic}{PARTITION_SUFFIX}{index}")
-            if self.factory.get_if_open(name) is not None or await self.docs.topics.exists(name):
-                await self.factory.delete(name)
+            partition = partition_name(topic, index)
+            if await self.topics.exists(tenant, namespace, partition):
+                await self.factory.delete(managed_ledger_name(tenant, namespace, partition))
         with contextlib.suppress(MissingKey):  # deleted meanwhile by another caller
             await self.docs.partitioned_topics.delete(tenant, namespace, codec_encode(topic))

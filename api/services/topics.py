@@ -33,8 +33,10 @@ from api.naming import (
     base_topic,
     is_transaction_internal,
     partition_index,
+    partition_name,
     require_valid_namespace_name,
     require_valid_topic_name,
+    topic_url,
 )
 from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
@@ -103,7 +105,7 @@ def namespace_deleted() -> NotFound:
 
 def topic_not_found(tenant: str, namespace: str, topic: str) -> NotFound:
     """`AdminResource.getTopicNotFoundErrorMessage`."""
-    return NotFound(f"Topic persistent://{tenant}/{namespace}/{topic} not found")
+    return NotFound(f"Topic {topic_url(tenant, namespace, topic)} not found")
 
 
 def event_time_of(text: str) -> int:
@@ -113,8 +115,6 @@ def event_time_of(text: str) -> int:
         return parse_java_long(text)
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
-
-
 
 
 def auto_create_allowed(policies: Policies, settings: Settings) -> bool:
@@ -304,6 +304,11 @@ class TopicService:
     async def _exists(self, name: str) -> bool:
         return await self.docs.topics.exists(name)
 
+    async def exists(self, tenant: str, namespace: str, topic: str) -> bool:
+        """Whether the topic has a managed ledger: open in this process, or stored."""
+        name = managed_ledger_name(tenant, namespace, topic)
+        return self.factory.get_if_open(name) is not None or await self._exists(name)
+
     async def _open(self, tenant: str, namespace: str, topic: str, create: bool,
                     policies: Policies | None = None) -> ManagedLedger:
         require_valid_topic_name(tenant, namespace, topic)
@@ -311,8 +316,7 @@ class TopicService:
             policies = await self._policies(tenant, namespace, missing=NAMESPACE_NOT_OWNED)
         config = await self.config_for(tenant, namespace, policies)
         name = managed_ledger_name(tenant, namespace, topic)
-        if (not create and self.factory.get_if_open(name) is None
-                and not await self._exists(name)):
+        if not create and not await self.exists(tenant, namespace, topic):
             base = base_topic(topic)
             if base != topic and \
                     await self.docs.topics.partitions(tenant, namespace, codec_encode(base)):
@@ -373,13 +377,12 @@ class TopicService:
         if await self.docs.policies.get(tenant, namespace) is None:
             raise topic_not_found(tenant, namespace, topic)  # the broker's words here
         if await self.docs.topics.partitions(tenant, namespace, codec_encode(topic)):
-            raise Conflict(f"persistent://{tenant}/{namespace}/{topic} is a partitioned topic, "
+            raise Conflict(f"{topic_url(tenant, namespace, topic)} is a partitioned topic, "
                            f"instead of calling delete topic, please call "
                            f"delete-partitioned-topic.")
-        name = managed_ledger_name(tenant, namespace, topic)
-        if self.factory.get_if_open(name) is None and not await self._exists(name):
+        if not await self.exists(tenant, namespace, topic):
             raise topic_not_found(tenant, namespace, topic)
-        await self.factory.delete(name)
+        await self.factory.delete(managed_ledger_name(tenant, namespace, topic))
 
     async def list_non_persistent(self, tenant: str, namespace: str) -> list[str]:
         await self.namespaces.policies(tenant, namespace)
@@ -388,7 +391,7 @@ class TopicService:
     async def list(self, tenant: str, namespace: str) -> list[str]:
         await self.namespaces.policies(tenant, namespace)
         names = await self.docs.topics.persistent(tenant, namespace)
-        found = [f"persistent://{tenant}/{namespace}/{codec_decode(n)}" for n in names]
+        found = [topic_url(tenant, namespace, codec_decode(n)) for n in names]
         # as the broker's list: no transaction-internal topics (`isTransactionInternalName`)
         return [name for name in found if not is_transaction_internal(name)]
 
@@ -453,13 +456,12 @@ class TopicService:
             if not 0 <= partition < partitions:  # the broker owns no such partition
                 return {"messagePublishResults": [_not_owned(partition) for _ in encoded],
                         "schemaVersion": 0}
-            targets = [(f"{topic}{PARTITION_SUFFIX}{partition}", partition)]
+            targets = [(partition_name(topic, partition), partition)]
         elif partitions > 0:
-            targets = [(f"{topic}{PARTITION_SUFFIX}{index}", index)
+            targets = [(partition_name(topic, index), index)
                        for index in range(min(partitions, len(encoded)))]
         else:
-            name = managed_ledger_name(tenant, namespace, topic)
-            if self.factory.get_if_open(name) is None and not await self._exists(name):
+            if not await self.exists(tenant, namespace, topic):
                 if not auto_create_allowed(policies, self.settings):
                     raise NotFound("Topic not exist")
                 if not encoded or not await self._creatable(tenant, namespace, topic):
