@@ -309,6 +309,11 @@ TABLE: Final[Mapping[str, Rule]] = {
         "internalCreateNonPartitionedTopic", "validateNamespaceOperation(CREATE_TOPIC)")),
     "deleteTopic": Rule(TopicOperation("DELETE"), _TOPICS.format(
         "internalDeleteTopic", "validateTopicOperation(DELETE)"), _TOPIC_NAME),
+    "getStats": Rule(TopicOperation("GET_STATS"), _TOPICS.format(
+        "internalGetStatsAsync", "validateTopicOperation(GET_STATS)"), _TOPIC_NAME),
+    "getPartitionedStats": Rule(TopicOperation("GET_STATS"), _TOPICS.format(
+        "internalGetPartitionedStats", "validateTopicOperation(GET_STATS)"),
+        _NOT_A_PARTITION),
     "getInternalStats": Rule(TopicOperation("GET_STATS"), _TOPICS.format(
         "internalGetInternalStats", "validateTopicOperation(GET_STATS)"), _TOPIC_NAME),
     "getMessageById": Rule(TopicOperation("PEEK_MESSAGES"), _TOPICS.format(

@@ -33,10 +33,12 @@ from api.shapes.params import (
 from api.shapes.responses import (
     EXAMPLE_PRODUCER_MESSAGES,
     PartitionedTopicInternalStats,
+    PartitionedTopicStats,
     PersistentTopicInternalStats,
     ProducerAcks,
     ProducerMessages,
     TopicNames,
+    TopicStats,
 )
 from javaformats import parse_java_long
 from metastore.models import PartitionedTopicMetadata
@@ -244,6 +246,65 @@ async def delete_topic(
     """Delete the topic's managed ledger and its ledgers."""
     await topics.delete(tenant, namespace, topic)
     return Response(status_code=204)
+
+
+STATS_OPTIONS = ("Accepted for compatibility: the service keeps no subscriptions or "
+                 "producers for it to change")
+
+
+@router.get(
+    ADMIN + "/{topic}/stats",
+    operation_id="getStats",
+    summary="Get the stats for the topic.",
+    response_model=TopicStats,
+    responses=errors({404: TOPIC_NOT_FOUND + "; or Namespace not found",
+                      412: INVALID_TOPIC_NAME}),
+)
+async def stats(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    topics: TopicsDep,
+    authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
+    getPreciseBacklog: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+    subscriptionBacklogSize: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = True,
+    getEarliestTimeInBacklog: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+    excludePublishers: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+    excludeConsumers: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+) -> JSONResponse:
+    """Pulsar's `TopicStatsImpl`: the bytes the topic's ledgers hold (`storageSize`), the
+    namespace's backlog quotas and the owner; rates and counters of binary-protocol traffic
+    are 0 (the service has none, and the broker counts no REST-produced message either)."""
+    return JSONResponse(await topics.stats(tenant, namespace, topic))
+
+
+@router.get(
+    ADMIN + "/{topic}/partitioned-stats",
+    operation_id="getPartitionedStats",
+    summary="Get the stats for the partitioned topic.",
+    response_model=PartitionedTopicStats,
+    responses=errors({404: "Partitioned Topic persistent://tenant/namespace/topic not found; "
+                           "or Namespace not found",
+                      412: "Partitioned Topic Name should not contain '-partition-'; or "
+                           + INVALID_TOPIC_NAME}),
+)
+async def partitioned_stats(
+    tenant: TenantName,
+    namespace: NamespaceName,
+    topic: TopicName,
+    partitioned: PartitionedTopicsDep,
+    perPartition: Annotated[JerseyBoolean, Query(
+        description="`true`: each partition's stats too, by its name")] = True,
+    authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
+    getPreciseBacklog: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+    subscriptionBacklogSize: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = True,
+    getEarliestTimeInBacklog: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+    excludePublishers: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+    excludeConsumers: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+) -> JSONResponse:
+    """Pulsar's `PartitionedTopicStatsImpl`: the partitions' stats summed, the metadata, and
+    (`perPartition`, the default) each partition's stats by name."""
+    return JSONResponse(await partitioned.stats(tenant, namespace, topic, perPartition))
 
 
 @router.get(

@@ -44,6 +44,7 @@ from api.naming import (
     topic_url,
 )
 from api.services.namespaces import NAMESPACE_NOT_FOUND, NAMESPACE_NOT_OWNED
+from api.services.topic_stats import empty_topic_stats, partitioned_topic_stats
 from api.services.topics import TopicService, auto_create_allowed, topic_not_found
 from api.settings import Settings
 from javaformats import hash_map_order, jackson_integer
@@ -157,6 +158,31 @@ class PartitionedTopicService:
                                        await self.topics.internal_stats(
                                            tenant, namespace, partition, metadata)))
         return {"metadata": found.dump(), "partitions": hash_map_order(partitions)}
+
+    async def stats(self, tenant: str, namespace: str, topic: str,
+                    per_partition: bool) -> dict[str, Any]:
+        """`getPartitionedStats`: the partitions' stats summed (`TopicStatsImpl.add`), and with
+        `per_partition` each partition's by name. A partition that cannot answer (its
+        managed ledger gone) is left out; when none answered with `per_partition`, the
+        topic's own name is listed with empty stats, as the broker lists it."""
+        require_valid_topic_name(tenant, namespace, topic)
+        if partition_index(topic) != -1:
+            raise PreconditionFailed(PARTITIONED_NAME)
+        if await self.docs.policies.get_cached(tenant, namespace) is None:
+            raise NotFound(NAMESPACE_NOT_OWNED)
+        found = await self._metadata(tenant, namespace, topic)
+        if found is None or found.partitions <= 0:
+            raise NotFound(f"Partitioned Topic {topic_url(tenant, namespace, topic)} not found")
+        partitions: list[tuple[str, dict[str, Any]]] = []
+        for index in range(found.partitions):
+            partition = partition_name(topic, index)
+            with contextlib.suppress(NotFound):  # no managed ledger: left out
+                partitions.append((topic_url(tenant, namespace, partition),
+                                   await self.topics.stats(tenant, namespace, partition)))
+        stats = partitioned_topic_stats(found.dump(), partitions, per_partition)
+        if per_partition and not partitions:
+            stats["partitions"] = {topic_url(tenant, namespace, topic): empty_topic_stats()}
+        return stats
 
     # -- writes -------------------------------------------------------------------------------
 

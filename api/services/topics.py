@@ -44,6 +44,7 @@ from api.services.namespaces import (
     NamespaceService,
 )
 from api.services.publish_buffer import PublishBuffer
+from api.services.topic_stats import NO_LIMIT, backlog_quota_limits, topic_stats
 from api.settings import Settings
 from javaformats import (
     format_date,
@@ -412,6 +413,26 @@ class TopicService:
                 info["underReplicated"] = not bookies <= registered
         return stats
 
+    async def stats(self, tenant: str, namespace: str, topic: str) -> dict[str, Any]:
+        """`getStats`: the topic's `TopicStatsImpl` (`api.services.topic_stats`), its
+        managed ledger opened as the broker loads a topic to answer it."""
+        ledger = await self._open(tenant, namespace, topic, create=False)
+        policies = await self._policies(tenant, namespace, missing=NAMESPACE_NOT_OWNED)
+        return topic_stats(ledger.total_size, self.backlog_quota_limits(policies),
+                           self.broker_id)
+
+    def backlog_quota_limits(self, policies: Policies) -> tuple[int, int]:
+        conf = self.settings.runtime_configuration()
+        return backlog_quota_limits(
+            policies.backlog_quota_map,
+            _int_setting(conf, "backlogQuotaDefaultLimitBytes"),
+            _int_setting(conf, "backlogQuotaDefaultLimitSecond"))
+
+    @property
+    def broker_id(self) -> str:
+        """This service's broker id, `advertisedAddress:webServicePort`, as a broker's."""
+        return f"{self.settings.advertisedAddress}:{self.settings.webServicePort}"
+
     # -- messages -----------------------------------------------------------------------------
 
     async def produce(self, tenant: str, namespace: str, topic: str,
@@ -543,6 +564,14 @@ class TopicService:
                 f"Could not examine messages due to the total message count is "
                 f"{ledger.number_of_entries}") from exc
         return await self._read(ledger, position)
+
+
+def _int_setting(conf: dict[str, str], key: str) -> int:
+    """A broker.conf integer the service does not type (-1, no limit, when unset or not one)."""
+    try:
+        return int(conf.get(key, NO_LIMIT))
+    except ValueError:
+        return NO_LIMIT
 
 
 def _not_owned(partition: int) -> dict[str, Any]:

@@ -172,6 +172,54 @@ PersistentTopicInternalStats = Annotated[
         examples=[EXAMPLE_INTERNAL_STATS],
     ),
 ]
+EXAMPLE_TOPIC_STATS: dict[str, Any] = {
+    "msgRateIn": 0.0, "msgThroughputIn": 0.0, "msgRateOut": 0.0, "msgThroughputOut": 0.0,
+    "bytesInCounter": 0, "msgInCounter": 0, "systemTopicBytesInCounter": 0,
+    "bytesOutCounter": 0, "msgOutCounter": 0, "bytesOutInternalCounter": 0,
+    "averageMsgSize": 0.0, "msgChunkPublished": False, "storageSize": 90, "backlogSize": 0,
+    "backlogQuotaLimitSize": -1, "backlogQuotaLimitTime": -1,
+    "oldestBacklogMessageAgeSeconds": -1, "publishRateLimitedTimes": 0,
+    "earliestMsgPublishTimeInBacklogs": 0, "offloadedStorageSize": 0, "lastOffloadLedgerId": 0,
+    "lastOffloadSuccessTimeStamp": 0, "lastOffloadFailureTimeStamp": 0, "ongoingTxnCount": 0,
+    "abortedTxnCount": 0, "committedTxnCount": 0, "publishers": [], "waitingPublishers": 0,
+    "subscriptions": {}, "replication": {}, "deduplicationStatus": "Disabled",
+    "nonContiguousDeletedMessagesRanges": 0,
+    "nonContiguousDeletedMessagesRangesSerializedSize": 0,
+    "delayedMessageIndexSizeInBytes": 0,
+    "compaction": {"lastCompactionRemovedEventCount": 0, "lastCompactionSucceedTimestamp": 0,
+                   "lastCompactionFailedTimestamp": 0, "lastCompactionDurationTimeInMills": 0},
+    "ownerBroker": "localhost:8080",
+}
+
+TopicStats = Annotated[
+    dict[str, Any],
+    Field(
+        description=(
+            "Pulsar's `TopicStatsImpl` for a topic with no binary-protocol producers or "
+            "subscriptions: `storageSize` (the bytes its ledgers hold), the namespace's "
+            "backlog quotas, `ownerBroker`; rates and counters 0, as the broker shows them "
+            "for REST-produced messages"
+        ),
+        examples=[EXAMPLE_TOPIC_STATS],
+    ),
+]
+PartitionedTopicStats = Annotated[
+    dict[str, Any],
+    Field(
+        description=(
+            "Pulsar's `PartitionedTopicStatsImpl`: the partitions' stats summed, the "
+            "topic's `PartitionedTopicMetadata`, and with `perPartition=true` each "
+            "partition's `TopicStatsImpl` by its name"
+        ),
+        examples=[{
+            **{k: v for k, v in EXAMPLE_TOPIC_STATS.items()
+               if k not in ("deduplicationStatus", "ownerBroker")},
+            "oldestBacklogMessageAgeSeconds": 0,
+            "metadata": {"partitions": 1, "deleted": False},
+            "partitions": {"persistent://acme/payments/orders-partition-0": EXAMPLE_TOPIC_STATS},
+        }],
+    ),
+]
 PartitionedTopicInternalStats = Annotated[
     dict[str, Any],
     Field(

@@ -196,6 +196,14 @@ def test_topic_commands_match_upstream(upstream_admin: UpstreamJvm, topic_servic
     assert produced.returncode == 0, produced.stderr
     stats = upstream_admin.run("pulsar-admin", str(conf), "topics", "stats-internal", topic)
     ledger, entry = json.loads(stats.out)["lastConfirmedEntry"].split(":")
+    partitioned = "persistent://acme/plain/interop-partitioned"
+    made = upstream_admin.run("pulsar-admin", str(conf), "topics", "create-partitioned-topic",
+                              partitioned, "-p", "3")
+    assert made.code == 0, made
+    produced = subprocess.run(
+        [PULSAR_CLIENT, "--url", topic_service.url, "produce", partitioned, "-m", "a,b", "-n",
+         "2"], capture_output=True, text=True, env=clean_env(), timeout=120)
+    assert produced.returncode == 0, produced.stderr
     read_only = [
         ["topics", "list", "acme/plain"],
         ["topics", "list", "acme/nope"],
@@ -210,6 +218,16 @@ def test_topic_commands_match_upstream(upstream_admin: UpstreamJvm, topic_servic
         ["topics", "list-partitioned-topics", "acme/plain", "-ist"],
         ["topics", "list-partitioned-topics", "acme/nope"],
         ["topics", "get-partitioned-topic-metadata", topic],  # not partitioned: 0
+        ["topics", "stats", topic],
+        ["topics", "stats", topic, "-gpb", "-sbs", "-etb"],
+        ["topics", "stats", "persistent://acme/plain/nope"],
+        ["topics", "stats", "persistent://acme/nope/x"],
+        ["topics", "stats", partitioned],  # a partitioned topic's own name: 404
+        ["topics", "stats", partitioned + "-partition-1"],
+        ["topics", "partitioned-stats", partitioned],
+        ["topics", "partitioned-stats", partitioned, "--per-partition"],
+        ["topics", "partitioned-stats", topic],  # not partitioned: 404
+        ["topics", "partitioned-stats", partitioned + "-partition-1"],  # 412
     ]
 
     def upstream(step: list[str]) -> Outcome:
@@ -219,6 +237,9 @@ def test_topic_commands_match_upstream(upstream_admin: UpstreamJvm, topic_servic
         return outcome(run_cli("--admin-url", topic_service.url, *step, cwd=tmp_path))
 
     report = differences(read_only, upstream, ours, lambda: None)
+    shown = upstream(["topics", "partitioned-stats", partitioned, "--per-partition"])
+    assert shown[0] == 0 and '"storageSize" : ' in shown[1], shown  # stats, not a refusal
+    assert shown[1].count("-partition-") == 3, shown
     # create, create again (409), delete, delete again (missing), each side on a topic of its own
     made: dict[str, list[Outcome]] = {}
     for side, run in (("upstream", upstream), ("ours", ours)):
