@@ -138,17 +138,24 @@ class PartitionedTopicService:
             return PartitionedTopicMetadata()
         raise topic_not_found(tenant, namespace, topic)
 
-    async def internal_stats(self, tenant: str, namespace: str, topic: str,
-                             metadata: bool) -> dict[str, Any]:
-        """`getPartitionedStatsInternal`: the metadata, and each partition's internal stats
-        (as `getInternalStats` answers them) by its name, in a Java `HashMap`'s order; a
-        partition whose managed ledger is gone is left out, as the broker leaves it."""
+    async def _existing(self, tenant: str, namespace: str, topic: str
+                        ) -> PartitionedTopicMetadata:
+        """The metadata of a partitioned topic the stats read: 404 `Namespace not found`, or
+        `Partitioned Topic ... not found` when the topic has no partitions."""
         require_valid_topic_name(tenant, namespace, topic)
         if await self.docs.policies.get_cached(tenant, namespace) is None:
             raise NotFound(NAMESPACE_NOT_OWNED)
         found = await self._metadata(tenant, namespace, topic)
         if found is None or found.partitions <= 0:
             raise NotFound(f"Partitioned Topic {topic_url(tenant, namespace, topic)} not found")
+        return found
+
+    async def internal_stats(self, tenant: str, namespace: str, topic: str,
+                             metadata: bool) -> dict[str, Any]:
+        """`getPartitionedStatsInternal`: the metadata, and each partition's internal stats
+        (as `getInternalStats` answers them) by its name, in a Java `HashMap`'s order; a
+        partition whose managed ledger is gone is left out, as the broker leaves it."""
+        found = await self._existing(tenant, namespace, topic)
         partitions: list[tuple[str, dict[str, Any]]] = []
         for index in range(found.partitions):
             partition = partition_name(topic, index)
@@ -168,11 +175,7 @@ class PartitionedTopicService:
         require_valid_topic_name(tenant, namespace, topic)
         if partition_index(topic) != -1:
             raise PreconditionFailed(PARTITIONED_NAME)
-        if await self.docs.policies.get_cached(tenant, namespace) is None:
-            raise NotFound(NAMESPACE_NOT_OWNED)
-        found = await self._metadata(tenant, namespace, topic)
-        if found is None or found.partitions <= 0:
-            raise NotFound(f"Partitioned Topic {topic_url(tenant, namespace, topic)} not found")
+        found = await self._existing(tenant, namespace, topic)
         partitions: list[tuple[str, dict[str, Any]]] = []
         for index in range(found.partitions):
             partition = partition_name(topic, index)

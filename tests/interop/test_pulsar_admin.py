@@ -240,6 +240,8 @@ def test_topic_commands_match_upstream(upstream_admin: UpstreamJvm, topic_servic
     shown = upstream(["topics", "partitioned-stats", partitioned, "--per-partition"])
     assert shown[0] == 0 and '"storageSize" : ' in shown[1], shown  # stats, not a refusal
     assert shown[1].count("-partition-") == 3, shown
+    gone = upstream(["topics", "delete-partitioned-topic", partitioned, "-f"])
+    assert gone == (0, "", ""), gone  # the shared service's namespace as it was
     # create, create again (409), delete, delete again (missing), each side on a topic of its own
     made: dict[str, list[Outcome]] = {}
     for side, run in (("upstream", upstream), ("ours", ours)):

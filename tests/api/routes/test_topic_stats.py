@@ -39,8 +39,20 @@ PARTITIONED_KEYS = [k for k in TOPIC_STATS_KEYS if k not in ("deduplicationStatu
 
 @pytest.fixture
 def http(topic_service: ServerProcess) -> Iterator[httpx.Client]:
+    """A client of the shared service; the topics a test made (`stats-*` in `acme/plain`) go
+    with it, so other modules' listings of the namespace do not see them."""
     with httpx.Client(base_url=topic_service.url, timeout=30) as client:
         yield client
+        prefix = "persistent://acme/plain/stats-"
+        for name in client.get(f"{ADMIN}/plain/partitioned").json():
+            if name.startswith(prefix):
+                local = name.rsplit("/", 1)[1]
+                gone = client.delete(f"{ADMIN}/plain/{local}/partitions?force=true")
+                assert gone.status_code == 204, gone.text
+        for name in client.get(f"{ADMIN}/plain").json():
+            if name.startswith(prefix):
+                gone = client.delete(f"{ADMIN}/plain/{name.rsplit('/', 1)[1]}")
+                assert gone.status_code == 204, gone.text
 
 
 def answer(response: httpx.Response) -> tuple[int, str | None]:
