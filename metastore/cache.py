@@ -51,11 +51,18 @@ class WatchedRange:
             await asyncio.wait_for(self._synced.wait(), self.store.timeout)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Stop mirroring, within the store's timeout: a task still running then (its
+        cancellation lost inside a client library) is logged and left."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=self.store.timeout)
+        if not done:
+            log.warning("watch on %s did not stop within %.1fs; left behind", self.path,
+                        self.store.timeout)
+        elif not task.cancelled():
+            task.exception()  # retrieved: an error it ended with is not logged as unseen
 
     @property
     def synced(self) -> bool:

@@ -164,11 +164,16 @@ class EtcdBackend:
         self, make: Callable[[aetcd.Client], Awaitable[T]], timeout: float | None = None
     ) -> T:
         """Run one etcd call within the timeout (or `timeout`, when shorter), mapping
-        transport errors to `Unavailable`."""
+        transport errors to `Unavailable`. A caller cancelled during the call is cancelled
+        when it returns: gRPC's asyncio call can swallow a cancellation that reaches it as its
+        reply comes in and return the reply, which would leave the caller running on (a
+        watch loop told to stop then waiting for ever on its next event)."""
         limit = self.timeout if timeout is None else min(timeout, self.timeout)
+        task = asyncio.current_task()
+        cancelling = task.cancelling() if task is not None else 0
         try:
             async with asyncio.timeout(limit):  # unlike wait_for, no task per call
-                return await make(self.client())
+                result = await make(self.client())
         except _UNAVAILABLE_ERRORS as exc:
             await self.failover()
             raise Unavailable(f"metadata store unavailable: {type(exc).__name__}") from exc
@@ -180,6 +185,9 @@ class EtcdBackend:
             if "larger than max" in str(exc):
                 raise ValueTooLarge() from exc
             raise
+        if task is not None and task.cancelling() > cancelling:
+            raise asyncio.CancelledError  # requested while gRPC held it (above)
+        return result
 
     async def transaction(
         self,
@@ -401,9 +409,10 @@ class EtcdBackend:
         self._subscribers.close_streams()
         for task in (self._watcher, self._keepalive):
             if task is not None:
+                # within the timeout: the watcher can be inside aetcd's stream shutdown, which
+                # swallows the cancellation (`at_most`); a task that outlives it is left
                 task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+                await at_most(task, self.timeout)
         self._watcher = self._keepalive = None
         lease, self._lease = self._lease, None
         if lease is not None:

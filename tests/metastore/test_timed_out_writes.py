@@ -6,6 +6,7 @@ the write did when it landed, fails with nothing written when it never can land,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -14,7 +15,7 @@ from metastore.cache import WatchedRange
 from metastore.change_history import ChangeContext, recording
 from metastore.embedded import EmbeddedEtcd
 from metastore.errors import OutcomeUnknown, Unavailable
-from metastore.etcd_backend import at_most
+from metastore.etcd_backend import EtcdBackend, at_most
 from metastore.store import Endpoint, MetadataStore, Versioned
 from tests.support import CuttableProxy, RawEtcd, wait_until, wait_until_async
 
@@ -124,6 +125,33 @@ async def test_an_operation_that_swallows_its_timeout_is_left_behind() -> None:
     release.set()  # whatever happened, let it end
     assert waiting in done
     await wait_until_async(lambda: cancels == 1)  # it was told to stop, and was left
+
+
+async def test_a_cancellation_the_client_swallows_still_cancels_the_caller(
+    etcd: EmbeddedEtcd,
+) -> None:
+    """gRPC's asyncio call can swallow a cancellation that reaches it as its reply comes in,
+    and return the reply: a watch loop told to stop then went on to wait for its next event
+    for ever. The caller of an etcd call that was cancelled meanwhile is cancelled on return."""
+    backend = EtcdBackend([etcd.endpoint], timeout=5)
+    started = asyncio.Event()
+
+    async def swallowing(_: object) -> str:
+        started.set()
+        with contextlib.suppress(asyncio.CancelledError):  # as that call can
+            await asyncio.sleep(30)
+        return "reply"
+
+    try:
+        caller = asyncio.create_task(backend.call(swallowing))
+        await started.wait()
+        caller.cancel()
+        done, _ = await asyncio.wait({caller}, timeout=10)
+        assert caller in done and caller.cancelled()
+        # and a call nobody cancels answers as before
+        assert await backend.call(swallowing, timeout=0.05) == "reply"
+    finally:
+        await backend.close()
 
 
 def test_outcome_unknown_is_a_503_with_its_reason() -> None:
