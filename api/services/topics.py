@@ -318,11 +318,15 @@ class TopicService:
         config = await self.config_for(tenant, namespace, policies)
         name = managed_ledger_name(tenant, namespace, topic)
         if not create and not await self.exists(tenant, namespace, topic):
+            # the broker's `topicNotFoundReasonAsync`: a partition's name is judged by the
+            # topic it would be a partition of
             base = base_topic(topic)
-            if base != topic and \
-                    await self.docs.topics.partitions(tenant, namespace, codec_encode(base)):
+            if base == topic:
+                raise topic_not_found(tenant, namespace, topic)
+            if await self.docs.topics.partitions(tenant, namespace, codec_encode(base)):
                 raise NotFound(PARTITIONS_NOT_CREATED)  # a partition of a partitioned topic
-            raise topic_not_found(tenant, namespace, topic)
+            raise NotFound(f"Partitioned Topic not found: "
+                           f"{topic_url(tenant, namespace, topic)} has zero partitions")
         try:
             return await self.factory.open(name, config)
         except NamespaceNotWritable as exc:  # deleted, or being deleted, meanwhile

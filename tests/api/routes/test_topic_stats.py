@@ -164,6 +164,11 @@ def test_partitions_without_a_managed_ledger_are_left_out(http: httpx.Client,
     ("plain/stats-np-partition-0/partitioned-stats",
      (412, "Partitioned Topic Name should not contain '-partition-'")),
     ("nope/x/partitioned-stats", (404, "Namespace not found")),
+    # a partition's name whose topic is not partitioned (`topicNotFoundReasonAsync`)
+    ("plain/stats-missing-partition-0/stats", (404, "Partitioned Topic not found: "
+     "persistent://acme/plain/stats-missing-partition-0 has zero partitions")),
+    ("plain/stats-missing-partition-0/internalStats", (404, "Partitioned Topic not found: "
+     "persistent://acme/plain/stats-missing-partition-0 has zero partitions")),
 ])
 def test_refusals_in_the_brokers_words(http: httpx.Client, path: str,
                                        expected: tuple[int, str]) -> None:
@@ -178,3 +183,9 @@ def test_a_partitioned_topic_and_a_plain_one_answer_each_others_404(http: httpx.
         404, "Topic persistent://acme/plain/stats-pp not found")
     assert answer(http.get(f"{ADMIN}/plain/stats-np/partitioned-stats")) == (
         404, "Partitioned Topic persistent://acme/plain/stats-np not found")
+    # a partition beyond the count: not yet created; of the plain topic: zero partitions
+    assert answer(http.get(f"{ADMIN}/plain/stats-pp-partition-2/stats")) == (
+        404, "Topic partitions were not yet created")
+    assert answer(http.get(f"{ADMIN}/plain/stats-np-partition-0/stats")) == (404, (
+        "Partitioned Topic not found: persistent://acme/plain/stats-np-partition-0 has zero "
+        "partitions"))
