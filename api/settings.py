@@ -207,6 +207,11 @@ class Settings:
         return self.maxMessageSize + MESSAGE_SIZE_FRAME_PADDING
 
     @property
+    def broker_id(self) -> str:
+        """This service's id as a broker's: `advertisedAddress:webServicePort`."""
+        return f"{self.advertisedAddress}:{self.webServicePort}"
+
+    @property
     def autorecovery(self) -> AutoRecoveryConfig:
         """BookKeeper's auto-recovery keys (`autoRecoveryDaemonEnabled`,
         `lostBookieRecoveryDelay`, `auditorPeriodic*`, ...) from this configuration; their one

@@ -60,15 +60,14 @@ def autorecovery(settings: Settings, store: MetadataStore,
     config = settings.autorecovery
     if not config.autoRecoveryDaemonEnabled:
         return None
-    node = f"{settings.advertisedAddress}:{settings.webServicePort}"
-    return AutoRecovery(VersionedKeys.of(store), ledgers, config, node)
+    return AutoRecovery(VersionedKeys.of(store), ledgers, config, settings.broker_id)
 
 
 def storage_audit_service(settings: Settings, ledgers: LedgerClient,
                           keys: VersionedKeys) -> StorageAuditService:
     """The background audits, whose repair plans a replication worker of this service applies
     (`storage.autorecovery.plan_repair`)."""
-    node = f"{settings.advertisedAddress}:{settings.webServicePort}/repair"
+    node = f"{settings.broker_id}/repair"
     worker = ReplicationWorker(ledgers, UnderReplication(keys), settings.autorecovery, node)
 
     async def repairer(moves: list[PlannedMove], progress: RepairProgress) -> RepairProgress:
@@ -163,7 +162,7 @@ class AppState:
             storage_bookies=StorageBookieService(
                 store, versioned_keys, config, local_bookies, client=ledgers, racks=racks,
                 recovery=settings.autorecovery,
-                node_id=f"{settings.advertisedAddress}:{settings.webServicePort}",
+                node_id=settings.broker_id,
                 wait_seconds=registration_wait(settings.metadataStoreOperationTimeoutSeconds)),
             storage_audits=storage_audit_service(settings, ledgers, versioned_keys),
         )

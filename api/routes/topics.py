@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from api.deps import PartitionedTopicsDep, TopicsDep
@@ -252,6 +252,21 @@ STATS_OPTIONS = ("Accepted for compatibility: the service keeps no subscriptions
                  "producers for it to change")
 
 
+def stats_options(
+    authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
+    getPreciseBacklog: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+    subscriptionBacklogSize: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = True,
+    getEarliestTimeInBacklog: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+    excludePublishers: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+    excludeConsumers: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+) -> None:
+    """The query options of the broker's stats routes (`GetStatsOptions`), bound as it binds
+    them and otherwise unused."""
+
+
+StatsOptions = Annotated[None, Depends(stats_options)]
+
+
 @router.get(
     ADMIN + "/{topic}/stats",
     operation_id="getStats",
@@ -265,12 +280,7 @@ async def stats(
     namespace: NamespaceName,
     topic: TopicName,
     topics: TopicsDep,
-    authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
-    getPreciseBacklog: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
-    subscriptionBacklogSize: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = True,
-    getEarliestTimeInBacklog: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
-    excludePublishers: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
-    excludeConsumers: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
+    options: StatsOptions,
 ) -> JSONResponse:
     """Pulsar's `TopicStatsImpl`: the bytes the topic's ledgers hold (`storageSize`), the
     namespace's backlog quotas and the owner; rates and counters of binary-protocol traffic
@@ -293,14 +303,9 @@ async def partitioned_stats(
     namespace: NamespaceName,
     topic: TopicName,
     partitioned: PartitionedTopicsDep,
+    options: StatsOptions,
     perPartition: Annotated[JerseyBoolean, Query(
         description="`true`: each partition's stats too, by its name")] = True,
-    authoritative: Annotated[JerseyBoolean, Query(description=AUTHORITATIVE)] = False,
-    getPreciseBacklog: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
-    subscriptionBacklogSize: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = True,
-    getEarliestTimeInBacklog: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
-    excludePublishers: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
-    excludeConsumers: Annotated[JerseyBoolean, Query(description=STATS_OPTIONS)] = False,
 ) -> JSONResponse:
     """Pulsar's `PartitionedTopicStatsImpl`: the partitions' stats summed, the metadata, and
     (`perPartition`, the default) each partition's stats by name."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -266,6 +266,9 @@ class TopicService:
         self.namespaces = NamespaceService(store, settings)
         self.docs = Repositories(store)
         self.publish_buffer = PublishBuffer(settings.maxMessagePublishBufferSizeInMB << 20)
+        # the broker's backlog quotas where a namespace sets none (broker.conf, untyped here)
+        self.quota_defaults = (_int_setting(settings.extra, "backlogQuotaDefaultLimitBytes"),
+                               _int_setting(settings.extra, "backlogQuotaDefaultLimitSecond"))
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -420,22 +423,11 @@ class TopicService:
     async def stats(self, tenant: str, namespace: str, topic: str) -> dict[str, Any]:
         """`getStats`: the topic's `TopicStatsImpl` (`api.services.topic_stats`), its
         managed ledger opened as the broker loads a topic to answer it."""
-        ledger = await self._open(tenant, namespace, topic, create=False)
+        require_valid_topic_name(tenant, namespace, topic)
         policies = await self._policies(tenant, namespace, missing=NAMESPACE_NOT_OWNED)
-        return topic_stats(ledger.total_size, self.backlog_quota_limits(policies),
-                           self.broker_id)
-
-    def backlog_quota_limits(self, policies: Policies) -> tuple[int, int]:
-        conf = self.settings.runtime_configuration()
-        return backlog_quota_limits(
-            policies.backlog_quota_map,
-            _int_setting(conf, "backlogQuotaDefaultLimitBytes"),
-            _int_setting(conf, "backlogQuotaDefaultLimitSecond"))
-
-    @property
-    def broker_id(self) -> str:
-        """This service's broker id, `advertisedAddress:webServicePort`, as a broker's."""
-        return f"{self.settings.advertisedAddress}:{self.settings.webServicePort}"
+        ledger = await self._open(tenant, namespace, topic, create=False, policies=policies)
+        limits = backlog_quota_limits(policies.backlog_quota_map, *self.quota_defaults)
+        return topic_stats(ledger.total_size, limits, self.settings.broker_id)
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -570,7 +562,7 @@ class TopicService:
         return await self._read(ledger, position)
 
 
-def _int_setting(conf: dict[str, str], key: str) -> int:
+def _int_setting(conf: Mapping[str, str], key: str) -> int:
     """A broker.conf integer the service does not type (-1, no limit, when unset or not one)."""
     try:
         return int(conf.get(key, NO_LIMIT))
