@@ -148,7 +148,9 @@ class NamespacePolicyService:
             local.bookieAffinityGroup = None
             return local
 
-        await self._update_local(tenant, namespace, change, create=False)
+        # the broker's `setLocalPoliciesWithCreate`: a namespace without local policies gets
+        # them (its bundles, no group), so the next GET reads 204, not 404
+        await self._update_local(tenant, namespace, change, create=True)
 
     async def _require_local_cluster(self, tenant: str, namespace: str) -> Policies:
         """Pulsar's `validateGlobalNamespaceOwnership`: the namespace must exist (404

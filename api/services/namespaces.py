@@ -3,8 +3,9 @@
 A namespace is its global `Policies` document. Creation fills Pulsar's defaults
 (`replication_clusters` = [clusterName], `defaultNumberOfNamespaceBundles` equal bundles) and
 validates like `NamespacesBase.validatePolicies`. Local policies are NOT created here: Pulsar
-creates them lazily on the first per-cluster write, so bookie-affinity GET on a fresh namespace
-answers 404 `Namespace local-policies does not exist`, as upstream does.
+creates them lazily, on the first per-cluster write or the first time a broker loads the
+namespace's bundles (`load_bundles`), so bookie-affinity GET on a fresh namespace answers 404
+`Namespace local-policies does not exist`, as upstream does.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from api.errors import (
 )
 from api.naming import require_valid_namespace_name, require_valid_tenant_name
 from api.settings import Settings
-from api.shapes.models import BundlesData, PersistencePolicies, Policies, TenantInfo
+from api.shapes.models import (
+    BundlesData,
+    LocalPolicies,
+    PersistencePolicies,
+    Policies,
+    TenantInfo,
+)
 from javaformats import decode_java_long
 from metastore import errors as store_errors
 from metastore.repositories import Repositories, ownership_tree
@@ -165,6 +172,33 @@ class NamespaceService:
         if found is None:
             raise NotFound(missing)
         return found.value
+
+    async def load_bundles(self, tenant: str, namespace: str) -> None:
+        """What a broker's first load of the namespace's bundles leaves in the store
+        (`NamespaceBundleFactory`, reached by every check of a topic's ownership: a lookup,
+        creating, deleting or reading a topic, ...): a namespace without local policies gets
+        them, holding the bundles of its policies (`copyToLocalPolicies`), so its bookie
+        affinity reads as unset (204) afterwards, not as missing (404). One cached read when
+        they exist; created only if absent, guarded by the namespace's version (never left
+        behind a namespace deleted meanwhile)."""
+        docs = self.docs
+        if await docs.local_policies.get_cached(tenant, namespace) is not None:
+            return
+
+        async def attempt() -> None:
+            owner = await docs.policies.get(tenant, namespace)
+            if owner is None or await docs.local_policies.exists(tenant, namespace):
+                return
+            await (
+                docs.transaction()
+                .require(docs.policies.at(tenant, namespace, version=owner.version),
+                         docs.local_policies.at(tenant, namespace, version=0))
+                .put(docs.local_policies, tenant, namespace,
+                     value=LocalPolicies(bundles=owner.value.bundles))
+                .commit()
+            )  # fmt: skip
+
+        await retry_on_conflict(attempt)
 
     async def shown_policies(self, tenant: str, namespace: str) -> Policies:
         """The policies as `GET /admin/v2/namespaces/{tenant}/{namespace}` answers them: an

@@ -148,6 +148,7 @@ class PartitionedTopicService:
         found = await self._metadata(tenant, namespace, topic)
         if found is None or found.partitions <= 0:
             raise NotFound(f"Partitioned Topic {topic_url(tenant, namespace, topic)} not found")
+        await self.topics.namespaces.load_bundles(tenant, namespace)  # the partitions' owner
         return found
 
     async def internal_stats(self, tenant: str, namespace: str, topic: str,
@@ -266,6 +267,7 @@ class PartitionedTopicService:
             if most > 0 and partitions > most:
                 raise UnprocessableEntity(f"Desired partitions {partitions} can't be greater "
                                           f"than the maximum partitions per topic {most}.")
+            await self.topics.namespaces.load_bundles(tenant, namespace)  # the partitions'
             if partitions == current:
                 return
             assert found is not None
@@ -289,6 +291,7 @@ class PartitionedTopicService:
         require_valid_topic_name(tenant, namespace, topic)
         if partition_index(topic) != -1:  # `TopicName.isPartitioned`
             raise PreconditionFailed(PARTITIONED_NAME)
+        await self.topics.namespaces.load_bundles(tenant, namespace)  # ownership, first
         found = await self._metadata(tenant, namespace, topic)
         if found is None or found.partitions <= 0:
             if await self.topics.exists(tenant, namespace, topic):

@@ -319,6 +319,7 @@ class TopicService:
         if policies is None and not create:  # a read: the ownership check's words
             policies = await self._policies(tenant, namespace, missing=NAMESPACE_NOT_OWNED)
         config = await self.config_for(tenant, namespace, policies)
+        await self.namespaces.load_bundles(tenant, namespace)  # the ownership check's
         name = managed_ledger_name(tenant, namespace, topic)
         if not create and not await self.exists(tenant, namespace, topic):
             # the broker's `topicNotFoundReasonAsync`: a partition's name is judged by the
@@ -356,6 +357,7 @@ class TopicService:
             raise NotFound(NAMESPACE_NOT_OWNED)  # the broker's ownership check, first
         await self._writable_policies(tenant, namespace)
         await self._require_not_a_stray_partition(tenant, namespace, topic)
+        await self.namespaces.load_bundles(tenant, namespace)  # ownership, before a conflict
         if await self._exists(managed_ledger_name(tenant, namespace, topic)) or \
                 await self.docs.topics.partitions(tenant, namespace, codec_encode(topic)):
             raise Conflict("This topic already exists")  # as a topic or a partitioned one
@@ -388,6 +390,7 @@ class TopicService:
             raise Conflict(f"{topic_url(tenant, namespace, topic)} is a partitioned topic, "
                            f"instead of calling delete topic, please call "
                            f"delete-partitioned-topic.")
+        await self.namespaces.load_bundles(tenant, namespace)  # ownership, before existence
         if not await self.exists(tenant, namespace, topic):
             raise topic_not_found(tenant, namespace, topic)
         await self.factory.delete(managed_ledger_name(tenant, namespace, topic))

@@ -201,10 +201,77 @@ def test_namespace_not_replicated_here_is_412(admin: httpx.Client, clean_store: 
     assert clean_store.get(LOCAL) is None
 
 
-def test_delete_when_never_set_writes_nothing(admin: httpx.Client, clean_store: RawEtcd) -> None:
+def test_delete_when_never_set_writes_the_local_policies(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    """The broker's DELETE creates the local policies it clears the group in (its bundles,
+    no group): the next GET reads an unset group (204), not a missing document (404)."""
     make_namespace(admin, clean_store)
     assert admin.delete(AFFINITY).status_code == 204
+    assert clean_store.get(LOCAL) == local_policies_bytes(clean_store)
+    assert admin.get(AFFINITY).status_code == 204
+
+
+TOPICS = "/admin/v2/persistent/acme/ns1"
+# requests that check a topic's ownership, which loads the namespace's bundles on a broker
+LOADING_BUNDLES = [
+    ("GET", "/lookup/v2/topic/persistent/acme/ns1/t", None),  # 503: no broker registered
+    ("DELETE", f"{TOPICS}/t", None),
+    ("GET", f"{TOPICS}/t/stats", None),
+    ("GET", f"{TOPICS}/t/internalStats", None),
+    ("GET", f"{TOPICS}/t-partition-0/stats", None),
+    ("GET", f"{TOPICS}/t/examinemessage", None),
+    ("GET", f"{TOPICS}/t/ledger/1/entry/0", None),
+    ("DELETE", f"{TOPICS}/t/partitions", None),
+]
+# requests that do not, or are refused before the check
+NOT_LOADING_BUNDLES = [
+    ("PUT", f"{TOPICS}/p/partitions", b"2"),
+    ("GET", f"{TOPICS}/t/partitions", None),
+    ("GET", TOPICS, None),
+    ("GET", f"{TOPICS}/partitioned", None),
+    ("GET", f"{TOPICS}/t/partitioned-stats", None),
+    ("GET", f"{TOPICS}/t/partitioned-internalStats", None),
+    ("PUT", f"{TOPICS}/q-partition-3", None),  # 412: no partitioned topic q
+    ("PUT", f"{NAMESPACES}/acme/ns1/unload", None),
+    ("GET", f"{NAMESPACES}/acme/ns1", None),
+    ("GET", AFFINITY, None),
+]
+
+
+@pytest.mark.parametrize(("method", "url", "body"), LOADING_BUNDLES)
+def test_a_topics_ownership_check_leaves_the_local_policies_a_broker_leaves(
+    admin: httpx.Client, clean_store: RawEtcd, method: str, url: str, body: bytes | None
+) -> None:
+    """As a broker's first load of a namespace's bundles (`copyToLocalPolicies`, checked
+    against the 4.0.8 broker): local policies holding the namespace's bundles, whatever the
+    request's answer; the bookie affinity then reads as unset."""
+    make_namespace(admin, clean_store)
+    assert admin.request(method, url, content=body).status_code in (204, 404, 503)
+    assert clean_store.get(LOCAL) == local_policies_bytes(clean_store)
+    assert admin.get(AFFINITY).status_code == 204
+    admin.request(method, url, content=body)  # once there, left as they are
+    assert clean_store.get(LOCAL) == local_policies_bytes(clean_store)
+
+
+@pytest.mark.parametrize(("method", "url", "body"), NOT_LOADING_BUNDLES)
+def test_requests_without_an_ownership_check_leave_no_local_policies(
+    admin: httpx.Client, clean_store: RawEtcd, method: str, url: str, body: bytes | None
+) -> None:
+    make_namespace(admin, clean_store)
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    assert admin.request(method, url, content=body, headers=headers).status_code < 500
     assert clean_store.get(LOCAL) is None
+    assert_reason(admin.get(AFFINITY), 404, "Namespace local-policies does not exist")
+
+
+def test_an_ownership_check_on_a_missing_namespace_writes_nothing(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    make_namespace(admin, clean_store)
+    for method, url, body in LOADING_BUNDLES:
+        admin.request(method, url.replace("/ns1/", "/ghost/"), content=body)
+    assert clean_store.get("/admin/local-policies/acme/ghost") is None
 
 
 def test_update_keeps_unknown_and_other_local_fields(
