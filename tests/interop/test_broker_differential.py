@@ -39,8 +39,8 @@ SECURED = token_conf("admin")  # our service's; the broker's is the same, for it
 # who asks: mostly a super-user; `r` administers the tenants whose bodies name it
 ROLES = ["admin"] * 6 + ["r", "r", "other", None]
 # documents both must write alike
-COMPARED = ("/admin/policies", "/admin/clusters", "/bookies", "/admin/partitioned-topics",
-            "/managed-ledgers")
+COMPARED = ("/admin/policies", "/admin/local-policies", "/admin/clusters", "/bookies",
+            "/admin/partitioned-topics", "/managed-ledgers")
 
 
 @dataclass
