@@ -145,8 +145,7 @@ class LookupService:
         if found is None:
             raise NotFound(NAMESPACE_NOT_OWNED)
         policies = found.value
-        await self.namespaces.load_bundles(tenant, namespace)
-        local = await self.docs.local_policies.read_placement(tenant, namespace, cached=True)
+        local = await self.namespaces.load_bundles(tenant, namespace)  # as the broker's
         topic_name = f"{domain}://{tenant}/{namespace}/{topic}"
         bundles = policies.bundles
         if local is not None and local.bundle_boundaries:

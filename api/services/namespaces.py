@@ -173,17 +173,19 @@ class NamespaceService:
             raise NotFound(missing)
         return found.value
 
-    async def load_bundles(self, tenant: str, namespace: str) -> None:
+    async def load_bundles(self, tenant: str, namespace: str) -> LocalPolicies | None:
         """What a broker's first load of the namespace's bundles leaves in the store
         (`NamespaceBundleFactory`, reached by every check of a topic's ownership: a lookup,
         creating, deleting or reading a topic, ...): a namespace without local policies gets
         them, holding the bundles of its policies (`copyToLocalPolicies`), so its bookie
-        affinity reads as unset (204) afterwards, not as missing (404). One cached read when
-        they exist; created only if absent, guarded by the namespace's version (never left
-        behind a namespace deleted meanwhile)."""
+        affinity reads as unset (204) afterwards, not as missing (404). Returns the local
+        policies as placement reads them (None when the namespace is gone): one cached read
+        when they exist; created only if absent, guarded by the namespace's version (never
+        left behind a namespace deleted meanwhile)."""
         docs = self.docs
-        if await docs.local_policies.get_cached(tenant, namespace) is not None:
-            return
+        local = await docs.local_policies.read_placement(tenant, namespace, cached=True)
+        if local is not None:
+            return local
 
         async def attempt() -> None:
             owner = await docs.policies.get(tenant, namespace)
@@ -199,6 +201,7 @@ class NamespaceService:
             )  # fmt: skip
 
         await retry_on_conflict(attempt)
+        return await docs.local_policies.read_placement(tenant, namespace, cached=True)
 
     async def shown_policies(self, tenant: str, namespace: str) -> Policies:
         """The policies as `GET /admin/v2/namespaces/{tenant}/{namespace}` answers them: an

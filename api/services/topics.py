@@ -59,7 +59,7 @@ from javaformats import (
     signed_long,
 )
 from metastore.ledger_metadata import LedgerMetadata, LedgerState
-from metastore.models import Policies
+from metastore.models import LocalPolicies, Policies
 from metastore.readers import namespace_placement
 from metastore.repositories import Repositories
 from metastore.store import MetadataStore
@@ -282,15 +282,9 @@ class TopicService:
             raise NotFound(missing)
         return found.value
 
-    async def config_for(
-        self, tenant: str, namespace: str, policies: Policies | None = None
-    ) -> ManagedLedgerConfig:
-        """The namespace's E/Qw/Qa and isolation groups (from `policies` when the request
-        has read them, and its local policies), both from the watch-fed cache; NotFound when
-        the namespace does not exist."""
-        if policies is None:
-            policies = await self._policies(tenant, namespace)
-        local = await self.docs.local_policies.read_placement(tenant, namespace, cached=True)
+    def config_for(self, policies: Policies, local: LocalPolicies | None) -> ManagedLedgerConfig:
+        """The namespace's E/Qw/Qa and isolation groups, from its policies and local policies
+        as the request read them (from the watch-fed caches)."""
         inputs = namespace_placement(policies, local, self.placement)
         request, affinity = inputs.request, inputs.affinity
         recorded = affinity
@@ -316,10 +310,11 @@ class TopicService:
     async def _open(self, tenant: str, namespace: str, topic: str, create: bool,
                     policies: Policies | None = None) -> ManagedLedger:
         require_valid_topic_name(tenant, namespace, topic)
-        if policies is None and not create:  # a read: the ownership check's words
-            policies = await self._policies(tenant, namespace, missing=NAMESPACE_NOT_OWNED)
-        config = await self.config_for(tenant, namespace, policies)
-        await self.namespaces.load_bundles(tenant, namespace)  # the ownership check's
+        if policies is None:  # a read answers with the ownership check's words
+            policies = await self._policies(
+                tenant, namespace, missing=NAMESPACE_NOT_FOUND if create else NAMESPACE_NOT_OWNED)
+        local = await self.namespaces.load_bundles(tenant, namespace)  # the ownership check's
+        config = self.config_for(policies, local)
         name = managed_ledger_name(tenant, namespace, topic)
         if not create and not await self.exists(tenant, namespace, topic):
             # the broker's `topicNotFoundReasonAsync`: a partition's name is judged by the
