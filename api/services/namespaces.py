@@ -10,7 +10,7 @@ namespace's bundles (`load_bundles`), so bookie-affinity GET on a fresh namespac
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from api.errors import (
@@ -21,7 +21,11 @@ from api.errors import (
     NotFound,
     PreconditionFailed,
 )
-from api.naming import require_valid_namespace_name, require_valid_tenant_name
+from api.naming import (
+    is_system_topic,
+    require_valid_namespace_name,
+    require_valid_tenant_name,
+)
 from api.settings import Settings
 from api.shapes.models import (
     BundlesData,
@@ -33,7 +37,8 @@ from api.shapes.models import (
 from javaformats import decode_java_long
 from metastore import errors as store_errors
 from metastore.repositories import Repositories, ownership_tree
-from metastore.store import MetadataStore, retry_on_conflict
+from metastore.store import Guard, MetadataStore, retry_on_conflict
+from storage.managed_ledger import codec_decode
 
 NAMESPACE_NOT_FOUND = "Namespace does not exist"
 # The 404 of Pulsar's global-ownership check (`checkLocalOrGetPeerReplicationCluster`), which
@@ -280,15 +285,17 @@ class NamespaceService:
     async def delete(self, tenant: str, namespace: str, force: bool) -> None:
         """`internalDeleteNamespaceAsync`: the policies are marked `deleted` first, so no
         topic is created in the namespace from then on (`storage.engine`'s guarded create);
-        then, forced, its topics are deleted with their ledgers; then the documents go."""
+        then its topics (forced, all; else its system topics, the only ones it may hold) are
+        deleted with their ledgers; then the documents go."""
         require_valid_namespace_name(tenant, namespace)
         if force and not self.settings.forceDeleteNamespaceAllowed:
             raise NotAllowed("Broker doesn't allow forced deletion of namespaces")
         marked = await retry_on_conflict(lambda: self._mark_deleted(tenant, namespace, force))
         try:
-            if force and self.remove_topic is not None:
+            if self.remove_topic is not None:  # forced: every topic; else the system ones
                 for topic in await self.docs.topics.persistent(tenant, namespace):
-                    await self.remove_topic(f"{tenant}/{namespace}/persistent/{topic}")
+                    if force or is_system_topic(tenant, namespace, codec_decode(topic)):
+                        await self.remove_topic(f"{tenant}/{namespace}/persistent/{topic}")
             await retry_on_conflict(lambda: self._delete_once(tenant, namespace, force))
         except BaseException:
             if marked:  # refused or failed half-way: the namespace stays usable
@@ -309,9 +316,8 @@ class NamespaceService:
         transaction = docs.transaction().require(
             docs.policies.at(tenant, namespace, version=found.version))
         if not force:
-            if await docs.topics.any(tenant, namespace):
-                raise Conflict("Cannot delete non empty namespace")
-            transaction.require(*docs.topics.none_since(tenant, namespace, found.version))
+            transaction.require(*await self._only_system_topics(tenant, namespace,
+                                                                found.version))
         if policies is None or policies.deleted:
             return False
         marked = policies.model_copy(update={"deleted": True})
@@ -345,14 +351,23 @@ class NamespaceService:
         transaction = docs.transaction().require(
             docs.policies.at(tenant, namespace, version=found.version))
         if not force:
-            if await docs.topics.any(tenant, namespace):
-                raise Conflict("Cannot delete non empty namespace")
-            # Empty when read after `found`: a topic created since fails the commit.
-            transaction.require(*docs.topics.none_since(tenant, namespace, found.version))
+            transaction.require(*await self._only_system_topics(tenant, namespace,
+                                                                found.version))
         await (
             transaction.delete_tree(docs.policies, tenant, namespace)
             .delete_tree(docs.local_policies, tenant, namespace)
             .delete_trees([ownership_tree(tenant, namespace)])
-            .delete_trees(docs.topics.trees(tenant, namespace) if force else [])
+            .delete_trees(docs.topics.trees(tenant, namespace))  # forced, or system topics
             .commit()
         )
+
+    async def _only_system_topics(self, tenant: str, namespace: str, since: int) -> Sequence[Guard]:
+        """409 `Cannot delete non empty namespace` unless every topic of the namespace is a
+        system topic (`is_system_topic`: a topic-policies `__change_events`, a
+        transaction-internal one, ...), which a DELETE takes with it, as the broker's
+        `internalDeleteNamespaceAsync` (`hasNonSystemTopic`); then the guards that fail the
+        commit if a topic is written after this read (or after `since`)."""
+        names, newest = await self.docs.topics.read(tenant, namespace)
+        if any(not is_system_topic(tenant, namespace, codec_decode(name)) for name in names):
+            raise Conflict("Cannot delete non empty namespace")
+        return self.docs.topics.none_since(tenant, namespace, max(since, newest))

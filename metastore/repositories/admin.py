@@ -346,6 +346,22 @@ class NamespaceTopics:
         found = await self.store.get(paths.partitioned_topic(tenant, namespace, encoded_topic))
         return 0 if found is None else PartitionedTopicMetadata.count_in(found.value)
 
+    async def read(self, tenant: str, namespace: str) -> tuple[list[str], int]:
+        """The URL-encoded local names of the namespace's topic records (managed ledgers and
+        partitioned-topic metadata, both domains; a name may repeat), and the newest revision
+        among every key under them (cursors included): `none_since` at it holds while no
+        topic is written after this read."""
+        names: list[str] = []
+        newest = 0
+        for root in self._roots(tenant, namespace):
+            prefix = root + "/"
+            for key, held in (await self.store.get_children_values(root)).items():
+                name = key.removeprefix(prefix)
+                if "/" not in name:
+                    names.append(name)
+                newest = max(newest, held.revision)
+        return names, newest
+
     async def any(self, tenant: str, namespace: str) -> bool:
         for root in self._roots(tenant, namespace):
             if await self.store.children(root):

@@ -263,3 +263,23 @@ def test_forced_delete_removes_topics(limited: httpx.Client, clean_store: RawEtc
     assert clean_store.keys("/managed-ledgers/acme/ns1") == []
     assert clean_store.keys("/admin/partitioned-topics/acme/ns1") == []
     assert clean_store.get("/admin/policies/acme/ns1") is None
+
+
+def test_a_namespace_holding_only_system_topics_is_deleted_with_them(
+    admin: httpx.Client, clean_store: RawEtcd
+) -> None:
+    """As the 4.0.8 broker's `internalDeleteNamespaceAsync`: system topics (here a
+    partitioned topic-policies `__change_events`) do not make a namespace non-empty; a
+    DELETE takes them with it. A user's topic still refuses it."""
+    make_namespace(admin, clean_store)
+    topics = "/admin/v2/persistent/acme/ns1"
+    json_body = {"Content-Type": "application/json"}
+    for topic in ("__change_events", "orders"):
+        made = admin.put(f"{topics}/{topic}/partitions", content=b"2", headers=json_body)
+        assert made.status_code == 204, made.text
+    assert_reason(admin.delete(f"{NAMESPACES}/acme/ns1"), 409, "Cannot delete non empty namespace")
+    assert admin.delete(f"{topics}/orders/partitions").status_code == 204
+    assert admin.delete(f"{NAMESPACES}/acme/ns1").status_code == 204
+    for root in ("/admin/policies/acme/ns1", "/admin/local-policies/acme/ns1",
+                 "/admin/partitioned-topics/acme/ns1", "/managed-ledgers/acme/ns1"):
+        assert clean_store.keys(root) == [], root
