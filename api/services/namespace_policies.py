@@ -23,6 +23,7 @@ from api.services.namespaces import (
     NAMESPACE_NOT_FOUND,
     NAMESPACE_NOT_OWNED,
     NamespaceService,
+    first_local_policies,
     validate_persistence,
 )
 from api.settings import Settings
@@ -227,9 +228,7 @@ class NamespacePolicyService:
             found = await docs.local_policies.get(tenant, namespace)
             if found is None and not create:
                 return
-            local = found.value if found is not None else (
-                LocalPolicies() if owner.value.bundles is None
-                else LocalPolicies(bundles=owner.value.bundles))  # fmt: skip
+            local = found.value if found is not None else first_local_policies(owner.value)
             version = 0 if found is None else found.version
             await (
                 docs.transaction()

@@ -55,6 +55,13 @@ INVALID_BUNDLES = (
     "Invalid number of bundles. Number of numbles has to be in the range of (0, 2^32]."
 )
 
+def first_local_policies(policies: Policies) -> LocalPolicies:
+    """The local policies a namespace gets when it has none: its policies' bundles (one over
+    the whole range when they hold none, as Pulsar's `Policies` defaults them), nothing
+    else (`NamespaceBundleFactory.copyToLocalPolicies`, `setLocalPoliciesWithCreate`)."""
+    return LocalPolicies() if policies.bundles is None else LocalPolicies(bundles=policies.bundles)
+
+
 def namespace_missing_for_delete(tenant: str, namespace: str) -> str:
     """A DELETE's 404 words: `precheckWhenDeleteNamespace` names the namespace."""
     return f"Namespace {tenant}/{namespace} does not exist."
@@ -201,7 +208,7 @@ class NamespaceService:
                 .require(docs.policies.at(tenant, namespace, version=owner.version),
                          docs.local_policies.at(tenant, namespace, version=0))
                 .put(docs.local_policies, tenant, namespace,
-                     value=LocalPolicies(bundles=owner.value.bundles))
+                     value=first_local_policies(owner.value))
                 .commit()
             )  # fmt: skip
 

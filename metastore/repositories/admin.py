@@ -362,12 +362,6 @@ class NamespaceTopics:
                 newest = max(newest, held.revision)
         return names, newest
 
-    async def any(self, tenant: str, namespace: str) -> bool:
-        for root in self._roots(tenant, namespace):
-            if await self.store.children(root):
-                return True
-        return False
-
     def none_since(self, tenant: str, namespace: str, since: int) -> list[Guard]:
         """Hold while no topic of the namespace was written after `since`."""
         return [Guard(root, since, tree=True) for root in self._roots(tenant, namespace)]
